@@ -1,0 +1,36 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# make                 build kmod/idgen.ko against KDIR
+# make KDIR=<tree>     ... against another kernel tree or headers
+# make W=1 / C=2       kbuild's extra warnings / sparse on every file
+# make style           checkpatch --strict over the kernel sources
+# make sparse          sparse over the module (C=2)
+# make check           every test, in QEMU guests (see README.md)
+# make demo            mint and decode IDs from a real /dev/idgen in a guest
+
+KDIR ?= /lib/modules/$(shell uname -r)/build
+CHECKPATCH ?= $(firstword $(wildcard $(KDIR)/scripts/checkpatch.pl) \
+		$(wildcard /usr/src/linux-source-*/scripts/checkpatch.pl) \
+		$(wildcard $(HOME)/.cache/idgen/checkpatch/scripts/checkpatch.pl))
+
+KERNEL_SOURCES := $(filter-out %.mod.c,$(wildcard kmod/*.c kmod/*.h)) include/uapi/linux/idgen.h
+
+all: modules
+
+modules clean:
+	@test -d "$(KDIR)" || { echo "no kernel tree at KDIR=$(KDIR): install the headers (linux-headers-amd64) or pass KDIR=" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(CURDIR) $@
+
+sparse:
+	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 CF="-D__CHECK_ENDIAN__" W=1 modules
+
+style:
+	scripts/checkpatch.sh $(KERNEL_SOURCES)
+
+check:
+	scripts/check.sh
+
+demo:
+	scripts/demo.sh
+
+.PHONY: all modules clean sparse style check demo

@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: GPL-2.0 WITH Linux-syscall-note */
+/*
+ * idgen - host-wide 64-bit unique, time-ordered ID generator.
+ *
+ * This header is the whole contract between idgen.ko and user space.
+ *
+ * ID LAYOUT
+ * ---------
+ *
+ *   bit 63       0, so an ID fits a signed 64-bit integer
+ *   bits 62..22  milliseconds since IDGEN_EPOCH_UNIX_MS (41 bits)
+ *   bits 21..0   node (region, then worker) and sequence; the widths are
+ *                the layout's: version 1 is 3 region, 7 worker, 12 sequence
+ *                bits, so ID = ms << 22 | region << 19 | worker << 12 | seq.
+ *
+ * The time field never moves, so IDs of all layouts sort together by time.
+ * A layout may move bits between worker and sequence; region, worker and
+ * sequence widths always add up to IDGEN_NODE_SEQ_BITS.
+ *
+ * THE DEVICE
+ * ----------
+ *
+ * /dev/idgen (mode 0444).  Any user may read(); changing state needs
+ * CAP_SYS_ADMIN.
+ *
+ * read(fd, buf, len) fills buf with len / 8 native-endian __u64 IDs.  len
+ * must be a multiple of 8, else EINVAL; len == 0 returns 0.  Every ID a
+ * host's generator returns is greater than every ID it returned before, on
+ * any CPU, to any reader; one read() returns a strictly increasing batch.
+ * A read may return fewer IDs than asked for (at the fence, at the clock's
+ * lead bound, on a signal); IDs reserved but not delivered (a faulting
+ * buffer, a signal) are never issued again.  The file has no position:
+ * lseek() fails with ESPIPE.
+ *
+ * When no ID can be returned, read() fails with:
+ *
+ *   ENOKEY       no lease: none was set since the module was loaded, or it
+ *                was revoked.  Set one with IDGEN_IOC_SET_LEASE.
+ *   EKEYEXPIRED  the lease's fence is reached: the next ID would carry a
+ *                millisecond at or after valid_until_ms.  Renew the lease.
+ *   ETIME        the clock is behind: the next ID would carry a millisecond
+ *                more than max_lead_ms ahead of the trusted wall clock (the
+ *                wall clock was stepped back, or a floor lies ahead), and
+ *                waiting for it would take longer than a short bounded wait.
+ *                Retry once the wall clock has caught up.
+ *   EAGAIN       the file is non-blocking and the read would have to wait
+ *                (at most a few milliseconds) for the clock.
+ *   EOVERFLOW    the time field is exhausted: the next millisecond does not
+ *                fit in 41 bits.  Never returned before 2095-09-07.
+ *   EFAULT       buf is not writable and no ID was copied.
+ *   EINTR        a signal arrived before any ID was copied.
+ *
+ * poll() reports EPOLLIN | EPOLLRDNORM when a read of one ID would not fail.
+ *
+ * THE CLOCK
+ * ---------
+ *
+ * The millisecond stamped into IDs follows CLOCK_REALTIME checked against
+ * CLOCK_MONOTONIC_RAW (plus time spent suspended).  It never goes back.
+ * When the wall clock steps back, the generator keeps stamping its last
+ * millisecond, borrowing the next one when the sequence runs out, while it
+ * stays within max_lead_ms of the wall clock (then ETIME).  When the wall
+ * clock jumps forward by more than max_step_ms beyond the elapsed
+ * monotonic-raw time, the generator does not follow: it goes on at the
+ * monotonic-raw rate until the step is adopted (IDGEN_LEASE_CLOCK_SYNCED on
+ * a lease push, or IDGEN_IOC_ADOPT_CLOCK) or reverted.
+ *
+ * THE LEASE
+ * ---------
+ *
+ * A lease is (layout, region, worker, floor_ms, valid_until_ms), times in
+ * milliseconds since the epoch.  Under a lease the module never stamps a
+ * millisecond at or before floor_ms, nor at or after valid_until_ms: the
+ * fence is checked on the millisecond stamped into each ID, so a frozen or
+ * dead lease holder cannot make the host mint past it.
+ */
+#ifndef _UAPI_LINUX_IDGEN_H
+#define _UAPI_LINUX_IDGEN_H
+
+#include <linux/ioctl.h>
+#include <linux/types.h>
+
+#define IDGEN_DEVICE_NAME	"idgen"
+
+/* 2026-01-01T00:00:00Z as milliseconds since the Unix epoch. */
+#define IDGEN_EPOCH_UNIX_MS	1767225600000ULL
+
+#define IDGEN_TIME_BITS		41
+#define IDGEN_NODE_SEQ_BITS	22
+/* The last millisecond an ID can carry: 2095-09-06T15:47:35.551Z. */
+#define IDGEN_MS_MAX		((1ULL << IDGEN_TIME_BITS) - 1)
+
+/* Layout version 1. */
+#define IDGEN_V1_REGION_BITS	3
+#define IDGEN_V1_WORKER_BITS	7
+#define IDGEN_V1_SEQ_BITS	12
+
+/* Bounds the module accepts for a layout's widths. */
+#define IDGEN_REGION_BITS_MAX	8
+#define IDGEN_SEQ_BITS_MIN	6
+
+/**
+ * struct idgen_lease_args - argument of IDGEN_IOC_SET_LEASE
+ * @floor_ms:       no ID under this lease carries a millisecond <= floor_ms;
+ *                  normally the previous holder's valid_until_ms.
+ * @valid_until_ms: the fence: no ID carries a millisecond >= valid_until_ms.
+ *                  Must be greater than floor_ms and at most IDGEN_MS_MAX + 1.
+ * @region:         region number, below 2^region_bits.
+ * @worker:         worker number, below 2^worker_bits.
+ * @flags:          IDGEN_LEASE_* flags; unknown bits are refused.
+ * @region_bits:    layout widths; all three 0 means the module's load-time
+ *                  layout (module parameters, version 1 by default).
+ *                  Otherwise they must add up to IDGEN_NODE_SEQ_BITS, with
+ *                  region_bits <= IDGEN_REGION_BITS_MAX and
+ *                  seq_bits >= IDGEN_SEQ_BITS_MIN.
+ * @worker_bits:    see @region_bits.
+ * @seq_bits:       see @region_bits.
+ * @pad:            must be zero.
+ */
+struct idgen_lease_args {
+	__u64 floor_ms;
+	__u64 valid_until_ms;
+	__u32 region;
+	__u32 worker;
+	__u32 flags;
+	__u8 region_bits;
+	__u8 worker_bits;
+	__u8 seq_bits;
+	__u8 pad;
+};
+
+/*
+ * The caller vouches that the wall clock is synchronised (adjtimex() reports
+ * TIME_OK): a forward step that the generator is holding back is adopted.
+ */
+#define IDGEN_LEASE_CLOCK_SYNCED	(1U << 0)
+#define IDGEN_LEASE_FLAGS_ALL		IDGEN_LEASE_CLOCK_SYNCED
+
+/* Bits of idgen_state.flags. */
+#define IDGEN_STATE_LEASED		(1U << 0) /* a lease is in force */
+#define IDGEN_STATE_CLOCK_HELD		(1U << 1) /* a forward step is held */
+
+/**
+ * struct idgen_state - result of IDGEN_IOC_GET_STATE
+ * @now_ms:           the trusted wall clock now, in ms since the epoch (0
+ *                    before the epoch); IDs are stamped at or after it.
+ * @wall_ms:          CLOCK_REALTIME now, in ms since the epoch (0 before it).
+ * @last_ms:          the highest millisecond the host has stamped or fenced
+ *                    off (a floor or a revoke) since the module was loaded.
+ * @next_ms:          the millisecond the next ID would carry at the earliest.
+ * @floor_ms:         the lease's floor (0 without a lease).
+ * @valid_until_ms:   the lease's fence (0 without a lease).
+ * @held_step_ms:     size of a forward wall-clock step not yet adopted.
+ * @flags:            IDGEN_STATE_* bits.
+ * @region:           the lease's region.
+ * @worker:           the lease's worker.
+ * @max_lead_ms:      how far IDs may run ahead of the wall clock.
+ * @max_step_ms:      the largest forward step followed without adoption.
+ * @region_bits:      the layout in force (the lease's, else the default).
+ * @worker_bits:      see @region_bits.
+ * @seq_bits:         see @region_bits.
+ * @pad:              zero.
+ * @ids:              IDs handed out.
+ * @reads:            read() calls that returned IDs.
+ * @borrowed_ms:      milliseconds started ahead of the clock because a
+ *                    sequence ran out.
+ * @steps_back:       wall-clock steps back seen.
+ * @steps_forward:    wall-clock steps forward held back.
+ * @steps_adopted:    held forward steps adopted.
+ * @fence_refusals:   reads refused with EKEYEXPIRED.
+ * @lead_refusals:    reads refused with ETIME or EAGAIN.
+ * @nolease_refusals: reads refused with ENOKEY.
+ * @range_refusals:   reads refused with EOVERFLOW.
+ */
+struct idgen_state {
+	__u64 now_ms;
+	__u64 wall_ms;
+	__u64 last_ms;
+	__u64 next_ms;
+	__u64 floor_ms;
+	__u64 valid_until_ms;
+	__s64 held_step_ms;
+	__u32 flags;
+	__u32 region;
+	__u32 worker;
+	__u32 max_lead_ms;
+	__u32 max_step_ms;
+	__u8 region_bits;
+	__u8 worker_bits;
+	__u8 seq_bits;
+	__u8 pad;
+	__u64 ids;
+	__u64 reads;
+	__u64 borrowed_ms;
+	__u64 steps_back;
+	__u64 steps_forward;
+	__u64 steps_adopted;
+	__u64 fence_refusals;
+	__u64 lead_refusals;
+	__u64 nolease_refusals;
+	__u64 range_refusals;
+};
+
+#define IDGEN_IOC_MAGIC		0xB7
+
+/*
+ * IDGEN_IOC_SET_LEASE - set or renew the lease (CAP_SYS_ADMIN).
+ *
+ * With a lease in force for the same region, worker and layout this is a
+ * renewal: valid_until_ms may only move forward, and a floor_ms above the
+ * last stamped millisecond lifts the next ID above it.  Otherwise it is a
+ * new lease: the node switch is atomic against concurrent readers, and the
+ * first ID under the new lease carries a millisecond greater than both
+ * floor_ms and every millisecond the host has used since the module loaded.
+ * IDGEN_LEASE_CLOCK_SYNCED adopts a held forward clock step.
+ *
+ * Errors: EPERM without CAP_SYS_ADMIN; EFAULT; EINVAL for a node out of the
+ * layout's range, floor_ms >= valid_until_ms, valid_until_ms beyond
+ * IDGEN_MS_MAX + 1, a renewal that would move the fence back, a bad layout,
+ * unknown flags or non-zero pad.  A failed call changes nothing.
+ */
+#define IDGEN_IOC_SET_LEASE	_IOW(IDGEN_IOC_MAGIC, 1, struct idgen_lease_args)
+
+/*
+ * IDGEN_IOC_REVOKE - end the lease now (CAP_SYS_ADMIN).
+ *
+ * Writes L to the __u64 argument: no ID minted under the lease, including
+ * by readers in the middle of a read() while the revoke ran, carries a
+ * millisecond above L.  L is never below the lease's floor.  Without a lease
+ * it succeeds and returns the host's last_ms, so a retried revoke is safe.
+ * Reads fail with ENOKEY afterwards.
+ */
+#define IDGEN_IOC_REVOKE	_IOR(IDGEN_IOC_MAGIC, 2, __u64)
+
+/*
+ * IDGEN_IOC_GET_STATE - read the generator's state and counters (any user).
+ */
+#define IDGEN_IOC_GET_STATE	_IOR(IDGEN_IOC_MAGIC, 3, struct idgen_state)
+
+/*
+ * IDGEN_IOC_ADOPT_CLOCK - adopt a held forward wall-clock step now
+ * (CAP_SYS_ADMIN).  Succeeds, changing nothing, when no step is held.
+ */
+#define IDGEN_IOC_ADOPT_CLOCK	_IO(IDGEN_IOC_MAGIC, 4)
+
+#endif /* _UAPI_LINUX_IDGEN_H */

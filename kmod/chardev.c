@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * /dev/idgen: read() mints, ioctl() administers.
+ *
+ * The read path follows drivers/char/random.c: the request is served in
+ * bounded batches, each reserved with one atomic operation, built on the
+ * stack and copied out, with a signal check and cond_resched() between
+ * batches so a huge read neither hogs the CPU nor ignores signals.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/capability.h>
+#include <linux/fs.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/poll.h>
+#include <linux/sched/signal.h>
+#include <linux/uaccess.h>
+#include <linux/uio.h>
+#include <uapi/linux/idgen.h>
+
+#include "chardev.h"
+#include "generator.h"
+#include "stats.h"
+
+/* IDs reserved with one atomic: a page's worth, as random.c copies. */
+#define IDGEN_BATCH_IDS		(PAGE_SIZE / sizeof(u64))
+/* IDs composed on the stack per copy_to_iter(). */
+#define IDGEN_CHUNK_IDS		64
+
+static struct idgen_gen *idgen_dev_gen;
+
+/* Copy the run out; returns the bytes of whole IDs copied. */
+static size_t idgen_copy_ids(const struct idgen_range *r, struct iov_iter *to)
+{
+	u64 buf[IDGEN_CHUNK_IDS];
+	size_t copied = 0;
+	u32 off, n, i;
+
+	for (off = 0; off < r->count; off += n) {
+		size_t len, c;
+
+		n = min_t(u32, r->count - off, IDGEN_CHUNK_IDS);
+		for (i = 0; i < n; i++)
+			buf[i] = idgen_compose(r->first + off + i, r->seq_bits,
+					       r->node_bits);
+		len = n * sizeof(u64);
+		c = copy_to_iter(buf, len, to);
+		copied += c;
+		if (c != len)
+			return round_down(copied, sizeof(u64));
+	}
+	return copied;
+}
+
+static ssize_t idgen_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	struct idgen_gen *gen = idgen_dev_gen;
+	bool nowait = (iocb->ki_flags & IOCB_NOWAIT) ||
+		      (iocb->ki_filp->f_flags & O_NONBLOCK);
+	size_t left = iov_iter_count(to);
+	ssize_t done = 0;
+	int err = 0;
+
+	if (!IS_ALIGNED(left, sizeof(u64)))
+		return -EINVAL;
+
+	while (left) {
+		struct idgen_range r;
+		size_t copied;
+
+		if (done) {
+			if (signal_pending(current))
+				break;
+			cond_resched();
+		}
+		/* With IDs in hand, return them rather than sleep for more. */
+		err = idgen_gen_mint(gen, min_t(size_t, left / sizeof(u64),
+						IDGEN_BATCH_IDS),
+				     nowait || done, &r);
+		if (err)
+			break;
+		/* IDs reserved but not copied are holes, never reissued. */
+		copied = idgen_copy_ids(&r, to);
+		done += copied;
+		left -= copied;
+		if (copied != r.count * sizeof(u64)) {
+			err = -EFAULT;
+			break;
+		}
+	}
+
+	if (done) {
+		idgen_stat_inc(gen, IDGEN_STAT_READS);
+		idgen_stat_add(gen, IDGEN_STAT_IDS, done / sizeof(u64));
+		return done;
+	}
+	idgen_gen_count_refusal(gen, err);
+	return err;
+}
+
+static __poll_t idgen_poll(struct file *file, poll_table *wait)
+{
+	struct idgen_gen *gen = idgen_dev_gen;
+
+	poll_wait(file, &gen->wait, wait);
+	return idgen_gen_probe(gen) ? 0 : EPOLLIN | EPOLLRDNORM;
+}
+
+static long idgen_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
+{
+	struct idgen_gen *gen = idgen_dev_gen;
+	void __user *argp = (void __user *)arg;
+
+	switch (cmd) {
+	case IDGEN_IOC_GET_STATE: {
+		struct idgen_state st;
+
+		idgen_gen_get_state(gen, &st);
+		if (copy_to_user(argp, &st, sizeof(st)))
+			return -EFAULT;
+		return 0;
+	}
+	case IDGEN_IOC_SET_LEASE: {
+		struct idgen_lease_args args;
+
+		if (!capable(CAP_SYS_ADMIN))
+			return -EPERM;
+		if (copy_from_user(&args, argp, sizeof(args)))
+			return -EFAULT;
+		return idgen_gen_set_lease(gen, &args);
+	}
+	case IDGEN_IOC_REVOKE: {
+		u64 __user *lastp = argp;
+
+		if (!capable(CAP_SYS_ADMIN))
+			return -EPERM;
+		/* Fault before revoking, so a bad pointer changes nothing. */
+		if (put_user(0, lastp))
+			return -EFAULT;
+		return put_user(idgen_gen_revoke(gen), lastp);
+	}
+	case IDGEN_IOC_ADOPT_CLOCK:
+		if (!capable(CAP_SYS_ADMIN))
+			return -EPERM;
+		idgen_gen_adopt_clock(gen);
+		return 0;
+	default:
+		return -ENOTTY;
+	}
+}
+
+static int idgen_open(struct inode *inode, struct file *file)
+{
+	/* IDs have no position: no seeking, no pread(). */
+	return stream_open(inode, file);
+}
+
+static const struct file_operations idgen_fops = {
+	.owner		= THIS_MODULE,
+	.open		= idgen_open,
+	.read_iter	= idgen_read_iter,
+	.poll		= idgen_poll,
+	.unlocked_ioctl	= idgen_ioctl,
+	.compat_ioctl	= compat_ptr_ioctl,
+};
+
+static struct miscdevice idgen_misc = {
+	.minor	= MISC_DYNAMIC_MINOR,
+	.name	= IDGEN_DEVICE_NAME,
+	.fops	= &idgen_fops,
+	.mode	= 0444,
+};
+
+int idgen_chardev_init(struct idgen_gen *gen)
+{
+	idgen_dev_gen = gen;
+	return misc_register(&idgen_misc);
+}
+
+void idgen_chardev_uninit(void)
+{
+	misc_deregister(&idgen_misc);
+	idgen_dev_gen = NULL;
+}

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The generator clock: the wall clock, checked against the raw clock.
+ *
+ * IDs carry CLOCK_REALTIME milliseconds so that hosts agree, but the wall
+ * clock can be stepped.  CLOCK_MONOTONIC_RAW (plus time spent suspended) is
+ * immune to steps and to NTP slew, so the difference between the two only
+ * drifts slowly, by the slew NTP applies (at most 500 ppm).  A change of the
+ * difference beyond that drift is a step:
+ *
+ *  - back: the wall clock is followed, and the generator, whose millisecond
+ *    never decreases (the state word in lease.c only moves up), holds its
+ *    last millisecond until the wall clock catches up or the lead bound is
+ *    reached;
+ *  - forward by up to max_step: followed;
+ *  - forward by more: held back; the trusted time goes on at the raw rate
+ *    from the last trusted offset until the step is adopted (the lease
+ *    holder vouches for a synchronised clock, or an admin says so) or
+ *    reverted, so a wrong step leaves no IDs stamped in the future.
+ *
+ * idgen_clock_advance() is the whole rule as a pure function of the state
+ * and one reading, so tests can drive it with any sequence of readings.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/math64.h>
+#include <linux/ktime.h>
+#include <linux/timekeeping.h>
+
+#include "clock.h"
+#include "generator.h"
+#include "stats.h"
+
+/*
+ * Both clocks are read in one snapshot, so their difference has no read
+ * jitter; this margin only absorbs rounding in the drift allowance.
+ */
+#define IDGEN_CLOCK_SLACK_NS	(100 * NSEC_PER_USEC)
+
+/**
+ * idgen_clock_advance() - apply one clock reading to the clock state
+ * @st:         the state, updated in place.
+ * @p:          the clock's parameters.
+ * @s:          a simultaneous reading of the wall and raw clocks.
+ * @adopt:      adopt a held forward step (the clock is known to be good).
+ * @trusted_ns: set to the trusted wall time of this reading.
+ * @step_ns:    set to the size of the step seen, if any.
+ *
+ * Context: any; pure.
+ * Return: IDGEN_CLOCK_* bits; IDGEN_CLOCK_CHANGED when @st was modified and
+ * must be stored for the next reading.
+ */
+unsigned int idgen_clock_advance(struct idgen_clock_state *st,
+				 const struct idgen_clock_params *p,
+				 const struct idgen_clock_sample *s, bool adopt,
+				 s64 *trusted_ns, s64 *step_ns)
+{
+	s64 observed = s->wall_ns - (s64)s->raw_ns;
+	u64 elapsed, allowance;
+	s64 delta;
+
+	*step_ns = 0;
+	if (!st->valid) {
+		st->offset_ns = observed;
+		st->ref_raw_ns = s->raw_ns;
+		st->held_ns = 0;
+		st->valid = true;
+		*trusted_ns = s->wall_ns;
+		return IDGEN_CLOCK_CHANGED;
+	}
+
+	/* A reader racing an update may hold a reading older than the state. */
+	elapsed = s->raw_ns > st->ref_raw_ns ? s->raw_ns - st->ref_raw_ns : 0;
+	allowance = mul_u64_u32_div(elapsed, p->drift_ppm, 1000000) +
+		    IDGEN_CLOCK_SLACK_NS;
+	delta = observed - st->offset_ns;
+
+	if (delta > (s64)(p->max_step_ns + allowance)) {
+		unsigned int ret = 0;
+
+		*trusted_ns = (s64)s->raw_ns + st->offset_ns;
+		*step_ns = delta;
+		if (adopt) {
+			st->offset_ns = observed;
+			st->ref_raw_ns = s->raw_ns;
+			st->held_ns = 0;
+			*trusted_ns = s->wall_ns;
+			return IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_ADOPTED;
+		}
+		/*
+		 * A new step, or the wall clock stepped again while held.
+		 * While held, the raw clock is the reference: restart the
+		 * drift allowance now and then, so a held step is never
+		 * mistaken for slew however long it is held.
+		 */
+		if (st->held_ns == 0 || abs(delta - st->held_ns) > (s64)allowance)
+			ret = IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_STEP_FWD |
+			      IDGEN_CLOCK_HELD;
+		else if (elapsed >= p->refresh_ns)
+			ret = IDGEN_CLOCK_CHANGED;
+		if (ret) {
+			st->held_ns = delta;
+			st->ref_raw_ns = s->raw_ns;
+		}
+		return ret;
+	}
+
+	*trusted_ns = s->wall_ns;
+	if (delta < -(s64)allowance) {
+		unsigned int ret = IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_STEP_BACK;
+
+		if (st->held_ns)
+			ret |= IDGEN_CLOCK_REVERTED;
+		*step_ns = delta;
+		st->offset_ns = observed;
+		st->ref_raw_ns = s->raw_ns;
+		st->held_ns = 0;
+		return ret;
+	}
+
+	if (st->held_ns) {
+		/* The wall clock came back within reach: the step was undone. */
+		st->offset_ns = observed;
+		st->ref_raw_ns = s->raw_ns;
+		st->held_ns = 0;
+		return IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_REVERTED;
+	}
+
+	if (delta > (s64)allowance) {
+		/* A forward step small enough to follow at once. */
+		*step_ns = delta;
+		st->offset_ns = observed;
+		st->ref_raw_ns = s->raw_ns;
+		return IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_STEP_FWD;
+	}
+
+	/* Normal time: re-confirm the offset now and then to track slew. */
+	if (elapsed >= p->refresh_ns) {
+		st->offset_ns = observed;
+		st->ref_raw_ns = s->raw_ns;
+		return IDGEN_CLOCK_CHANGED;
+	}
+	return 0;
+}
+
+void idgen_clock_init(struct idgen_clock *clk, u32 max_step_ms)
+{
+	spin_lock_init(&clk->lock);
+	seqcount_spinlock_init(&clk->seq, &clk->lock);
+	clk->state = (struct idgen_clock_state){};
+	clk->params.max_step_ns = (u64)max_step_ms * NSEC_PER_MSEC;
+	clk->params.drift_ppm = 500;
+	clk->params.refresh_ns = NSEC_PER_SEC;
+}
+
+static void idgen_clock_sample(struct idgen_clock_sample *s)
+{
+	struct system_time_snapshot snap;
+
+	ktime_get_snapshot(&snap);
+	s->wall_ns = ktime_to_ns(snap.real);
+	/*
+	 * The raw clock stops while the host is suspended; the boot offset
+	 * adds that time back, so a resume is not mistaken for a step.
+	 */
+	s->raw_ns = ktime_to_ns(ktime_add(snap.raw,
+					  ktime_mono_to_any(0, TK_OFFS_BOOT)));
+}
+
+static void idgen_clock_account(struct idgen_gen *gen, unsigned int ev,
+				s64 step_ns)
+{
+	s64 step_ms = div_s64(step_ns, NSEC_PER_MSEC);
+
+	if (ev & IDGEN_CLOCK_STEP_BACK) {
+		idgen_stat_inc(gen, IDGEN_STAT_STEPS_BACK);
+		pr_warn_ratelimited("wall clock stepped back by %lld ms; IDs hold the last millisecond until it catches up\n",
+				    -step_ms);
+	}
+	if (ev & IDGEN_CLOCK_STEP_FWD) {
+		idgen_stat_inc(gen, IDGEN_STAT_STEPS_FWD);
+		if (ev & IDGEN_CLOCK_HELD)
+			pr_warn_ratelimited("wall clock jumped forward by %lld ms beyond the raw clock; not followed until adopted or reverted\n",
+					    step_ms);
+	}
+	if (ev & IDGEN_CLOCK_ADOPTED) {
+		idgen_stat_inc(gen, IDGEN_STAT_STEPS_ADOPTED);
+		pr_notice("forward wall-clock step of %lld ms adopted\n",
+			  step_ms);
+	}
+	if (ev & IDGEN_CLOCK_REVERTED)
+		pr_notice("held wall-clock step reverted\n");
+}
+
+/**
+ * idgen_clock_read() - read the trusted wall time
+ * @gen:     the generator.
+ * @adopt:   adopt a held forward step.
+ * @wall_ns: if not NULL, set to the wall clock reading.
+ *
+ * Readers work on a copy of the state and store it back only when the rule
+ * says it changed, which in normal running is once per refresh period: the
+ * minting path takes no lock.  A reader that finds the lock busy uses its own
+ * result unstored; the state word's monotonicity, not this clock, is what
+ * keeps IDs unique, so a stale result can only cost precision.
+ *
+ * Context: process context; takes a spinlock only to store a change.
+ * Return: trusted wall time in ns since the Unix epoch.
+ */
+s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns)
+{
+	struct idgen_clock *clk = &gen->clock;
+	struct idgen_clock_state st;
+	struct idgen_clock_sample s;
+	s64 trusted, step;
+	unsigned int seq, ev;
+
+	idgen_clock_sample(&s);
+	if (wall_ns)
+		*wall_ns = s.wall_ns;
+
+	do {
+		seq = read_seqcount_begin(&clk->seq);
+		st = clk->state;
+	} while (read_seqcount_retry(&clk->seq, seq));
+
+	ev = idgen_clock_advance(&st, &clk->params, &s, adopt, &trusted, &step);
+	if (!(ev & IDGEN_CLOCK_CHANGED))
+		return trusted;
+
+	if (adopt)
+		spin_lock(&clk->lock);
+	else if (!spin_trylock(&clk->lock))
+		return trusted;
+
+	/* Re-apply to the current state: another reader may have moved it. */
+	st = clk->state;
+	ev = idgen_clock_advance(&st, &clk->params, &s, adopt, &trusted, &step);
+	if (ev & IDGEN_CLOCK_CHANGED) {
+		write_seqcount_begin(&clk->seq);
+		clk->state = st;
+		write_seqcount_end(&clk->seq);
+	}
+	spin_unlock(&clk->lock);
+
+	idgen_clock_account(gen, ev, step);
+	return trusted;
+}
+
+s64 idgen_clock_held_ms(struct idgen_clock *clk)
+{
+	unsigned int seq;
+	s64 held;
+
+	do {
+		seq = read_seqcount_begin(&clk->seq);
+		held = clk->state.held_ns;
+	} while (read_seqcount_retry(&clk->seq, seq));
+	return div_s64(held, NSEC_PER_MSEC);
+}

@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The generator: one per host, combining the clock and the lease in force.
+ *
+ * Minting is lock-free: the lease is found under RCU and IDs are reserved
+ * with one compare-and-exchange on its state word (lease.c).  Lease changes
+ * are rare and serialised by a mutex.  A node switch or revoke closes the
+ * old state word with an exchange, so every reservation either happened
+ * before it (and is covered by the last tick the exchange returns) or fails
+ * and looks the lease up again; the successor starts above that last tick.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/delay.h>
+#include <linux/math64.h>
+#include <linux/slab.h>
+#include <uapi/linux/idgen.h>
+
+#include "generator.h"
+#include "stats.h"
+
+/* A blocking reader sleeps for the clock at most this long at a time ... */
+#define IDGEN_WAIT_MAX_MS	5
+/* ... and at most this many times in one call. */
+#define IDGEN_WAIT_TRIES	4
+
+static u64 idgen_ns_to_ms(s64 ns)
+{
+	const s64 epoch_ns = (s64)IDGEN_EPOCH_UNIX_MS * NSEC_PER_MSEC;
+
+	if (ns < epoch_ns)
+		return 0;
+	return div_u64(ns - epoch_ns, NSEC_PER_MSEC);
+}
+
+static u64 idgen_gen_now_ms(struct idgen_gen *gen, bool adopt)
+{
+	return idgen_ns_to_ms(idgen_clock_read(gen, adopt, NULL));
+}
+
+static struct idgen_lease *idgen_gen_lease(struct idgen_gen *gen)
+{
+	return rcu_dereference(gen->lease);
+}
+
+/*
+ * A lease found closed is being replaced or revoked, and the change is
+ * published before switch_lock is dropped: wait for it, then look again.
+ */
+static void idgen_gen_wait_switch(struct idgen_gen *gen)
+{
+	spin_lock(&gen->switch_lock);
+	spin_unlock(&gen->switch_lock);
+}
+
+static void idgen_gen_fence_reached(struct idgen_lease *lease)
+{
+	if (!atomic_xchg(&lease->fence_logged, 1))
+		pr_warn("lease r%u/w%u reached its fence at ms %lld: minting stopped until renewed\n",
+			lease->region, lease->worker,
+			(long long)atomic64_read(&lease->valid_until));
+}
+
+/**
+ * idgen_gen_mint() - reserve up to @want IDs
+ * @gen:    the generator.
+ * @want:   how many, at least 1.
+ * @nowait: fail with -EAGAIN rather than sleep for the clock.
+ * @r:      set to the reserved run.
+ *
+ * Context: process context; may sleep a few ms unless @nowait.
+ * Return: 0, or -ENOKEY, -EKEYEXPIRED, -ETIME, -EAGAIN, -EOVERFLOW as
+ * documented in the uapi header.
+ */
+int idgen_gen_mint(struct idgen_gen *gen, u32 want, bool nowait,
+		   struct idgen_range *r)
+{
+	struct idgen_lease *lease;
+	u64 now_ms, wait_ms, borrowed;
+	int tries = 0;
+	int err;
+
+again:
+	now_ms = idgen_gen_now_ms(gen, false);
+	rcu_read_lock();
+	for (;;) {
+		lease = idgen_gen_lease(gen);
+		if (!lease) {
+			err = -ENOKEY;
+			break;
+		}
+		err = idgen_lease_reserve(lease, now_ms, gen->max_lead_ms, want,
+					  r, &wait_ms, &borrowed);
+		if (err != -ESTALE)
+			break;
+		idgen_gen_wait_switch(gen);
+	}
+	if (err == -EKEYEXPIRED)
+		idgen_gen_fence_reached(lease);
+	rcu_read_unlock();
+
+	if (!err) {
+		if (borrowed)
+			idgen_stat_add(gen, IDGEN_STAT_BORROWED_MS, borrowed);
+		return 0;
+	}
+	if (err == -ETIME && wait_ms <= IDGEN_WAIT_MAX_MS) {
+		if (nowait)
+			return -EAGAIN;
+		if (tries++ < IDGEN_WAIT_TRIES) {
+			usleep_range(wait_ms * USEC_PER_MSEC,
+				     (wait_ms + 1) * USEC_PER_MSEC);
+			goto again;
+		}
+	}
+	return err;
+}
+
+/**
+ * idgen_gen_count_refusal() - count a read refused with @err
+ * @gen: the generator.
+ * @err: the errno the read returns.
+ */
+void idgen_gen_count_refusal(struct idgen_gen *gen, int err)
+{
+	switch (err) {
+	case -ENOKEY:
+		idgen_stat_inc(gen, IDGEN_STAT_NOLEASE_REFUSALS);
+		break;
+	case -EKEYEXPIRED:
+		idgen_stat_inc(gen, IDGEN_STAT_FENCE_REFUSALS);
+		break;
+	case -ETIME:
+	case -EAGAIN:
+		idgen_stat_inc(gen, IDGEN_STAT_LEAD_REFUSALS);
+		break;
+	case -EOVERFLOW:
+		idgen_stat_inc(gen, IDGEN_STAT_RANGE_REFUSALS);
+		break;
+	}
+}
+
+/**
+ * idgen_gen_probe() - would a read of one ID succeed now?
+ * @gen: the generator.
+ *
+ * When the answer is "not yet, the clock must catch up", arms the poll
+ * timer so pollers are woken when it has.
+ *
+ * Context: process context.
+ * Return: 0 or the errno a read would fail with.
+ */
+int idgen_gen_probe(struct idgen_gen *gen)
+{
+	struct idgen_lease *lease;
+	u64 now_ms, wait_ms;
+	int err;
+
+	now_ms = idgen_gen_now_ms(gen, false);
+	rcu_read_lock();
+	lease = idgen_gen_lease(gen);
+	if (!lease)
+		err = -ENOKEY;
+	else
+		err = idgen_lease_probe(lease, now_ms, gen->max_lead_ms,
+					&wait_ms);
+	rcu_read_unlock();
+
+	/* A closed lease means a switch is under way; it wakes us when done. */
+	if (err == -ETIME)
+		timer_reduce(&gen->poll_timer,
+			     jiffies + msecs_to_jiffies(wait_ms) + 1);
+	return err;
+}
+
+static int idgen_lease_args_check(struct idgen_gen *gen,
+				  const struct idgen_lease_args *a,
+				  struct idgen_layout *layout)
+{
+	if (a->pad || (a->flags & ~IDGEN_LEASE_FLAGS_ALL))
+		return -EINVAL;
+
+	if (!a->region_bits && !a->worker_bits && !a->seq_bits) {
+		*layout = gen->layout;
+	} else {
+		layout->region_bits = a->region_bits;
+		layout->worker_bits = a->worker_bits;
+		layout->seq_bits = a->seq_bits;
+		if (!idgen_layout_valid(layout))
+			return -EINVAL;
+	}
+
+	if ((u64)a->region >> layout->region_bits ||
+	    (u64)a->worker >> layout->worker_bits)
+		return -EINVAL;
+	if (a->floor_ms >= a->valid_until_ms ||
+	    a->valid_until_ms > IDGEN_MS_MAX + 1)
+		return -EINVAL;
+	return 0;
+}
+
+/* Lift the state word above @floor_ms, unless it is there already. */
+static void idgen_lease_raise(struct idgen_lease *lease, u64 floor_ms)
+{
+	u64 want = (floor_ms + 1) << lease->layout.seq_bits;
+	u64 old = atomic64_read(&lease->next);
+
+	do {
+		if (old >= want)
+			return;
+	} while (!atomic64_try_cmpxchg(&lease->next, &old, want));
+}
+
+static void idgen_lease_fill(struct idgen_lease *lease,
+			     const struct idgen_lease_args *a,
+			     const struct idgen_layout *layout)
+{
+	lease->layout = *layout;
+	lease->region = a->region;
+	lease->worker = a->worker;
+	lease->node_bits = idgen_node_bits(layout, a->region, a->worker);
+	lease->floor = a->floor_ms;
+	atomic64_set(&lease->valid_until, a->valid_until_ms);
+	atomic_set(&lease->fence_logged, 0);
+}
+
+/*
+ * Close @old (if any) and publish @new (NULL to revoke).  Returns the last
+ * ms stamped under @old.  Readers that meet the closed word wait on
+ * switch_lock, which is held until @new is visible.
+ */
+static void idgen_gen_switch(struct idgen_gen *gen, struct idgen_lease *old,
+			     struct idgen_lease *new)
+{
+	u64 start_ms;
+
+	lockdep_assert_held(&gen->admin_lock);
+
+	spin_lock(&gen->switch_lock);
+	if (old) {
+		u64 tick = atomic64_xchg(&old->next, IDGEN_TICK_CLOSED);
+
+		gen->last_ms = max(gen->last_ms,
+				   idgen_lease_last_ms(tick, old->layout.seq_bits));
+	}
+	if (new) {
+		/* G2: above the floor and above every ms this host used. */
+		start_ms = max(gen->last_ms, new->floor) + 1;
+		atomic64_set(&new->next, start_ms << new->layout.seq_bits);
+		gen->last_ms = start_ms - 1;
+	}
+	rcu_assign_pointer(gen->lease, new);
+	spin_unlock(&gen->switch_lock);
+
+	if (old)
+		kfree_rcu(old, rcu);
+}
+
+/**
+ * idgen_gen_set_lease() - set or renew the lease
+ * @gen:  the generator.
+ * @args: the lease, from user space.
+ *
+ * Context: process context; takes admin_lock.
+ * Return: 0, -EINVAL for bad arguments (nothing changed), -ENOMEM.
+ */
+int idgen_gen_set_lease(struct idgen_gen *gen,
+			const struct idgen_lease_args *args)
+{
+	struct idgen_lease *old, *new;
+	struct idgen_layout layout;
+	int err;
+
+	err = idgen_lease_args_check(gen, args, &layout);
+	if (err)
+		return err;
+
+	new = kzalloc(sizeof(*new), GFP_KERNEL);
+	if (!new)
+		return -ENOMEM;
+
+	mutex_lock(&gen->admin_lock);
+	old = rcu_dereference_protected(gen->lease,
+					lockdep_is_held(&gen->admin_lock));
+
+	if (old && old->region == args->region && old->worker == args->worker &&
+	    idgen_layout_equal(&old->layout, &layout)) {
+		/* Renewal: the fence never moves back. */
+		if (args->valid_until_ms < (u64)atomic64_read(&old->valid_until)) {
+			err = -EINVAL;
+			goto out_unlock;
+		}
+		if (args->flags & IDGEN_LEASE_CLOCK_SYNCED)
+			idgen_clock_read(gen, true, NULL);
+		if (args->floor_ms > old->floor) {
+			idgen_lease_raise(old, args->floor_ms);
+			old->floor = args->floor_ms;
+		}
+		atomic64_set(&old->valid_until, args->valid_until_ms);
+		atomic_set(&old->fence_logged, 0);
+		pr_debug("lease r%u/w%u renewed until ms %llu\n", args->region,
+			 args->worker, args->valid_until_ms);
+		goto out_unlock;
+	}
+
+	if (args->flags & IDGEN_LEASE_CLOCK_SYNCED)
+		idgen_clock_read(gen, true, NULL);
+	idgen_lease_fill(new, args, &layout);
+	idgen_gen_switch(gen, old, new);
+	pr_info("lease r%u/w%u (layout %u/%u/%u) set: ms %llu to %llu, first ms %llu\n",
+		args->region, args->worker, layout.region_bits,
+		layout.worker_bits, layout.seq_bits, args->floor_ms,
+		args->valid_until_ms, gen->last_ms + 1);
+	new = NULL;
+
+out_unlock:
+	mutex_unlock(&gen->admin_lock);
+	kfree(new);
+	if (!err)
+		wake_up_interruptible(&gen->wait);
+	return err;
+}
+
+/**
+ * idgen_gen_revoke() - end the lease in force
+ * @gen: the generator.
+ *
+ * Context: process context; takes admin_lock.
+ * Return: L, the highest ms stamped or fenced off: no ID of the revoked
+ * lease carries a later one, including IDs of reads in flight.
+ */
+u64 idgen_gen_revoke(struct idgen_gen *gen)
+{
+	struct idgen_lease *old;
+	u64 last;
+
+	mutex_lock(&gen->admin_lock);
+	old = rcu_dereference_protected(gen->lease,
+					lockdep_is_held(&gen->admin_lock));
+	if (old) {
+		u32 region = old->region, worker = old->worker;
+
+		idgen_gen_switch(gen, old, NULL);
+		pr_info("lease r%u/w%u revoked: last ms %llu\n", region, worker,
+			gen->last_ms);
+	}
+	last = gen->last_ms;
+	mutex_unlock(&gen->admin_lock);
+
+	wake_up_interruptible(&gen->wait);
+	return last;
+}
+
+void idgen_gen_adopt_clock(struct idgen_gen *gen)
+{
+	idgen_clock_read(gen, true, NULL);
+}
+
+void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st)
+{
+	const struct idgen_layout *layout = &gen->layout;
+	struct idgen_lease *lease;
+	s64 trusted, wall;
+	u64 last;
+
+	memset(st, 0, sizeof(*st));
+	trusted = idgen_clock_read(gen, false, &wall);
+	st->now_ms = idgen_ns_to_ms(trusted);
+	st->wall_ms = idgen_ns_to_ms(wall);
+	st->held_step_ms = idgen_clock_held_ms(&gen->clock);
+	if (st->held_step_ms)
+		st->flags |= IDGEN_STATE_CLOCK_HELD;
+	st->max_lead_ms = gen->max_lead_ms;
+	st->max_step_ms = div_u64(gen->clock.params.max_step_ns, NSEC_PER_MSEC);
+
+	mutex_lock(&gen->admin_lock);
+	last = gen->last_ms;
+	st->next_ms = max(last + 1, st->now_ms);
+	lease = rcu_dereference_protected(gen->lease,
+					  lockdep_is_held(&gen->admin_lock));
+	if (lease) {
+		u64 tick = atomic64_read(&lease->next);
+
+		layout = &lease->layout;
+		last = max(last, idgen_lease_last_ms(tick, layout->seq_bits));
+		st->next_ms = max(idgen_tick_ms(tick, layout->seq_bits),
+				  st->now_ms);
+		st->flags |= IDGEN_STATE_LEASED;
+		st->floor_ms = lease->floor;
+		st->valid_until_ms = atomic64_read(&lease->valid_until);
+		st->region = lease->region;
+		st->worker = lease->worker;
+	}
+	st->last_ms = last;
+	st->region_bits = layout->region_bits;
+	st->worker_bits = layout->worker_bits;
+	st->seq_bits = layout->seq_bits;
+	mutex_unlock(&gen->admin_lock);
+
+	st->ids = idgen_stat_sum(gen, IDGEN_STAT_IDS);
+	st->reads = idgen_stat_sum(gen, IDGEN_STAT_READS);
+	st->borrowed_ms = idgen_stat_sum(gen, IDGEN_STAT_BORROWED_MS);
+	st->steps_back = idgen_stat_sum(gen, IDGEN_STAT_STEPS_BACK);
+	st->steps_forward = idgen_stat_sum(gen, IDGEN_STAT_STEPS_FWD);
+	st->steps_adopted = idgen_stat_sum(gen, IDGEN_STAT_STEPS_ADOPTED);
+	st->fence_refusals = idgen_stat_sum(gen, IDGEN_STAT_FENCE_REFUSALS);
+	st->lead_refusals = idgen_stat_sum(gen, IDGEN_STAT_LEAD_REFUSALS);
+	st->nolease_refusals = idgen_stat_sum(gen, IDGEN_STAT_NOLEASE_REFUSALS);
+	st->range_refusals = idgen_stat_sum(gen, IDGEN_STAT_RANGE_REFUSALS);
+}
+
+static void idgen_poll_timer_fn(struct timer_list *t)
+{
+	struct idgen_gen *gen = from_timer(gen, t, poll_timer);
+
+	wake_up_interruptible(&gen->wait);
+}
+
+int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
+		   u32 max_lead_ms, u32 max_step_ms)
+{
+	gen->stats = alloc_percpu(struct idgen_stats);
+	if (!gen->stats)
+		return -ENOMEM;
+	RCU_INIT_POINTER(gen->lease, NULL);
+	mutex_init(&gen->admin_lock);
+	spin_lock_init(&gen->switch_lock);
+	gen->last_ms = 0;
+	idgen_clock_init(&gen->clock, max_step_ms);
+	gen->layout = *layout;
+	gen->max_lead_ms = max_lead_ms;
+	init_waitqueue_head(&gen->wait);
+	timer_setup(&gen->poll_timer, idgen_poll_timer_fn, 0);
+	return 0;
+}
+
+/* Context: no reader or admin call can be running (the device is gone). */
+void idgen_gen_uninit(struct idgen_gen *gen)
+{
+	timer_delete_sync(&gen->poll_timer);
+	kfree(rcu_dereference_protected(gen->lease, true));
+	RCU_INIT_POINTER(gen->lease, NULL);
+	free_percpu(gen->stats);
+	mutex_destroy(&gen->admin_lock);
+}

@@ -1,0 +1,62 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef _IDGEN_GENERATOR_H
+#define _IDGEN_GENERATOR_H
+
+#include <linux/mutex.h>
+#include <linux/rcupdate.h>
+#include <linux/spinlock.h>
+#include <linux/timer.h>
+#include <linux/wait.h>
+
+#include "clock.h"
+#include "layout.h"
+#include "lease.h"
+
+struct idgen_state;
+struct idgen_lease_args;
+struct idgen_stats;
+
+/**
+ * struct idgen_gen - the host's one generator
+ * @lease:       the lease in force, or NULL; readers use RCU.
+ * @admin_lock:  serialises lease changes (set, renew, revoke).
+ * @switch_lock: held while a lease is closed and its successor published,
+ *               so a reader that meets a closed lease can wait for the
+ *               successor instead of failing.
+ * @last_ms:     the highest ms stamped or fenced off under leases that are
+ *               gone; protected by @admin_lock.
+ * @clock:       the generator clock.
+ * @layout:      the default layout, for leases that name none.
+ * @max_lead_ms: how far IDs may run ahead of the trusted clock.
+ * @stats:       per-CPU counters.
+ * @wait:        pollers, woken when a lease changes or a wait runs out.
+ * @poll_timer:  wakes @wait when the clock will have caught up.
+ */
+struct idgen_gen {
+	struct idgen_lease __rcu *lease;
+	struct mutex admin_lock;	/* serialises lease changes */
+	spinlock_t switch_lock;	/* held across close and publish */
+	u64 last_ms;
+	struct idgen_clock clock;
+	struct idgen_layout layout;
+	u32 max_lead_ms;
+	struct idgen_stats __percpu *stats;
+	wait_queue_head_t wait;
+	struct timer_list poll_timer;
+};
+
+int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
+		   u32 max_lead_ms, u32 max_step_ms);
+void idgen_gen_uninit(struct idgen_gen *gen);
+
+int idgen_gen_mint(struct idgen_gen *gen, u32 want, bool nowait,
+		   struct idgen_range *r);
+int idgen_gen_probe(struct idgen_gen *gen);
+int idgen_gen_set_lease(struct idgen_gen *gen,
+			const struct idgen_lease_args *args);
+u64 idgen_gen_revoke(struct idgen_gen *gen);
+void idgen_gen_adopt_clock(struct idgen_gen *gen);
+void idgen_gen_count_refusal(struct idgen_gen *gen, int err);
+void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st);
+
+#endif /* _IDGEN_GENERATOR_H */

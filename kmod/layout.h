@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ID layout: 0 | ms since the epoch (41) | region | worker | sequence.
+ *
+ * Pure helpers, shared by the generator and its tests.
+ */
+#ifndef _IDGEN_LAYOUT_H
+#define _IDGEN_LAYOUT_H
+
+#include <linux/types.h>
+#include <uapi/linux/idgen.h>
+
+struct idgen_layout {
+	u8 region_bits;
+	u8 worker_bits;
+	u8 seq_bits;
+};
+
+static inline bool idgen_layout_valid(const struct idgen_layout *l)
+{
+	return l->region_bits <= IDGEN_REGION_BITS_MAX &&
+	       l->seq_bits >= IDGEN_SEQ_BITS_MIN &&
+	       l->region_bits + l->worker_bits + l->seq_bits == IDGEN_NODE_SEQ_BITS;
+}
+
+static inline bool idgen_layout_equal(const struct idgen_layout *a,
+				      const struct idgen_layout *b)
+{
+	return a->region_bits == b->region_bits &&
+	       a->worker_bits == b->worker_bits &&
+	       a->seq_bits == b->seq_bits;
+}
+
+/* The node field, already shifted to its place in an ID. */
+static inline u64 idgen_node_bits(const struct idgen_layout *l, u32 region,
+				  u32 worker)
+{
+	return (((u64)region << l->worker_bits) | worker) << l->seq_bits;
+}
+
+/*
+ * The generator counts in "ticks": ms << seq_bits | seq, the time and
+ * sequence fields of an ID without the node between them.  Running a
+ * sequence over carries into the millisecond by itself.
+ */
+static inline u64 idgen_tick_ms(u64 tick, u8 seq_bits)
+{
+	return tick >> seq_bits;
+}
+
+static inline u64 idgen_compose(u64 tick, u8 seq_bits, u64 node_bits)
+{
+	u64 seq = tick & ((1ULL << seq_bits) - 1);
+
+	return (idgen_tick_ms(tick, seq_bits) << IDGEN_NODE_SEQ_BITS) |
+	       node_bits | seq;
+}
+
+/* The smallest ID any node can mint in millisecond @ms. */
+static inline u64 idgen_min_id_at(u64 ms)
+{
+	return ms << IDGEN_NODE_SEQ_BITS;
+}
+
+#endif /* _IDGEN_LAYOUT_H */

@@ -1,0 +1,125 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The fence: reserving IDs under a lease.
+ *
+ * A lease's state word holds the millisecond and the sequence together as
+ * one tick count, so a reservation is a single compare-and-exchange that
+ * moves it up by a whole batch, and a sequence running over borrows the
+ * next millisecond by itself.  Every limit (the fence, the lead bound, the
+ * end of the time field) is applied to the ticks actually reserved, so it
+ * holds for the millisecond stamped into each ID, whatever happened between
+ * the start of the call and the reservation.
+ */
+#include <linux/minmax.h>
+
+#include "lease.h"
+
+/* Ticks at or after @now_ms, clamped to the end of the time field. */
+static u64 idgen_tick_floor(u64 now_ms, u8 seq_bits)
+{
+	return min(now_ms, IDGEN_MS_MAX + 1) << seq_bits;
+}
+
+/*
+ * Where a reservation would start and where it must stop, or the errno
+ * that says why nothing can be reserved from @tick on.
+ */
+static int idgen_lease_bounds(struct idgen_lease *lease, u64 tick, u64 now_ms,
+			      u32 max_lead_ms, u64 *base, u64 *limit,
+			      u64 *wait_ms)
+{
+	u8 s = lease->layout.seq_bits;
+	u64 fence = atomic64_read(&lease->valid_until);
+	u64 lead_end = now_ms + max_lead_ms + 1;
+	u64 base_ms;
+
+	*base = max(tick, idgen_tick_floor(now_ms, s));
+	*limit = min3(fence, lead_end, IDGEN_MS_MAX + 1) << s;
+	if (*base < *limit)
+		return 0;
+
+	base_ms = idgen_tick_ms(*base, s);
+	if (base_ms >= fence)
+		return -EKEYEXPIRED;
+	if (base_ms > IDGEN_MS_MAX)
+		return -EOVERFLOW;
+	*wait_ms = base_ms - (lead_end - 1);
+	return -ETIME;
+}
+
+/**
+ * idgen_lease_reserve() - reserve up to @want consecutive IDs
+ * @lease:       the lease, found under RCU.
+ * @now_ms:      the trusted time, in ms since the epoch.
+ * @max_lead_ms: how far ahead of @now_ms an ID may be stamped.
+ * @want:        how many IDs the caller wants, at least 1.
+ * @r:           set to the reserved run.
+ * @wait_ms:     on -ETIME, how long until the lead bound allows one ID.
+ * @borrowed_ms: set to how many milliseconds the run started ahead of
+ *               @now_ms because a sequence ran out.
+ *
+ * Lock-free: one successful compare-and-exchange reserves the whole run,
+ * retried only when another CPU reserved in between.  The run is cut short
+ * at the fence and the lead bound rather than refused.
+ *
+ * Context: any; under rcu_read_lock() with @lease published or just closed.
+ * Return: 0; -ESTALE if the lease was closed (look it up again);
+ * -EKEYEXPIRED at the fence; -ETIME beyond the lead bound; -EOVERFLOW past
+ * the end of the time field.
+ */
+int idgen_lease_reserve(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
+			u32 want, struct idgen_range *r, u64 *wait_ms,
+			u64 *borrowed_ms)
+{
+	u8 s = lease->layout.seq_bits;
+	u64 old = atomic64_read(&lease->next);
+	u64 base, limit, lo, hi, mask;
+	int err;
+
+	do {
+		if (old == IDGEN_TICK_CLOSED)
+			return -ESTALE;
+		err = idgen_lease_bounds(lease, old, now_ms, max_lead_ms,
+					 &base, &limit, wait_ms);
+		if (err)
+			return err;
+		r->count = min_t(u64, want, limit - base);
+	} while (!atomic64_try_cmpxchg(&lease->next, &old, base + r->count));
+
+	r->first = base;
+	r->seq_bits = s;
+	r->node_bits = lease->node_bits;
+
+	/*
+	 * Borrowed milliseconds are those after @now_ms whose first tick
+	 * (sequence 0) falls in this run: each is counted once, by the run
+	 * that crossed into it.
+	 */
+	mask = (1ULL << s) - 1;
+	lo = max(base, idgen_tick_floor(now_ms + 1, s));
+	hi = base + r->count;
+	*borrowed_ms = hi > lo ? ((hi + mask) >> s) - ((lo + mask) >> s) : 0;
+	return 0;
+}
+
+/**
+ * idgen_lease_probe() - would a reservation of one ID succeed now?
+ * @lease:       the lease, found under RCU.
+ * @now_ms:      the trusted time.
+ * @max_lead_ms: the lead bound.
+ * @wait_ms:     on -ETIME, how long until it would.
+ *
+ * Context: any; under rcu_read_lock().
+ * Return: 0 or the errno idgen_lease_reserve() would give.
+ */
+int idgen_lease_probe(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
+		      u64 *wait_ms)
+{
+	u64 tick = atomic64_read(&lease->next);
+	u64 base, limit;
+
+	if (tick == IDGEN_TICK_CLOSED)
+		return -ESTALE;
+	return idgen_lease_bounds(lease, tick, now_ms, max_lead_ms, &base,
+				  &limit, wait_ms);
+}

@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+#ifndef _IDGEN_LEASE_H
+#define _IDGEN_LEASE_H
+
+#include <linux/atomic.h>
+#include <linux/rcupdate.h>
+#include <linux/types.h>
+
+#include "layout.h"
+
+/* Value of idgen_lease.next once the lease is retired. */
+#define IDGEN_TICK_CLOSED	U64_MAX
+
+/**
+ * struct idgen_lease - one lease and the state word of its node
+ * @next:        the tick (ms << seq_bits | seq) of the next ID; every ID is
+ *               reserved by moving it up with one compare-and-exchange.
+ *               IDGEN_TICK_CLOSED once the lease is revoked or replaced.
+ * @valid_until: the fence, in ms; only moves forward while the lease lives.
+ * @floor:       no ID under the lease carries a ms at or below it.
+ * @layout:      widths of the node and sequence fields.
+ * @region:      the node's region.
+ * @worker:      the node's worker.
+ * @node_bits:   region and worker, placed as in an ID.
+ * @fence_logged: the fence was reported once already.
+ * @rcu:         frees the lease after readers are done with it.
+ *
+ * Readers find the lease under RCU and only ever compare-and-exchange
+ * @next and read @valid_until.  Everything else is fixed while the lease is
+ * published, except @floor, which only the admin path reads and writes.
+ */
+struct idgen_lease {
+	atomic64_t next;
+	atomic64_t valid_until;
+	u64 floor;
+	struct idgen_layout layout;
+	u32 region;
+	u32 worker;
+	u64 node_bits;
+	atomic_t fence_logged;
+	struct rcu_head rcu;
+};
+
+/* A reserved run of ticks: @count IDs starting at @first. */
+struct idgen_range {
+	u64 first;
+	u32 count;
+	u8 seq_bits;
+	u64 node_bits;
+};
+
+/* Why no ID can be reserved, as errnos the device returns. */
+int idgen_lease_reserve(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
+			u32 want, struct idgen_range *r, u64 *wait_ms,
+			u64 *borrowed_ms);
+int idgen_lease_probe(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
+		      u64 *wait_ms);
+
+/* The last ms stamped under a closed lease whose final tick was @tick. */
+static inline u64 idgen_lease_last_ms(u64 tick, u8 seq_bits)
+{
+	return idgen_tick_ms(tick - 1, seq_bits);
+}
+
+#endif /* _IDGEN_LEASE_H */

@@ -1,0 +1,85 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * idgen: a host-wide generator of unique, time-ordered 64-bit IDs.
+ *
+ * Copyright (C) 2026 The idgen authors.
+ */
+#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
+
+#include <linux/module.h>
+
+#include "chardev.h"
+#include "generator.h"
+
+static unsigned int region_bits = IDGEN_V1_REGION_BITS;
+module_param(region_bits, uint, 0444);
+MODULE_PARM_DESC(region_bits, "default layout: region bits (3)");
+
+static unsigned int worker_bits = IDGEN_V1_WORKER_BITS;
+module_param(worker_bits, uint, 0444);
+MODULE_PARM_DESC(worker_bits, "default layout: worker bits (7); the sequence gets the rest of 22");
+
+static unsigned int max_lead_ms = 1000;
+module_param(max_lead_ms, uint, 0444);
+MODULE_PARM_DESC(max_lead_ms, "how far IDs may run ahead of the wall clock, in ms (1000)");
+
+static unsigned int max_step_ms = 1000;
+module_param(max_step_ms, uint, 0444);
+MODULE_PARM_DESC(max_step_ms, "largest forward wall-clock step followed without adoption, in ms (1000)");
+
+/* Bounds on the parameters: a lead or step beyond a minute is a mistake. */
+#define IDGEN_PARAM_MS_MAX	60000
+
+static struct idgen_gen idgen_gen;
+
+static int __init idgen_init(void)
+{
+	struct idgen_layout layout;
+	int ret;
+
+	if (region_bits > IDGEN_REGION_BITS_MAX ||
+	    region_bits + worker_bits > IDGEN_NODE_SEQ_BITS - IDGEN_SEQ_BITS_MIN) {
+		pr_err("bad layout region_bits=%u worker_bits=%u: region at most %u bits, and at least %u bits must remain for the sequence\n",
+		       region_bits, worker_bits, IDGEN_REGION_BITS_MAX,
+		       IDGEN_SEQ_BITS_MIN);
+		return -EINVAL;
+	}
+	if (!max_lead_ms || max_lead_ms > IDGEN_PARAM_MS_MAX ||
+	    !max_step_ms || max_step_ms > IDGEN_PARAM_MS_MAX) {
+		pr_err("max_lead_ms=%u and max_step_ms=%u must be within 1..%u\n",
+		       max_lead_ms, max_step_ms, IDGEN_PARAM_MS_MAX);
+		return -EINVAL;
+	}
+	layout.region_bits = region_bits;
+	layout.worker_bits = worker_bits;
+	layout.seq_bits = IDGEN_NODE_SEQ_BITS - region_bits - worker_bits;
+
+	ret = idgen_gen_init(&idgen_gen, &layout, max_lead_ms, max_step_ms);
+	if (ret)
+		goto err_gen;
+	ret = idgen_chardev_init(&idgen_gen);
+	if (ret)
+		goto err_chardev;
+
+	pr_info("ready: /dev/%s, layout %u/%u/%u, waiting for a lease\n",
+		IDGEN_DEVICE_NAME, layout.region_bits, layout.worker_bits,
+		layout.seq_bits);
+	return 0;
+
+err_chardev:
+	idgen_gen_uninit(&idgen_gen);
+err_gen:
+	return ret;
+}
+
+static void __exit idgen_exit(void)
+{
+	idgen_chardev_uninit();
+	idgen_gen_uninit(&idgen_gen);
+}
+
+module_init(idgen_init);
+module_exit(idgen_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("Host-wide unique, time-ordered 64-bit ID generator");
+MODULE_AUTHOR("The idgen authors");
