@@ -1,0 +1,112 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# check.sh: every test of idgen, from a fresh Debian 12 machine, as root.
+#
+# Installs what it needs (scripts/deps.sh; IDGEN_SKIP_DEPS=1 skips it),
+# builds the module for every supported Debian kernel, runs the style and
+# static checks, then boots each kernel in a QEMU guest and runs the device
+# tests there, and finally installs the module through DKMS and loads it in
+# a guest.  The module is never loaded into this machine's own kernel.
+#
+# Every check prints a TAP-like line; the run ends with the summary line
+# "N passed, N failed, N skipped" and exits non-zero on any failure.
+# Logs are kept under build/logs/.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top" || exit 1
+logs=$top/build/logs
+mkdir -p "$logs"
+
+passed=0
+failed=0
+skipped=0
+failures=()
+
+pass() { passed=$((passed + 1)); echo "ok - $1"; }
+fail() { failed=$((failed + 1)); failures+=("$1"); echo "not ok - $1"; }
+
+# step NAME LOG CMD...: one check, passed when CMD succeeds.
+step() {
+	local name=$1 log=$logs/$2
+	shift 2
+	if "$@" >"$log" 2>&1; then
+		pass "$name"
+	else
+		tail -n 40 "$log" | sed 's/^/#   /'
+		fail "$name (log: ${log#"$top"/})"
+	fi
+}
+
+# tap NAME LOG CMD...: run CMD, count every TAP result line it printed,
+# and fail once more if CMD itself failed (a crash, a kernel warning, a
+# timeout) even when every test it reported passed.
+tap() {
+	local name=$1 log=$logs/$2 rc line
+	shift 2
+	"$@" >"$log" 2>&1
+	rc=$?
+	while IFS= read -r line; do
+		case $line in
+		*"not ok "[0-9]*)
+			fail "$name: ${line#*not ok }"
+			;;
+		*"ok "[0-9]*"# SKIP"*)
+			skipped=$((skipped + 1))
+			echo "skip - $name: ${line#*ok }"
+			;;
+		*"ok "[0-9]*)
+			pass "$name: ${line#*ok }"
+			;;
+		esac
+	done < <(tr -d '\r' <"$log" | grep -E '^(\[[ 0-9.]+\] )?(# )?(not )?ok [0-9]+ ' | grep -v '^# ')
+	if [ "$rc" -ne 0 ]; then
+		grep -v '^\[' "$log" | tail -n 40 | sed 's/^/#   /'
+		fail "$name: exited $rc (log: ${log#"$top"/})"
+	fi
+}
+
+if [ "${IDGEN_SKIP_DEPS:-0}" != 1 ]; then
+	step "install dependencies" deps.log scripts/deps.sh || true
+fi
+
+mapfile -t kernels < <(tests/vm/kernels.sh)
+if [ ${#kernels[@]} -lt 2 ]; then
+	fail "find Debian 6.1 and 6.12 kernels with headers (found: ${kernels[*]:-none})"
+fi
+
+for k in "${kernels[@]}"; do
+	step "build idgen.ko at W=1 without warnings for $k" "build-$k.log" \
+		scripts/build-module.sh "$k"
+done
+step "checkpatch --strict" checkpatch.log make -s style
+for k in "${kernels[@]}"; do
+	step "sparse (C=2) clean for $k" "sparse-$k.log" \
+		scripts/sparse.sh "$k"
+done
+step "build idgenctl" idgenctl-build.log make -s -C helper
+step "build the selftests" selftests-build.log make -s -C tests/selftests
+
+for k in "${kernels[@]}"; do
+	if [ -f "build/$k/kmod/idgen.ko" ]; then
+		tap "guest $k" "guest-$k.log" \
+			tests/vm/run-guest.sh --timeout "${IDGEN_GUEST_TIMEOUT:-900}" "$k" \
+			tests/vm/guest-suite.sh "build/$k/kmod/idgen.ko"
+	else
+		fail "guest $k: no module was built"
+	fi
+done
+
+# DKMS against the oldest supported kernel: the one most hosts still run.
+if [ ${#kernels[@]} -gt 0 ]; then
+	tap "dkms ${kernels[0]}" "dkms-${kernels[0]}.log" tests/vm/dkms-test.sh "${kernels[0]}"
+fi
+
+echo
+if [ "$failed" -gt 0 ]; then
+	echo "failed:"
+	printf '  %s\n' "${failures[@]}"
+fi
+echo "$passed passed, $failed failed, $skipped skipped"
+[ "$failed" -eq 0 ]

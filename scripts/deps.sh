@@ -1,0 +1,26 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# deps.sh: install, from Debian's archive, everything building and testing
+# idgen needs on a Debian 12 (bookworm) amd64 host.  Run as root.
+set -euo pipefail
+
+packages=(
+	# build
+	build-essential kmod dkms sparse
+	# the kernels the module is built and tested against: 6.1 and 6.12
+	linux-headers-amd64 linux-image-amd64
+	linux-headers-6.12-amd64 linux-image-6.12-amd64
+	# checkpatch.pl comes from the kernel source tarball
+	linux-source-6.12
+	# the guests
+	qemu-system-x86 busybox-static cpio
+)
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps.sh: run as root (it installs Debian packages)" >&2
+	exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+apt-get install -y -q "${packages[@]}"

@@ -1,0 +1,72 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# guest-suite.sh MODULE: the device tests, run as root inside a disposable
+# guest (tests/vm/run-guest.sh).  Loads MODULE, runs the kselftests, the
+# module lifecycle checks and the clock-step tests, which step this
+# machine's wall clock: never run it outside a guest.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+module=${1:?usage: guest-suite.sh MODULE}
+idgenctl=$top/helper/idgenctl
+n=0
+status=0
+
+ok() { n=$((n + 1)); echo "ok $n $1"; }
+not_ok() { n=$((n + 1)); echo "not ok $n $1"; status=1; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name"; fi; }
+
+# run-guest.sh sets IDGEN_GUEST=1 in the guest.
+if [ "${IDGEN_GUEST:-}" != 1 ]; then
+	echo "guest-suite.sh: refusing to run outside a test guest" >&2
+	exit 2
+fi
+
+echo "TAP version 13"
+check "insmod $(basename "$module")" insmod "$module"
+
+# The kselftests print their own TAP; run-guest.sh's caller counts it.
+"$top/tests/selftests/idgen_test" || status=1
+
+# rmmod while a reader holds the device open: refused, reader unharmed.
+rmmod_while_open() {
+	local rc
+	"$idgenctl" lease set --region 1 --worker 2 --valid-for 60000 >/dev/null || return 1
+	exec 3</dev/idgen
+	rmmod idgen 2>/dev/null && { echo "# rmmod succeeded with the device open"; return 1; }
+	# still serves the open file
+	rc=0
+	dd bs=8 count=1 <&3 >/dev/null 2>&1 || rc=1
+	exec 3<&-
+	[ "$rc" -eq 0 ] || { echo "# read after refused rmmod failed"; return 1; }
+	rmmod idgen || { echo "# rmmod after close failed"; return 1; }
+	[ ! -e /dev/idgen ] || { echo "# /dev/idgen left behind"; return 1; }
+}
+check "rmmod refused while the device is open, allowed after close" rmmod_while_open
+
+# Reload: the revoke's L, given as the next lease's floor, keeps IDs above.
+reload_above_floor() {
+	local last first_ms id
+	insmod "$module" || return 1
+	"$idgenctl" lease set --region 2 --worker 3 --valid-for 60000 >/dev/null || return 1
+	id=$("$idgenctl" mint -n 1000 --raw | tail -n 1) || return 1
+	last=$("$idgenctl" lease revoke) || return 1
+	[ $((id >> 22)) -le "$last" ] || { echo "# revoke L=$last below ms of $id"; return 1; }
+	rmmod idgen && insmod "$module" || return 1
+	# Push the floor well past the clock, within the lead bound.
+	last=$((last + 300))
+	"$idgenctl" lease set --region 2 --worker 3 --floor "$last" --valid-for 60000 >/dev/null || return 1
+	id=$("$idgenctl" mint -n 1 --raw) || return 1
+	first_ms=$((id >> 22))
+	echo "# floor $last, first ms after reload $first_ms"
+	[ "$first_ms" -gt "$last" ]
+}
+check "after a reload, the first ID is above the new lease's floor" reload_above_floor
+"$idgenctl" lease revoke >/dev/null 2>&1
+
+# Destructive: steps this guest's wall clock.
+"$top/tests/selftests/clock_steps" || status=1
+
+check "rmmod at the end" rmmod idgen
+exit "$status"

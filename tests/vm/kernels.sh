@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# kernels.sh - print the installed Debian kernels the VM tests should boot.
+#
+# Usage: tests/vm/kernels.sh [--series MAJOR.MINOR]
+#
+# Prints one kernel release per line: the newest installed 6.1.* and the
+# newest installed 6.12.* that have both /boot/vmlinuz-<ver> and headers at
+# /lib/modules/<ver>/build. With --series, prints only the newest of that
+# series. Nothing is hard-coded beyond the series: the Debian ABI number
+# (e.g. 6.1.0-57) is discovered from /boot and /lib/modules.
+#
+# Exit status: 0 if at least one kernel was printed, 1 if none was found,
+# 2 on a usage error. A default series that has no kernel is reported on
+# stderr but is not fatal as long as another one was found.
+#
+# BOOT_DIR and MODULES_DIR may be overridden (for testing this script).
+set -euo pipefail
+
+BOOT_DIR=${BOOT_DIR:-/boot}
+MODULES_DIR=${MODULES_DIR:-/lib/modules}
+DEFAULT_SERIES=(6.1 6.12)
+
+usage() {
+    echo "usage: $0 [--series MAJOR.MINOR]" >&2
+    exit 2
+}
+
+series=()
+while (($#)); do
+    case $1 in
+        --series)
+            (($# >= 2)) || usage
+            [[ $2 =~ ^[0-9]+\.[0-9]+$ ]] || {
+                echo "$0: --series wants MAJOR.MINOR (e.g. 6.1), got '$2'" >&2
+                exit 2
+            }
+            series+=("$2")
+            shift 2
+            ;;
+        --series=*)
+            set -- --series "${1#--series=}" "${@:2}"
+            ;;
+        -h | --help) usage ;;
+        *) usage ;;
+    esac
+done
+((${#series[@]})) || series=("${DEFAULT_SERIES[@]}")
+
+# All usable kernel releases: a bootable image plus headers. Only the
+# generic Debian flavour (…-amd64); rt and cloud flavours are skipped.
+usable_kernels() {
+    local img ver
+    for img in "$BOOT_DIR"/vmlinuz-*; do
+        [[ -f $img ]] || continue
+        ver=${img##*/vmlinuz-}
+        [[ $ver == *-amd64 && $ver != *-rt-amd64 && $ver != *-cloud-amd64 ]] || continue
+        # build is normally a symlink into /usr/src; -f on its Makefile
+        # checks that the headers package behind it is really installed.
+        [[ -f $MODULES_DIR/$ver/build/Makefile ]] || continue
+        printf '%s\n' "$ver"
+    done
+}
+
+mapfile -t all < <(usable_kernels)
+
+found=0
+for s in "${series[@]}"; do
+    # Exact MAJOR.MINOR match: 6.1 must not pick up 6.12 and vice versa.
+    newest=$(printf '%s\n' "${all[@]}" |
+        awk -v s="$s" '{ split($0, v, /[.+-]/); if (v[1] "." v[2] == s) print }' |
+        sort -V | tail -n 1)
+    if [[ -n $newest ]]; then
+        printf '%s\n' "$newest"
+        found=$((found + 1))
+    else
+        echo "$0: no installed $s.* kernel with both $BOOT_DIR/vmlinuz-<ver>" \
+            "and $MODULES_DIR/<ver>/build (install linux-image and linux-headers)" >&2
+    fi
+done
+
+if ((found == 0)); then
+    echo "$0: no usable kernel found for series: ${series[*]}" >&2
+    exit 1
+fi

@@ -1,0 +1,402 @@
+#!/usr/bin/env bash
+# run-guest.sh - run one command inside a throw-away QEMU guest.
+#
+# Usage:
+#   tests/vm/run-guest.sh [--timeout SECS] [--smp N] [--mem MB] [--log FILE]
+#                         KVER COMMAND [ARG...]
+#
+# Boots /boot/vmlinuz-KVER under QEMU (TCG, no KVM) with a small busybox
+# initramfs. The guest mounts the host's root file system read-only over
+# virtio-9p, binds /dev /proc /sys into it, puts tmpfs on /tmp /var/tmp /run
+# and /root, brings up loopback, chroots into it and runs COMMAND with its
+# arguments exactly as given (no re-splitting), in the directory that is the
+# caller's current directory on the host, with stdin from /dev/null and a
+# minimal environment (PATH, HOME=/root, TERM=dumb, LANG=C.UTF-8, USER,
+# LOGNAME, SHELL, and IDGEN_GUEST=1, which destructive tests require before
+# they step the clock or reload modules). Host binaries run unchanged because the root is the host's.
+# The host root is all read-only in the guest (write to /tmp); if the caller's
+# directory lies under /tmp, /var/tmp, /run or /root it stays visible.
+# 9p is mounted cache=loose: host files changed during the run may be stale.
+#
+# The serial console (carriage returns and terminal escape sequences
+# stripped) is streamed to stdout and, with --log, also written to FILE.
+#
+# Exit status:
+#   the guest command's own status, if the guest ran it, printed its exit
+#   marker and the console showed no kernel problem; otherwise
+#   124  the timeout hit (default 300 s)
+#   125  harness or kernel failure: the console showed a kernel problem
+#        (BUG:, WARNING:, Oops, KASAN, lockdep, Call Trace, panic, ...)
+#        even if the command succeeded; or no exit marker (guest setup
+#        failed, QEMU failed, the kernel died)
+#   2    usage error
+#   130  interrupted (INT/TERM/HUP); QEMU is stopped
+# A message saying which is printed on stderr.
+#
+# Note: the guest command's own output shares the console, so a command
+# that prints one of the problem strings (e.g. "WARNING:") fails the run.
+#
+# The base initramfs is cached in ${XDG_CACHE_HOME:-/var/cache}/idgen-vm/KVER/
+# keyed by a hash of the init script, the module list and busybox; the
+# command travels in a second, tiny cpio archive appended per run.
+set -euo pipefail
+
+prog=${0##*/}
+timeout_secs=300
+smp=2
+mem=1024
+log_file=
+
+# Strings that mean the kernel is unhappy; any of them on the console fails
+# the run. Matched as fixed strings, case-sensitively.
+PROBLEM_PATTERNS=(
+    'BUG:' 'WARNING:' 'Oops' 'general protection fault' 'KASAN' 'UBSAN'
+    'possible recursive locking' 'circular locking' 'kmemleak'
+    'unreferenced object' 'Kernel panic' 'Call Trace'
+)
+
+# Modules the guest needs for the 9p root: the virtio PCI transport, the 9p
+# virtio transport and the 9p file system. Their dependencies are resolved
+# from the kernel's modules.dep; built-in ones are skipped.
+GUEST_MODULES=(virtio_pci 9pnet_virtio 9p)
+
+# Bump when the way the initramfs is assembled changes (invalidates caches).
+CACHE_FORMAT=1
+
+MARKER=IDGEN-VM-EXIT
+GUEST_PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+
+die() {
+    echo "$prog: $*" >&2
+    exit 125
+}
+
+usage() {
+    cat >&2 <<EOF
+usage: $prog [--timeout SECS] [--smp N] [--mem MB] [--log FILE] KVER COMMAND [ARG...]
+Runs COMMAND inside a QEMU guest booted from /boot/vmlinuz-KVER.
+EOF
+    exit 2
+}
+
+need_int() { # name value
+    [[ $2 =~ ^[1-9][0-9]*$ ]] || {
+        echo "$prog: $1 wants a positive integer, got '$2'" >&2
+        exit 2
+    }
+}
+
+# ---------------------------------------------------------------- arguments
+while (($#)); do
+    case $1 in
+        --timeout | --smp | --mem | --log)
+            (($# >= 2)) || usage
+            case $1 in
+                --timeout) need_int "$1" "$2" && timeout_secs=$2 ;;
+                --smp) need_int "$1" "$2" && smp=$2 ;;
+                --mem) need_int "$1" "$2" && mem=$2 ;;
+                --log) log_file=$2 ;;
+            esac
+            shift 2
+            ;;
+        --) shift && break ;;
+        -h | --help) usage ;;
+        -*) echo "$prog: unknown option '$1'" >&2 && usage ;;
+        *) break ;;
+    esac
+done
+(($# >= 2)) || usage
+kver=$1
+shift
+
+kernel_image=/boot/vmlinuz-$kver
+moddir=/lib/modules/$kver
+[[ -r $kernel_image ]] || die "no readable kernel image $kernel_image"
+[[ -f $moddir/modules.dep ]] || die "no $moddir/modules.dep for kernel $kver"
+
+busybox=$(command -v busybox || true)
+[[ -n $busybox ]] || die "busybox not found (apt-get install busybox-static)"
+# The guest has no libc before the host root is mounted: busybox must be static.
+if LC_ALL=C file -L "$busybox" 2>/dev/null | grep -q 'dynamically linked'; then
+    die "$busybox is dynamically linked; install busybox-static"
+fi
+modprobe=$(command -v modprobe || echo /sbin/modprobe)
+for tool in qemu-system-x86_64 cpio timeout sha256sum; do
+    command -v "$tool" >/dev/null || die "$tool not found"
+done
+
+workdir=$(mktemp -d "${TMPDIR:-/tmp}/idgen-vm.XXXXXX")
+qemu_pid=
+# shellcheck disable=SC2317  # invoked by the EXIT trap
+cleanup() {
+    if [[ -n $qemu_pid ]]; then kill -TERM "$qemu_pid" 2>/dev/null || true; fi
+    rm -rf "$workdir"
+}
+trap cleanup EXIT
+
+# ------------------------------------------------------------- the guest init
+# PID 1 in the guest (busybox sh). It must never print the problem strings
+# above. A setup failure prints "IDGEN-VM-ERROR: ..." and powers off without
+# the exit marker, so the host reports it.
+init_script() {
+    cat <<'EOF'
+#!/bin/busybox sh
+# PID 1 of the idgen test VM; generated by tests/vm/run-guest.sh.
+export PATH=/bin
+
+fail() {
+    echo "IDGEN-VM-ERROR: $*"
+    poweroff -f
+    sleep 10
+    exit 1 # PID 1 exiting panics the kernel; QEMU (-no-reboot) then exits
+}
+
+mount -t devtmpfs devtmpfs /dev || fail "cannot mount devtmpfs"
+# The kernel opened /dev/console from the archive; reopen it from devtmpfs
+# in case the archive had no device node (built without root).
+exec </dev/console >/dev/console 2>&1
+mount -t proc proc /proc || fail "cannot mount /proc"
+mount -t sysfs sysfs /sys || fail "cannot mount /sys"
+mkdir -p /dev/pts /dev/shm
+mount -t devpts -o gid=5,mode=620,ptmxmode=666 devpts /dev/pts || fail "cannot mount devpts"
+mount -t tmpfs -o mode=1777,nosuid,nodev tmpfs /dev/shm || fail "cannot mount /dev/shm"
+if [ -d /sys/kernel/debug ]; then
+    mount -t debugfs debugfs /sys/kernel/debug || echo "idgen-vm: no debugfs"
+fi
+
+# Modules for virtio-pci and 9p, already in modules.dep order.
+while read -r mod; do
+    insmod "/lib/modules/$mod" || fail "insmod $mod failed"
+done </etc/idgen-modules
+
+# The virtio device may still be probing: retry the mount for a few seconds.
+# cache=loose: the root is read-only and the guest short-lived, so caching is
+# safe (a host file changed while the guest runs may look stale); with
+# msize=512000 (QEMU's maximum) it makes reads several times faster.
+tries=0
+until mount -t 9p -o trans=virtio,version=9p2000.L,ro,cache=loose,msize=512000 hostroot /newroot 2>/mount.err; do
+    tries=$((tries + 1))
+    [ "$tries" -lt 50 ] || fail "cannot mount the host root over 9p: $(cat /mount.err)"
+    sleep 0.1
+done
+
+for d in dev proc sys; do
+    mount -o rbind "/$d" "/newroot/$d" || fail "cannot bind /$d into the host root"
+done
+# Sets IDGEN_CWD, IDGEN_CWD_REAL, IDGEN_PATH and the positional parameters
+# to the command.
+. /idgen-cmd || fail "cannot read the command"
+
+# Writable scratch space inside the read-only host root. If the caller's
+# directory lies below one of these (say a checkout under /tmp), keep the
+# host's copy of it visible (read-only) on top of the fresh tmpfs.
+scratch() { # mode dir
+    if [ ! -d "/newroot$2" ]; then
+        echo "idgen-vm: no $2 in the host root, no tmpfs there"
+        return 0
+    fi
+    keep=
+    case "$IDGEN_CWD_REAL" in "$2"/*) keep=1 ;; esac
+    if [ -n "$keep" ]; then
+        mkdir -p /keep
+        mount -o bind "/newroot$IDGEN_CWD_REAL" /keep || fail "cannot bind $IDGEN_CWD_REAL"
+    fi
+    mount -t tmpfs -o "mode=$1,nosuid,nodev" tmpfs "/newroot$2" || fail "cannot mount tmpfs on $2"
+    if [ -n "$keep" ]; then
+        mkdir -p "/newroot$IDGEN_CWD_REAL" &&
+            mount -o move /keep "/newroot$IDGEN_CWD_REAL" || fail "cannot keep $IDGEN_CWD_REAL visible"
+    fi
+}
+scratch 1777 /tmp
+scratch 1777 /var/tmp
+scratch 755 /run
+scratch 700 /root
+mkdir -p -m 1777 /newroot/run/lock
+
+ip link set lo up || fail "cannot bring up loopback"
+hostname idgen-vm
+
+env -i PATH="$IDGEN_PATH" HOME=/root TERM=dumb LANG=C.UTF-8 USER=root \
+    LOGNAME=root SHELL=/bin/sh IDGEN_GUEST=1 \
+    chroot /newroot /bin/sh -c 'cd "$1" || exit 125; shift; exec "$@"' \
+    idgen-vm "$IDGEN_CWD" "$@" </dev/null
+status=$?
+
+echo "IDGEN-VM-EXIT: $status"
+poweroff -f
+sleep 10
+exit 1
+EOF
+}
+
+# -------------------------------------------------------- module resolution
+# Prints "RELPATH" for each module file to load, in load order, once each.
+# modprobe --show-depends walks modules.dep (and softdeps) of KVER and says
+# "builtin NAME" for code built into the kernel.
+resolve_modules() {
+    local m line path
+    declare -A seen=()
+    for m in "${GUEST_MODULES[@]}"; do
+        "$modprobe" -S "$kver" --show-depends "$m" >"$workdir/deps" ||
+            die "cannot resolve module $m for $kver"
+        while read -r line; do
+            case $line in
+                insmod\ *)
+                    path=${line#insmod }
+                    path=${path%% *}
+                    path=${path#"$moddir"/}
+                    if [[ -z ${seen[$path]:-} ]]; then
+                        seen[$path]=1
+                        printf '%s\n' "$path"
+                    fi
+                    ;;
+                builtin\ *) ;;
+                *) die "unexpected modprobe output for $m: $line" ;;
+            esac
+        done <"$workdir/deps"
+    done
+}
+
+# Single-quotes a string for sh.
+shquote() {
+    local s=${1//\'/\'\\\'\'}
+    printf "'%s'" "$s"
+}
+
+# Writes a newc cpio of the current directory's contents to stdout.
+make_cpio() {
+    find . -mindepth 1 -print0 | LC_ALL=C sort -z | cpio --null -o -H newc -R 0:0 --quiet
+}
+
+# ------------------------------------------------------- cached initramfs
+mapfile -t modules < <(resolve_modules)
+# The key: init script, module files (path, size, mtime), busybox, format.
+cache_key=$(
+    {
+        echo "format $CACHE_FORMAT"
+        init_script
+        for m in "${modules[@]}"; do stat -c '%n %s %Y' "$moddir/$m"; done
+        sha256sum <"$busybox"
+    } | sha256sum | cut -c1-16
+)
+cache_dir=${XDG_CACHE_HOME:-/var/cache}/idgen-vm/$kver
+base_cpio=$cache_dir/initramfs-$cache_key.cpio
+
+if [[ ! -s $base_cpio ]]; then
+    mkdir -p "$cache_dir" || die "cannot create cache directory $cache_dir (set XDG_CACHE_HOME)"
+    stage=$workdir/stage
+    mkdir -p "$stage"/{bin,dev,etc,lib/modules,newroot,proc,sys,tmp}
+    cp "$busybox" "$stage/bin/busybox"
+    for applet in $("$busybox" --list); do
+        [[ $applet == busybox ]] || ln -s busybox "$stage/bin/$applet"
+    done
+    # Needs root; without it the init reopens the console from devtmpfs.
+    mknod -m 600 "$stage/dev/console" c 5 1 2>/dev/null || true
+    init_script >"$stage/init"
+    chmod 755 "$stage/init"
+    # Busybox insmod cannot read compressed modules: decompress here.
+    : >"$stage/etc/idgen-modules"
+    for m in "${modules[@]}"; do
+        name=${m##*/}
+        case $name in
+            *.ko.xz) name=${name%.xz} && xz -dc "$moddir/$m" >"$stage/lib/modules/$name" ;;
+            *.ko.zst) name=${name%.zst} && zstd -qdc "$moddir/$m" >"$stage/lib/modules/$name" ;;
+            *.ko.gz) name=${name%.gz} && gzip -dc "$moddir/$m" >"$stage/lib/modules/$name" ;;
+            *.ko) cp "$moddir/$m" "$stage/lib/modules/$name" ;;
+            *) die "unknown module file type: $m" ;;
+        esac
+        printf '%s\n' "$name" >>"$stage/etc/idgen-modules"
+    done
+    (cd "$stage" && make_cpio) >"$base_cpio.tmp.$$"
+    mv -f "$base_cpio.tmp.$$" "$base_cpio" # atomic: concurrent runs are safe
+    # Drop archives of older init scripts or module sets after an hour.
+    find "$cache_dir" -maxdepth 1 -name 'initramfs-*.cpio*' ! -name "${base_cpio##*/}" \
+        -mmin +60 -delete 2>/dev/null || true
+    rm -rf "$stage"
+fi
+
+# ------------------------------------------------ per-run command archive
+# /idgen-cmd is sourced by the init: it sets the working directory and the
+# positional parameters, every word single-quoted, so no argument is ever
+# re-split or expanded.
+mkdir -p "$workdir/cmd"
+{
+    printf 'IDGEN_CWD=%s\n' "$(shquote "$PWD")"
+    printf 'IDGEN_CWD_REAL=%s\n' "$(shquote "$(pwd -P)")"
+    printf 'IDGEN_PATH=%s\n' "$(shquote "$GUEST_PATH")"
+    printf 'set --'
+    for arg in "$@"; do printf ' %s' "$(shquote "$arg")"; done
+    printf '\n'
+} >"$workdir/cmd/idgen-cmd"
+# The kernel unpacks concatenated newc archives in order.
+(cd "$workdir/cmd" && make_cpio) >"$workdir/initramfs.cpio"
+cat "$base_cpio" >>"$workdir/initramfs.cpio"
+
+# ---------------------------------------------------------------- run QEMU
+# loglevel=5 shows KERN_WARNING and worse (WARN(), lockdep), hides info.
+append="console=ttyS0 edd=off loglevel=5 panic=-1 panic_on_warn=1 oops=panic"
+qemu=(
+    qemu-system-x86_64 -accel tcg -nographic -no-reboot
+    -smp "$smp" -m "$mem"
+    -kernel "$kernel_image" -initrd "$workdir/initramfs.cpio"
+    -append "$append"
+    -rtc base=utc
+    -nic none
+    -virtfs 'local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap'
+)
+
+console=$workdir/console.log
+mkfifo "$workdir/console.fifo"
+# Reader: strip CRs and terminal control sequences (the firmware clears the
+# screen), stream to stdout, keep a copy (and the --log file).
+sed -u 's/\r//g; s/\x1b\[[0-9;?]*[A-Za-z]//g; s/\x1b[c78]//g' <"$workdir/console.fifo" | tee "$console" ${log_file:+"$log_file"} &
+reader_pid=$!
+
+# stdin from /dev/null: nothing from the caller's terminal reaches the guest.
+timeout -k 10 "$timeout_secs" "${qemu[@]}" </dev/null >"$workdir/console.fifo" &
+qemu_pid=$!
+# timeout(1) runs in its own process group, so forward ^C / TERM to it.
+interrupted=
+trap 'interrupted=1; kill -TERM "$qemu_pid" 2>/dev/null || true' INT TERM HUP
+
+qemu_status=0
+while :; do
+    wait "$qemu_pid" && qemu_status=0 || qemu_status=$?
+    # A trapped signal interrupts wait with a status > 128: wait again.
+    kill -0 "$qemu_pid" 2>/dev/null || break
+done
+qemu_pid=
+wait "$reader_pid" || true
+
+# ------------------------------------------------------------- verdict
+verdict=
+problems=$(grep -aF "${PROBLEM_PATTERNS[@]/#/-e}" "$console" | head -n 20 || true)
+marker=$(grep -ao "$MARKER: [0-9]*" "$console" | tail -n 1 || true)
+guest_error=$(grep -a 'IDGEN-VM-ERROR:' "$console" | head -n 1 || true)
+
+if [[ -n $interrupted ]]; then
+    echo "$prog: interrupted; QEMU stopped" >&2
+    exit 130
+fi
+if ((qemu_status == 124 || qemu_status == 137)); then
+    echo "$prog: timed out after ${timeout_secs}s (kernel $kver)" >&2
+    verdict=124
+fi
+if [[ -n $problems ]]; then
+    {
+        echo "$prog: the guest console shows a kernel problem (kernel $kver):"
+        printf '%s\n' "$problems" | sed 's/^/    /'
+    } >&2
+    verdict=${verdict:-125}
+fi
+if [[ -n $guest_error ]]; then
+    echo "$prog: guest setup failed: ${guest_error#*IDGEN-VM-ERROR: }" >&2
+    verdict=${verdict:-125}
+fi
+if [[ -z $marker || -z ${marker#"$MARKER: "} ]]; then
+    echo "$prog: no '$MARKER' line on the console: the command did not finish" \
+        "(QEMU status $qemu_status, kernel $kver)" >&2
+    verdict=${verdict:-125}
+fi
+if [[ -n $verdict ]]; then exit "$verdict"; fi
+exit "${marker#"$MARKER: "}"
