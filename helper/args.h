@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Strict parsing of command-line values: plain decimal, no sign, no
+ * spaces, no trailing characters, no overflow.  On failure each reports
+ * "idgenctl: invalid <name> '<arg>': <why>" on stderr and returns false.
+ */
+#ifndef IDGENCTL_ARGS_H
+#define IDGENCTL_ARGS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+bool parse_u64(const char *name, const char *arg, uint64_t min, uint64_t max,
+	       uint64_t *out);
+bool parse_u32(const char *name, const char *arg, uint32_t *out);
+
+/*
+ * "R/W/S" layout widths: all zero (the module's default), or adding up to
+ * IDGEN_NODE_SEQ_BITS with R <= IDGEN_REGION_BITS_MAX and
+ * S >= IDGEN_SEQ_BITS_MIN.
+ */
+bool parse_layout(const char *name, const char *arg, uint8_t *region_bits,
+		  uint8_t *worker_bits, uint8_t *seq_bits);
+
+#endif /* IDGENCTL_ARGS_H */

@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * idgenctl - administer and use the host's idgen ID generator.
+ *
+ * A subcommand table in the manner of wg(8): usage on stderr and exit 1
+ * for bad use, "idgenctl: <what>: <error>" and exit 1 for failures.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include "idgenctl.h"
+
+const char *PROG_NAME = "idgenctl";
+const char *device_path = "/dev/" IDGEN_DEVICE_NAME;
+
+static const struct {
+	const char *command;
+	const char *verb;	/* NULL: the command takes no verb */
+	int (*function)(int argc, char *argv[]);
+	const char *description;
+} subcommands[] = {
+	{ "lease", "set", lease_set_main, "Sets or renews the host's lease" },
+	{ "lease", "show", lease_show_main, "Shows the generator's state and counters" },
+	{ "lease", "revoke", lease_revoke_main, "Ends the lease, prints the last millisecond it used" },
+	{ "clock", "adopt", clock_adopt_main, "Adopts a held forward step of the wall clock" },
+	{ "mint", NULL, mint_main, "Mints IDs and prints them" },
+};
+
+#define NR_SUBCOMMANDS	(sizeof(subcommands) / sizeof(subcommands[0]))
+
+static void show_usage(FILE *file)
+{
+	char name[32];
+	size_t i;
+
+	fprintf(file, "Usage: %s [--device PATH] <cmd> [<args>]\n\n", PROG_NAME);
+	fprintf(file, "Available subcommands:\n");
+	for (i = 0; i < NR_SUBCOMMANDS; i++) {
+		snprintf(name, sizeof(name), "%s%s%s", subcommands[i].command,
+			 subcommands[i].verb ? " " : "",
+			 subcommands[i].verb ? subcommands[i].verb : "");
+		fprintf(file, "  %-13s %s\n", name, subcommands[i].description);
+	}
+	fprintf(file, "You may pass `--help' to any of these subcommands to view usage.\n");
+	fprintf(file, "The device is %s unless --device says otherwise.\n", device_path);
+}
+
+/* "lease" without a verb, with --help, or with a verb it does not have. */
+static int verb_usage(const char *command, const char *verb)
+{
+	FILE *file = verb && is_help(verb) ? stdout : stderr;
+	size_t i;
+
+	if (verb && file == stderr)
+		fprintf(stderr, "%s: invalid subcommand '%s %s'\n", PROG_NAME, command, verb);
+	fprintf(file, "Usage: %s %s <", PROG_NAME, command);
+	for (i = 0; i < NR_SUBCOMMANDS; i++) {
+		if (!strcmp(subcommands[i].command, command) && subcommands[i].verb)
+			fprintf(file, "%s%s", subcommands[i].verb,
+				i + 1 < NR_SUBCOMMANDS &&
+				!strcmp(subcommands[i + 1].command, command) ? "|" : "");
+	}
+	fprintf(file, "> [<args>]\n");
+	return file == stdout ? 0 : 1;
+}
+
+/* What an errno means when idgen returns it. */
+static const char *explain(int err)
+{
+	switch (err) {
+	case ENOKEY:
+		return "no lease is in force (ENOKEY): set one with 'idgenctl lease set'";
+	case EKEYEXPIRED:
+		return "the lease's fence is reached (EKEYEXPIRED): renew the lease";
+	case ETIME:
+		return "the clock is behind the generator by more than max_lead_ms (ETIME): "
+		       "retry once the wall clock has caught up";
+	case EAGAIN:
+		return "the generator would have to wait for the clock (EAGAIN): retry";
+	case EOVERFLOW:
+		return "the time range is exhausted (EOVERFLOW): no millisecond after "
+		       "2095-09-07T15:47:35.551Z fits in an ID";
+	case EPERM:
+		return "changing the generator's state needs CAP_SYS_ADMIN (EPERM)";
+	case ENOENT:
+	case ENODEV:
+	case ENXIO:
+		return "no idgen device: is idgen.ko loaded?";
+	case ENOTTY:
+		return "not an idgen device, or a module that does not know this request";
+	default:
+		return NULL;
+	}
+}
+
+void report_errno(const char *what, int err)
+{
+	const char *why = explain(err);
+
+	fprintf(stderr, "%s: %s: %s\n", PROG_NAME, what, strerror(err));
+	if (why)
+		fprintf(stderr, "%s: %s\n", PROG_NAME, why);
+}
+
+int bad_usage(const char *usage, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (fmt) {
+		fprintf(stderr, "%s: ", PROG_NAME);
+		va_start(ap, fmt);
+		vfprintf(stderr, fmt, ap);
+		va_end(ap);
+		fputc('\n', stderr);
+	}
+	fprintf(stderr, "Usage: %s %s\n", PROG_NAME, usage);
+	return 1;
+}
+
+int is_help(const char *arg)
+{
+	return !strcmp(arg, "--help") || !strcmp(arg, "-h") || !strcmp(arg, "help");
+}
+
+int no_args(const char *usage, int argc, char *argv[])
+{
+	if (argc == 0)
+		return 0;
+	if (argc == 1 && is_help(argv[0])) {
+		printf("Usage: %s %s\n", PROG_NAME, usage);
+		return -1;
+	}
+	bad_usage(usage, "unexpected argument '%s'", argv[0]);
+	return 1;
+}
+
+int device_open(void)
+{
+	int fd = open(device_path, O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		report_errno(device_path, errno);
+	return fd;
+}
+
+int device_get_state(int fd, struct idgen_state *st)
+{
+	memset(st, 0, sizeof(*st));
+	if (ioctl(fd, IDGEN_IOC_GET_STATE, st)) {
+		report_errno("IDGEN_IOC_GET_STATE", errno);
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char *argv[])
+{
+	size_t i;
+
+	argc--, argv++;
+	while (argc > 0 && argv[0][0] == '-') {
+		if (is_help(argv[0])) {
+			show_usage(stdout);
+			return 0;
+		}
+		if (!strcmp(argv[0], "--device")) {
+			if (argc < 2 || !argv[1][0]) {
+				fprintf(stderr, "%s: --device needs a path\n", PROG_NAME);
+				show_usage(stderr);
+				return 1;
+			}
+			device_path = argv[1];
+			argc -= 2, argv += 2;
+		} else if (!strncmp(argv[0], "--device=", 9) && argv[0][9]) {
+			device_path = argv[0] + 9;
+			argc--, argv++;
+		} else {
+			fprintf(stderr, "%s: unknown option '%s'\n", PROG_NAME, argv[0]);
+			show_usage(stderr);
+			return 1;
+		}
+	}
+	if (argc == 0) {
+		show_usage(stderr);
+		return 1;
+	}
+	if (is_help(argv[0])) {
+		show_usage(stdout);
+		return 0;
+	}
+	for (i = 0; i < NR_SUBCOMMANDS; i++) {
+		if (strcmp(argv[0], subcommands[i].command))
+			continue;
+		if (!subcommands[i].verb)
+			return subcommands[i].function(argc - 1, argv + 1);
+		if (argc < 2)
+			return verb_usage(argv[0], NULL);
+		if (!strcmp(argv[1], subcommands[i].verb))
+			return subcommands[i].function(argc - 2, argv + 2);
+		if (i + 1 == NR_SUBCOMMANDS || strcmp(argv[0], subcommands[i + 1].command))
+			return verb_usage(argv[0], argv[1]);
+	}
+	fprintf(stderr, "%s: invalid subcommand '%s'\n", PROG_NAME, argv[0]);
+	show_usage(stderr);
+	return 1;
+}

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * idgenctl: what the subcommands share.
+ */
+#ifndef IDGENCTL_H
+#define IDGENCTL_H
+
+#include <linux/idgen.h>
+
+extern const char *PROG_NAME;
+extern const char *device_path;
+
+/* Subcommands: argv holds the arguments after the subcommand's words. */
+int lease_set_main(int argc, char *argv[]);
+int lease_show_main(int argc, char *argv[]);
+int lease_revoke_main(int argc, char *argv[]);
+int clock_adopt_main(int argc, char *argv[]);
+int mint_main(int argc, char *argv[]);
+
+/*
+ * "idgenctl: <what>: <strerror(err)>" on stderr, then a line on what an
+ * idgen errno means and what to do about it.
+ */
+void report_errno(const char *what, int err);
+
+/* "idgenctl: <message>" then "Usage: idgenctl <usage>", on stderr; returns 1. */
+int bad_usage(const char *usage, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Whether arg asks for help ("--help", "-h", "help"). */
+int is_help(const char *arg);
+
+/*
+ * For verbs that take no arguments: 0 if there are none, -1 after printing
+ * the usage for --help (exit 0), 1 after reporting bad use (exit 1).
+ */
+int no_args(const char *usage, int argc, char *argv[]);
+
+/* Open the device read-only; reports and returns -1 on failure. */
+int device_open(void);
+
+/* IDGEN_IOC_GET_STATE; reports and returns -1 on failure. */
+int device_get_state(int fd, struct idgen_state *st);
+
+#endif /* IDGENCTL_H */
