@@ -13,16 +13,20 @@
 
 #include <linux/delay.h>
 #include <linux/math64.h>
+#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <uapi/linux/idgen.h>
 
 #include "generator.h"
 #include "stats.h"
 
-/* A blocking reader sleeps for the clock at most this long at a time ... */
+/*
+ * A blocking reader sleeps for the clock only when it is at most this far
+ * from reach (the next millisecond, when the node runs at its ceiling) ...
+ */
 #define IDGEN_WAIT_MAX_MS	5
-/* ... and at most this many times in one call. */
-#define IDGEN_WAIT_TRIES	4
+/* ... and for at most this long in all, within one call. */
+#define IDGEN_WAIT_BUDGET_MS	1000
 
 static u64 idgen_ns_to_ms(s64 ns)
 {
@@ -68,16 +72,17 @@ static void idgen_gen_fence_reached(struct idgen_lease *lease)
  * @nowait: fail with -EAGAIN rather than sleep for the clock.
  * @r:      set to the reserved run.
  *
- * Context: process context; may sleep a few ms unless @nowait.
+ * Context: process context; unless @nowait, may sleep for the clock in
+ * steps of a few ms, up to IDGEN_WAIT_BUDGET_MS in all.
  * Return: 0, or -ENOKEY, -EKEYEXPIRED, -ETIME, -EAGAIN, -EOVERFLOW as
- * documented in the uapi header.
+ * documented in the uapi header, or -ERESTARTSYS on a signal.
  */
 int idgen_gen_mint(struct idgen_gen *gen, u32 want, bool nowait,
 		   struct idgen_range *r)
 {
+	unsigned long deadline = jiffies + msecs_to_jiffies(IDGEN_WAIT_BUDGET_MS);
 	struct idgen_lease *lease;
 	u64 now_ms, wait_ms, borrowed;
-	int tries = 0;
 	int err;
 
 again:
@@ -107,9 +112,16 @@ again:
 	if (err == -ETIME && wait_ms <= IDGEN_WAIT_MAX_MS) {
 		if (nowait)
 			return -EAGAIN;
-		if (tries++ < IDGEN_WAIT_TRIES) {
-			usleep_range(wait_ms * USEC_PER_MSEC,
-				     (wait_ms + 1) * USEC_PER_MSEC);
+		/*
+		 * Readers outrunning the node's ceiling are throttled to it
+		 * here, a millisecond at a time, rather than refused.
+		 */
+		if (time_before(jiffies, deadline)) {
+			usleep_range_state(wait_ms * USEC_PER_MSEC,
+					   (wait_ms + 1) * USEC_PER_MSEC,
+					   TASK_INTERRUPTIBLE);
+			if (signal_pending(current))
+				return -ERESTARTSYS;
 			goto again;
 		}
 	}

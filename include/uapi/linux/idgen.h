@@ -41,14 +41,19 @@
  *   ETIME        the clock is behind: the next ID would carry a millisecond
  *                more than max_lead_ms ahead of the trusted wall clock (the
  *                wall clock was stepped back, or a floor lies ahead), and
- *                waiting for it would take longer than a short bounded wait.
+ *                waiting for it would take more than a few milliseconds.
  *                Retry once the wall clock has caught up.
  *   EAGAIN       the file is non-blocking and the read would have to wait
- *                (at most a few milliseconds) for the clock.
+ *                a few milliseconds for the clock.  This is how readers
+ *                that together outrun the node's ceiling (2^seq_bits IDs
+ *                per ms) are held to it once the lead bound is used up; a
+ *                blocking reader sleeps instead (up to a second in all,
+ *                then ETIME).
  *   EOVERFLOW    the time field is exhausted: the next millisecond does not
  *                fit in 41 bits.  Never returned before 2095-09-07.
  *   EFAULT       buf is not writable and no ID was copied.
- *   EINTR        a signal arrived before any ID was copied.
+ *   EINTR        a signal arrived before any ID was copied (restarted
+ *                instead under SA_RESTART).
  *
  * poll() reports EPOLLIN | EPOLLRDNORM when a read of one ID would not fail.
  *
@@ -87,7 +92,7 @@
 
 #define IDGEN_TIME_BITS		41
 #define IDGEN_NODE_SEQ_BITS	22
-/* The last millisecond an ID can carry: 2095-09-06T15:47:35.551Z. */
+/* The last millisecond an ID can carry: 2095-09-07T15:47:35.551Z. */
 #define IDGEN_MS_MAX		((1ULL << IDGEN_TIME_BITS) - 1)
 
 /* Layout version 1. */
