@@ -46,6 +46,7 @@ timeout_secs=300
 smp=2
 mem=1024
 log_file=
+custom_image=
 
 # Strings that mean the kernel is unhappy; any of them on the console fails
 # the run. Matched as fixed strings, case-sensitively.
@@ -73,8 +74,10 @@ die() {
 
 usage() {
     cat >&2 <<EOF
-usage: $prog [--timeout SECS] [--smp N] [--mem MB] [--log FILE] KVER COMMAND [ARG...]
-Runs COMMAND inside a QEMU guest booted from /boot/vmlinuz-KVER.
+usage: $prog [--timeout SECS] [--smp N] [--mem MB] [--log FILE] [--image BZIMAGE] KVER COMMAND [ARG...]
+Runs COMMAND inside a QEMU guest booted from /boot/vmlinuz-KVER, or from
+BZIMAGE (a kernel with virtio, 9p and its console built in; KVER then only
+names it).
 EOF
     exit 2
 }
@@ -89,9 +92,10 @@ need_int() { # name value
 # ---------------------------------------------------------------- arguments
 while (($#)); do
     case $1 in
-        --timeout | --smp | --mem | --log)
+        --timeout | --smp | --mem | --log | --image)
             (($# >= 2)) || usage
             case $1 in
+                --image) custom_image=$2 ;;
                 --timeout) need_int "$1" "$2" && timeout_secs=$2 ;;
                 --smp) need_int "$1" "$2" && smp=$2 ;;
                 --mem) need_int "$1" "$2" && mem=$2 ;;
@@ -109,10 +113,11 @@ done
 kver=$1
 shift
 
-kernel_image=/boot/vmlinuz-$kver
+kernel_image=${custom_image:-/boot/vmlinuz-$kver}
 moddir=/lib/modules/$kver
 [[ -r $kernel_image ]] || die "no readable kernel image $kernel_image"
-[[ -f $moddir/modules.dep ]] || die "no $moddir/modules.dep for kernel $kver"
+[[ -n $custom_image || -f $moddir/modules.dep ]] ||
+    die "no $moddir/modules.dep for kernel $kver"
 
 busybox=$(command -v busybox || true)
 [[ -n $busybox ]] || die "busybox not found (apt-get install busybox-static)"
@@ -236,6 +241,8 @@ EOF
 resolve_modules() {
     local m line path
     declare -A seen=()
+    # A custom image has everything the guest needs built in.
+    [[ -z $custom_image ]] || return 0
     for m in "${GUEST_MODULES[@]}"; do
         "$modprobe" -S "$kver" --show-depends "$m" >"$workdir/deps" ||
             die "cannot resolve module $m for $kver"

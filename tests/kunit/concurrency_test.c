@@ -1,0 +1,190 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * idgen_concurrency: a kthread on every CPU mints batches through the real
+ * generator while the test renews, switches and revokes leases under them.
+ * Afterwards: every ID is unique, every thread's IDs increase, every lease's
+ * IDs lie at or below the last ms its close reported (F3), and each lease's
+ * IDs are all above the previous lease's (G2).
+ */
+#include <kunit/test.h>
+#include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/random.h>
+#include <linux/sort.h>
+#include <linux/vmalloc.h>
+#include <uapi/linux/idgen.h>
+
+#include "generator.h"
+
+#define MINT_IDS_PER_THREAD	(96 * 1024)
+#define MINT_LEASES		24	/* workers 1..MINT_LEASES, in order */
+#define MINT_MS			2500
+
+struct minter {
+	struct idgen_gen *gen;
+	struct task_struct *task;
+	u64 *ids;
+	size_t n;
+	unsigned long calls, refusals;
+};
+
+static int minter_fn(void *data)
+{
+	struct minter *m = data;
+	struct idgen_range r;
+	u32 i, want;
+
+	while (!kthread_should_stop()) {
+		if (m->n == MINT_IDS_PER_THREAD) {
+			schedule_timeout_interruptible(1);
+			continue;
+		}
+		want = 1 + get_random_u32_below(64);
+		want = min_t(size_t, want, MINT_IDS_PER_THREAD - m->n);
+		m->calls++;
+		if (idgen_gen_mint(m->gen, want, true, &r)) {
+			m->refusals++;
+			cond_resched();
+			continue;
+		}
+		for (i = 0; i < r.count; i++)
+			m->ids[m->n++] = idgen_compose(r.first + i, r.seq_bits,
+						       r.node_bits);
+		cond_resched();
+	}
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	u64 x = *(const u64 *)a, y = *(const u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void idgen_concurrency_test_leases_under_load(struct kunit *test)
+{
+	static const struct idgen_layout v1 = { 3, 7, 12 };
+	struct idgen_gen *gen = kunit_kzalloc(test, sizeof(*gen), GFP_KERNEL);
+	/* Per worker: the last ms its close reported, its lowest and highest ID. */
+	u64 *closed_at = kunit_kcalloc(test, MINT_LEASES + 1, sizeof(u64), GFP_KERNEL);
+	u64 *lo = kunit_kcalloc(test, MINT_LEASES + 1, sizeof(u64), GFP_KERNEL);
+	u64 *hi = kunit_kcalloc(test, MINT_LEASES + 1, sizeof(u64), GFP_KERNEL);
+	struct idgen_lease_args args = {};
+	struct minter *m;
+	unsigned long deadline;
+	int cpu, nr = 0, i, worker = 1, revokes = 0, renewals = 0;
+	size_t total = 0, k;
+	u64 *all;
+
+	KUNIT_ASSERT_NOT_NULL(test, gen);
+	KUNIT_ASSERT_TRUE(test, closed_at && lo && hi);
+	KUNIT_ASSERT_EQ(test, idgen_gen_init(gen, &v1, 1000, 1000), 0);
+	m = kunit_kcalloc(test, nr_cpu_ids, sizeof(*m), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, m);
+
+	args.worker = worker;
+	args.floor_ms = 0;
+	args.valid_until_ms = IDGEN_MS_MAX;
+	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(gen, &args), 0);
+
+	for_each_online_cpu(cpu) {
+		struct minter *t = &m[nr];
+
+		t->gen = gen;
+		t->ids = vmalloc(array_size(MINT_IDS_PER_THREAD, sizeof(u64)));
+		KUNIT_ASSERT_NOT_NULL(test, t->ids);
+		t->task = kthread_create(minter_fn, t, "idgen-mint/%d", cpu);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(t->task));
+		kthread_bind(t->task, cpu);
+		wake_up_process(t->task);
+		nr++;
+	}
+
+	/* Change the lease under the minters: renew, switch, revoke. */
+	deadline = jiffies + msecs_to_jiffies(MINT_MS);
+	while (time_before(jiffies, deadline) && worker < MINT_LEASES) {
+		usleep_range(20000, 40000);
+		switch (get_random_u32_below(3)) {
+		case 0:
+			args.valid_until_ms = IDGEN_MS_MAX + 1;
+			KUNIT_EXPECT_EQ(test, idgen_gen_set_lease(gen, &args), 0);
+			renewals++;
+			break;
+		case 1:
+			closed_at[worker] = idgen_gen_revoke(gen);
+			revokes++;
+			usleep_range(1000, 2000);
+			fallthrough;
+		default:
+			/* The successor's first ms is gen->last_ms + 1. */
+			args.worker = ++worker;
+			args.valid_until_ms = IDGEN_MS_MAX;
+			KUNIT_EXPECT_EQ(test, idgen_gen_set_lease(gen, &args), 0);
+			if (!closed_at[worker - 1])
+				closed_at[worker - 1] = gen->last_ms;
+			break;
+		}
+	}
+	closed_at[worker] = idgen_gen_revoke(gen);
+
+	for (i = 0; i < nr; i++) {
+		kthread_stop(m[i].task);
+		total += m[i].n;
+	}
+	kunit_info(test, "%d threads minted %zu IDs under %d leases (%d revokes, %d renewals)\n",
+		   nr, total, worker, revokes, renewals);
+	KUNIT_EXPECT_GT(test, total, (size_t)10000);
+	KUNIT_EXPECT_GE(test, worker, 3);
+
+	all = vmalloc(array_size(total ?: 1, sizeof(u64)));
+	KUNIT_ASSERT_NOT_NULL(test, all);
+	for (i = 0; i <= MINT_LEASES; i++) {
+		lo[i] = U64_MAX;
+		hi[i] = 0;
+	}
+	total = 0;
+	for (i = 0; i < nr; i++) {
+		for (k = 0; k < m[i].n; k++) {
+			u64 id = m[i].ids[k];
+			u32 w = (id >> 12) & 127;
+
+			/* Per thread: strictly increasing. */
+			if (k)
+				KUNIT_ASSERT_GT(test, id, m[i].ids[k - 1]);
+			KUNIT_ASSERT_GE(test, w, 1U);
+			KUNIT_ASSERT_LE(test, w, (u32)worker);
+			/* F3: nothing above what the lease's close reported. */
+			KUNIT_ASSERT_LE_MSG(test, id >> IDGEN_NODE_SEQ_BITS,
+					    closed_at[w], "worker %u", w);
+			lo[w] = min(lo[w], id);
+			hi[w] = max(hi[w], id);
+			all[total++] = id;
+		}
+		vfree(m[i].ids);
+	}
+
+	/* G2 across leases: each lease's IDs above all its predecessors'. */
+	for (i = 2; i <= worker; i++)
+		if (lo[i] != U64_MAX && hi[i - 1])
+			KUNIT_EXPECT_GT_MSG(test, lo[i], hi[i - 1], "worker %d", i);
+
+	/* G1: unique. */
+	sort(all, total, sizeof(u64), cmp_u64, NULL);
+	for (k = 1; k < total; k++)
+		KUNIT_ASSERT_NE(test, all[k], all[k - 1]);
+	vfree(all);
+	idgen_gen_uninit(gen);
+	rcu_barrier();
+}
+
+static struct kunit_case idgen_concurrency_test_cases[] = {
+	KUNIT_CASE_SLOW(idgen_concurrency_test_leases_under_load),
+	{}
+};
+
+static struct kunit_suite idgen_concurrency_suite = {
+	.name = "idgen_concurrency",
+	.test_cases = idgen_concurrency_test_cases,
+};
+kunit_test_suite(idgen_concurrency_suite);

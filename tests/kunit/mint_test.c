@@ -1,0 +1,215 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * idgen_mint: reserving IDs under a lease, with the clock held still, so
+ * every bound is hit exactly: sequence overflow, the lead bound, the fence
+ * on the stamped millisecond, the floor, and the end of the time field.
+ */
+#include <kunit/test.h>
+
+#include "lease.h"
+
+#define SEQ_BITS	12
+#define PER_MS		(1U << SEQ_BITS)
+#define LEAD		1000
+
+static struct idgen_lease *mint_lease(struct kunit *test, u64 floor_ms,
+				      u64 valid_until)
+{
+	struct idgen_lease *l = kunit_kzalloc(test, sizeof(*l), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, l);
+	l->layout = (struct idgen_layout){ 3, 7, SEQ_BITS };
+	l->region = 5;
+	l->worker = 77;
+	l->node_bits = idgen_node_bits(&l->layout, 5, 77);
+	l->floor = floor_ms;
+	atomic64_set(&l->next, (floor_ms + 1) << SEQ_BITS);
+	atomic64_set(&l->valid_until, valid_until);
+	return l;
+}
+
+static int reserve(struct idgen_lease *l, u64 now, u32 want,
+		   struct idgen_range *r, u64 *wait, u64 *borrowed)
+{
+	return idgen_lease_reserve(l, now, LEAD, want, r, wait, borrowed);
+}
+
+static void idgen_mint_test_overflow_borrows(struct kunit *test)
+{
+	struct idgen_lease *l = mint_lease(test, 99, 1000000);
+	struct idgen_range r;
+	u64 wait, borrowed;
+
+	/* A whole millisecond, then more: the sequence carries into the next. */
+	KUNIT_ASSERT_EQ(test, reserve(l, 100, PER_MS, &r, &wait, &borrowed), 0);
+	KUNIT_EXPECT_EQ(test, r.first, 100ULL << SEQ_BITS);
+	KUNIT_EXPECT_EQ(test, r.count, PER_MS);
+	KUNIT_EXPECT_EQ(test, borrowed, 0ULL);
+
+	KUNIT_ASSERT_EQ(test, reserve(l, 100, 10, &r, &wait, &borrowed), 0);
+	KUNIT_EXPECT_EQ(test, r.first, 101ULL << SEQ_BITS);
+	KUNIT_EXPECT_EQ(test, borrowed, 1ULL);
+
+	/* The clock moving on leaves the borrowed ms behind, no reuse. */
+	KUNIT_ASSERT_EQ(test, reserve(l, 101, 1, &r, &wait, &borrowed), 0);
+	KUNIT_EXPECT_EQ(test, r.first, (101ULL << SEQ_BITS) + 10);
+	KUNIT_ASSERT_EQ(test, reserve(l, 200, 1, &r, &wait, &borrowed), 0);
+	KUNIT_EXPECT_EQ(test, r.first, 200ULL << SEQ_BITS);
+	KUNIT_EXPECT_EQ(test, borrowed, 0ULL);
+}
+
+static void idgen_mint_test_batch_crosses_ms(struct kunit *test)
+{
+	struct idgen_lease *l = mint_lease(test, 99, 1000000);
+	struct idgen_range r;
+	u64 wait, borrowed, i, prev = 0;
+
+	KUNIT_ASSERT_EQ(test, reserve(l, 100, PER_MS - 3, &r, &wait, &borrowed), 0);
+	KUNIT_ASSERT_EQ(test, reserve(l, 100, 3 * PER_MS, &r, &wait, &borrowed), 0);
+	KUNIT_EXPECT_EQ(test, r.count, 3 * PER_MS);
+	KUNIT_EXPECT_EQ(test, borrowed, 3ULL);
+	for (i = 0; i < r.count; i++) {
+		u64 id = idgen_compose(r.first + i, SEQ_BITS, r.node_bits);
+
+		if (i)
+			KUNIT_ASSERT_GT(test, id, prev);
+		prev = id;
+	}
+	KUNIT_EXPECT_EQ(test, prev >> IDGEN_NODE_SEQ_BITS, 103ULL);
+}
+
+static void idgen_mint_test_max_lead(struct kunit *test)
+{
+	struct idgen_lease *l = mint_lease(test, 99, 1000000);
+	struct idgen_range r;
+	u64 wait = 0, borrowed, total = 0;
+	int err;
+
+	/* With the clock stopped at 100, ms 100..1100 may be stamped. */
+	while (!(err = reserve(l, 100, 100000, &r, &wait, &borrowed))) {
+		total += r.count;
+		KUNIT_ASSERT_LE(test, idgen_tick_ms(r.first + r.count - 1, SEQ_BITS),
+				100ULL + LEAD);
+	}
+	KUNIT_EXPECT_EQ(test, err, -ETIME);
+	KUNIT_EXPECT_EQ(test, wait, 1ULL);
+	KUNIT_EXPECT_EQ(test, total, (u64)(LEAD + 1) * PER_MS);
+	/* One ms later, exactly one more ms may be stamped. */
+	KUNIT_EXPECT_EQ(test, reserve(l, 101, 100000, &r, &wait, &borrowed), 0);
+	KUNIT_EXPECT_EQ(test, r.count, PER_MS);
+	/* A wall clock far behind: the wait it reports is the gap. */
+	KUNIT_EXPECT_EQ(test, reserve(l, 50, 1, &r, &wait, &borrowed), -ETIME);
+	KUNIT_EXPECT_EQ(test, wait, 1102ULL - (50 + LEAD));
+}
+
+static void idgen_mint_test_fence_on_stamped_ms(struct kunit *test)
+{
+	struct idgen_lease *l = mint_lease(test, 99, 103);
+	struct idgen_range r;
+	u64 wait, borrowed;
+
+	/* Asked for more than fits: cut short before ms 103, not refused. */
+	KUNIT_ASSERT_EQ(test, reserve(l, 100, 10 * PER_MS, &r, &wait, &borrowed), 0);
+	KUNIT_EXPECT_EQ(test, r.count, 3 * PER_MS);
+	KUNIT_EXPECT_EQ(test, idgen_tick_ms(r.first + r.count - 1, SEQ_BITS), 102ULL);
+	KUNIT_EXPECT_EQ(test, reserve(l, 100, 1, &r, &wait, &borrowed), -EKEYEXPIRED);
+	/* The clock reaching the fence refuses too, nothing borrowed past it. */
+	KUNIT_EXPECT_EQ(test, reserve(l, 103, 1, &r, &wait, &borrowed), -EKEYEXPIRED);
+	KUNIT_EXPECT_EQ(test, reserve(l, 5000, 1, &r, &wait, &borrowed), -EKEYEXPIRED);
+	/* A renewal moves the fence; minting resumes above the old one. */
+	atomic64_set(&l->valid_until, 200);
+	KUNIT_ASSERT_EQ(test, reserve(l, 150, 1, &r, &wait, &borrowed), 0);
+	KUNIT_EXPECT_EQ(test, idgen_tick_ms(r.first, SEQ_BITS), 150ULL);
+}
+
+static void idgen_mint_test_short_batch_at_fence(struct kunit *test)
+{
+	struct idgen_lease *l = mint_lease(test, 99, 101);
+	struct idgen_range r;
+	u64 wait, borrowed;
+
+	KUNIT_ASSERT_EQ(test, reserve(l, 100, PER_MS - 5, &r, &wait, &borrowed), 0);
+	KUNIT_ASSERT_EQ(test, reserve(l, 100, 512, &r, &wait, &borrowed), 0);
+	KUNIT_EXPECT_EQ(test, r.count, 5U);
+	KUNIT_EXPECT_EQ(test, reserve(l, 100, 512, &r, &wait, &borrowed), -EKEYEXPIRED);
+}
+
+static void idgen_mint_test_floor(struct kunit *test)
+{
+	/* A floor ahead of the clock, within the lead: minted above it. */
+	struct idgen_lease *l = mint_lease(test, 600, 100000);
+	struct idgen_range r;
+	u64 wait, borrowed;
+
+	KUNIT_ASSERT_EQ(test, reserve(l, 100, 1, &r, &wait, &borrowed), 0);
+	KUNIT_EXPECT_EQ(test, idgen_tick_ms(r.first, SEQ_BITS), 601ULL);
+
+	/* Beyond the lead: refused until the clock gets within reach. */
+	l = mint_lease(test, 5000, 100000);
+	KUNIT_EXPECT_EQ(test, reserve(l, 100, 1, &r, &wait, &borrowed), -ETIME);
+	KUNIT_EXPECT_EQ(test, wait, 5001ULL - (100 + LEAD));
+	KUNIT_ASSERT_EQ(test, reserve(l, 4001, 1, &r, &wait, &borrowed), 0);
+	KUNIT_EXPECT_EQ(test, idgen_tick_ms(r.first, SEQ_BITS), 5001ULL);
+}
+
+static void idgen_mint_test_time_exhausted(struct kunit *test)
+{
+	struct idgen_lease *l = mint_lease(test, IDGEN_MS_MAX - 2, IDGEN_MS_MAX + 1);
+	struct idgen_range r;
+	u64 wait, borrowed, last;
+
+	KUNIT_ASSERT_EQ(test, reserve(l, IDGEN_MS_MAX - 1, 100 * PER_MS, &r, &wait,
+				      &borrowed), 0);
+	KUNIT_EXPECT_EQ(test, r.count, 2 * PER_MS);
+	last = idgen_compose(r.first + r.count - 1, SEQ_BITS, r.node_bits);
+	KUNIT_EXPECT_EQ(test, last >> IDGEN_NODE_SEQ_BITS, IDGEN_MS_MAX);
+	KUNIT_EXPECT_EQ(test, last >> 63, 0ULL);
+	/* The last ms is used up: the fence (IDGEN_MS_MAX + 1) says so. */
+	KUNIT_EXPECT_EQ(test, reserve(l, IDGEN_MS_MAX, 1, &r, &wait, &borrowed),
+			-EKEYEXPIRED);
+
+	/* Without a fence in the way, the end of the field is EOVERFLOW. */
+	atomic64_set(&l->valid_until, U64_MAX);
+	KUNIT_EXPECT_EQ(test, reserve(l, IDGEN_MS_MAX, 1, &r, &wait, &borrowed),
+			-EOVERFLOW);
+	KUNIT_EXPECT_EQ(test, reserve(l, IDGEN_MS_MAX + 5000, 1, &r, &wait,
+				      &borrowed), -EOVERFLOW);
+}
+
+static void idgen_mint_test_closed(struct kunit *test)
+{
+	struct idgen_lease *l = mint_lease(test, 99, 1000);
+	struct idgen_range r;
+	u64 wait, borrowed;
+
+	atomic64_set(&l->next, IDGEN_TICK_CLOSED);
+	KUNIT_EXPECT_EQ(test, reserve(l, 100, 1, &r, &wait, &borrowed), -ESTALE);
+	KUNIT_EXPECT_EQ(test, idgen_lease_probe(l, 100, LEAD, &wait), -ESTALE);
+}
+
+static void idgen_mint_test_last_ms(struct kunit *test)
+{
+	/* Nothing minted: the last ms "used" is the floor. */
+	KUNIT_EXPECT_EQ(test, idgen_lease_last_ms(100ULL << SEQ_BITS, SEQ_BITS), 99ULL);
+	KUNIT_EXPECT_EQ(test, idgen_lease_last_ms((100ULL << SEQ_BITS) + 1, SEQ_BITS),
+			100ULL);
+}
+
+static struct kunit_case idgen_mint_test_cases[] = {
+	KUNIT_CASE(idgen_mint_test_overflow_borrows),
+	KUNIT_CASE(idgen_mint_test_batch_crosses_ms),
+	KUNIT_CASE(idgen_mint_test_max_lead),
+	KUNIT_CASE(idgen_mint_test_fence_on_stamped_ms),
+	KUNIT_CASE(idgen_mint_test_short_batch_at_fence),
+	KUNIT_CASE(idgen_mint_test_floor),
+	KUNIT_CASE(idgen_mint_test_time_exhausted),
+	KUNIT_CASE(idgen_mint_test_closed),
+	KUNIT_CASE(idgen_mint_test_last_ms),
+	{}
+};
+
+static struct kunit_suite idgen_mint_suite = {
+	.name = "idgen_mint",
+	.test_cases = idgen_mint_test_cases,
+};
+kunit_test_suite(idgen_mint_suite);
