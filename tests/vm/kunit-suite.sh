@@ -8,6 +8,7 @@
 # nothing of idgen's.
 set -uo pipefail
 
+top=$(cd "$(dirname "$0")/../.." && pwd)
 kunit_ko=${1:?usage: kunit-suite.sh KUNIT_MODULE MODULE}
 module=${2:?usage: kunit-suite.sh KUNIT_MODULE MODULE}
 dbg=/sys/kernel/debug
@@ -52,30 +53,14 @@ done
 	not_ok "all 4 idgen KUnit suites ran (found $suites)"
 rmmod idgen_kunit || not_ok "rmmod idgen_kunit"
 
-# Slab fault injection: make the n-th allocation of a module load fail, for
-# a sweep of n, so every error path of the load and of idgen_init() runs.
-# Every load either fails or succeeds and unloads; nothing may leak.
+# Slab fault injection: fail the 1st, 2nd, ... slab allocation of the
+# module load in turn, so every error path of the load and of idgen_init()
+# runs; each load fails cleanly or succeeds and unloads.
 failslab() {
-	local space loaded=0 refused=0
-	echo 1 >"$dbg/failslab/task-filter"
-	echo 100 >"$dbg/failslab/probability"
-	echo -1 >"$dbg/failslab/times"
-	echo 0 >"$dbg/failslab/verbose"
 	# By default only atomic allocations fail; the load's are GFP_KERNEL.
-	echo N >"$dbg/failslab/ignore-gfp-wait"
-	for space in $(seq 0 512 65536); do
-		echo "$space" >"$dbg/failslab/space"
-		if sh -c 'echo 1 >/proc/self/make-it-fail; exec insmod "$1"' sh "$module" 2>/dev/null; then
-			loaded=$((loaded + 1))
-			rmmod idgen || return 1
-		else
-			refused=$((refused + 1))
-		fi
-		[ ! -e /dev/idgen ] || { echo "# /dev/idgen left after space=$space"; return 1; }
-	done
-	echo 0 >"$dbg/failslab/probability"
-	echo "# failslab sweep: $refused loads refused, $loaded loaded"
-	[ "$refused" -gt 0 ] && [ "$loaded" -gt 0 ]
+	echo N >"$dbg/failslab/ignore-gfp-wait" &&
+		echo 0 >"$dbg/failslab/verbose" &&
+		"$top/tests/selftests/failslab_load" "$module"
 }
 if failslab; then ok "module load under failslab fails cleanly"; else not_ok "module load under failslab fails cleanly"; fi
 
