@@ -9,9 +9,6 @@
 # make demo            mint and decode IDs from a real /dev/idgen in a guest
 
 KDIR ?= /lib/modules/$(shell uname -r)/build
-CHECKPATCH ?= $(firstword $(wildcard $(KDIR)/scripts/checkpatch.pl) \
-		$(wildcard /usr/src/linux-source-*/scripts/checkpatch.pl) \
-		$(wildcard $(HOME)/.cache/idgen/checkpatch/scripts/checkpatch.pl))
 
 KERNEL_SOURCES := $(filter-out %.mod.c,$(wildcard kmod/*.c kmod/*.h)) include/uapi/linux/idgen.h
 

@@ -14,7 +14,7 @@ tarball=$(ls /usr/src/linux-source-6.12.tar.xz 2>/dev/null || true)
 
 srcver=$(dpkg-query -W -f '${Version}' linux-source-6.12)
 key=$(printf '%s\n' "$srcver" | cat - "$frag" | sha256sum | cut -c1-16)
-cache=${IDGEN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/idgen}/debug-kernel
+cache=${IDGEN_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/idgen}/debug-kernel
 tree=$cache/$key
 
 if [ -f "$tree/.idgen-built" ]; then

@@ -98,6 +98,27 @@ for k in "${kernels[@]}"; do
 	fi
 done
 
+# The debug kernel (KASAN, lockdep, UBSAN, kmemleak, panic_on_warn): the
+# KUnit suites, failslab over the module load, then the device tests again.
+image=
+if scripts/build-kunit.sh >"$logs/debug-build.log" 2>&1; then
+	image=$(tail -n 1 "$logs/debug-build.log")
+	pass "build the debug kernel, idgen.ko and idgen_kunit.ko against it"
+else
+	tail -n 40 "$logs/debug-build.log" | sed 's/^/#   /'
+	fail "build the debug kernel, idgen.ko and idgen_kunit.ko against it"
+fi
+if [ -n "$image" ]; then
+	# Failslab makes allocations fail on purpose: their reports are expected.
+	tap "debug kernel, KUnit" guest-debug-kunit.log \
+		tests/vm/run-guest.sh --timeout 1800 --image "$image" \
+		--expect-alloc-failures debug \
+		tests/vm/kunit-suite.sh build/debug/idgen_kunit.ko build/debug/idgen.ko
+	tap "debug kernel" guest-debug.log \
+		tests/vm/run-guest.sh --timeout 1800 --image "$image" debug \
+		tests/vm/guest-suite.sh build/debug/idgen.ko
+fi
+
 # DKMS against the oldest supported kernel: the one most hosts still run.
 if [ ${#kernels[@]} -gt 0 ]; then
 	tap "dkms ${kernels[0]}" "dkms-${kernels[0]}.log" tests/vm/dkms-test.sh "${kernels[0]}"

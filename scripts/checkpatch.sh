@@ -5,7 +5,7 @@
 # Debian's linux-source tarball; it is extracted once into a cache.
 set -euo pipefail
 
-cache=${IDGEN_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/idgen}/checkpatch
+cache=${IDGEN_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/idgen}/checkpatch
 if [ ! -x "$cache/scripts/checkpatch.pl" ]; then
 	tarball=$(ls /usr/src/linux-source-*.tar.xz 2>/dev/null | sort -V | tail -n 1)
 	if [ -z "$tarball" ]; then
