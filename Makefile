@@ -10,7 +10,7 @@
 
 KDIR ?= /lib/modules/$(shell uname -r)/build
 
-KERNEL_SOURCES := $(filter-out %.mod.c,$(wildcard kmod/*.c kmod/*.h)) include/uapi/linux/idgen.h
+KERNEL_SOURCES := $(filter-out %.mod.c,$(wildcard kmod/*.c kmod/*.h)) include/uapi/linux/idgen.h $(wildcard tests/kunit/*.c)
 
 all: modules
 

@@ -249,12 +249,8 @@ static void idgen_gen_switch(struct idgen_gen *gen, struct idgen_lease *old,
 	lockdep_assert_held(&gen->admin_lock);
 
 	spin_lock(&gen->switch_lock);
-	if (old) {
-		u64 tick = atomic64_xchg(&old->next, IDGEN_TICK_CLOSED);
-
-		gen->last_ms = max(gen->last_ms,
-				   idgen_lease_last_ms(tick, old->layout.seq_bits));
-	}
+	if (old)
+		gen->last_ms = max(gen->last_ms, idgen_lease_close(old));
 	if (new) {
 		/* G2: above the floor and above every ms this host used. */
 		start_ms = max(gen->last_ms, new->floor) + 1;

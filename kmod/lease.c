@@ -123,3 +123,21 @@ int idgen_lease_probe(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
 	return idgen_lease_bounds(lease, tick, now_ms, max_lead_ms, &base,
 				  &limit, wait_ms);
 }
+
+/**
+ * idgen_lease_close() - retire a lease's state word
+ * @lease: the lease.
+ *
+ * One exchange: every reservation either happened before it, and is
+ * covered by the result, or fails afterwards with -ESTALE, however far the
+ * reader had got when the close began.
+ *
+ * Context: any; once per lease.
+ * Return: the last ms stamped under the lease (its floor if none was).
+ */
+u64 idgen_lease_close(struct idgen_lease *lease)
+{
+	u64 next = atomic64_xchg(&lease->next, IDGEN_TICK_CLOSED);
+
+	return idgen_lease_last_ms(next, lease->layout.seq_bits);
+}

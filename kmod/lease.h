@@ -56,10 +56,12 @@ int idgen_lease_reserve(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
 int idgen_lease_probe(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
 		      u64 *wait_ms);
 
-/* The last ms stamped under a closed lease whose final tick was @tick. */
-static inline u64 idgen_lease_last_ms(u64 tick, u8 seq_bits)
+u64 idgen_lease_close(struct idgen_lease *lease);
+
+/* The last ms stamped, or fenced off by the floor, before tick @next. */
+static inline u64 idgen_lease_last_ms(u64 next, u8 seq_bits)
 {
-	return idgen_tick_ms(tick - 1, seq_bits);
+	return idgen_tick_ms(next - 1, seq_bits);
 }
 
 #endif /* _IDGEN_LEASE_H */

@@ -96,6 +96,10 @@ static const struct clock_case clock_cases[] = {
 	  { 1000500, 1000000, 3000, false, 0, FOLLOW_WALL, 0 } } },
 	{ "raw drift -500 ppm", {
 	  { 999500, 1000000, 3000, false, 0, FOLLOW_WALL, 0 } } },
+	{ "forward 1.5 s after an hour of steady time: held", {
+	  { 1000000, 1000000, 3600, false, 0, FOLLOW_WALL, 0 },
+	  { 1500000, 0, 1, false, IDGEN_CLOCK_STEP_FWD | IDGEN_CLOCK_HELD,
+	    FOLLOW_RAW, 0 } } },
 	{ "held step stays held however long", { TICK(1),
 	  { 1500000, 0, 1, false, IDGEN_CLOCK_STEP_FWD | IDGEN_CLOCK_HELD,
 	    FOLLOW_RAW, 0 },
@@ -224,13 +228,20 @@ static void idgen_clock_test_scenario(struct kunit *test)
  * the trusted time is the wall clock unless a step is held, and then it is
  * the raw clock from the offset trusted before the step; minted IDs only
  * go up and stay within the lead bound (checked in clock_rig_read()).
+ *
+ * A reference model decides independently whether a step must be held: it
+ * adds up the steps the walk injected since the clock last trusted the
+ * wall, and holds when they exceed max_step.  Slew is left out of the
+ * model, so readings within MODEL_FUZZ_US of the threshold are not judged.
  */
+#define MODEL_FUZZ_US	5000
 static void idgen_clock_test_random_walk(struct kunit *test)
 {
 	struct clock_rig *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
 	struct rnd_state rnd;
 	s64 pending = 0;	/* size of the forward jump not reverted yet */
-	int i, err, minted = 0, refused = 0, held = 0;
+	s64 excess = 0;		/* model: steps injected since the last trust */
+	int i, err, minted = 0, refused = 0, held = 0, judged = 0;
 
 	KUNIT_ASSERT_NOT_NULL(test, r);
 	clock_rig_init(r);
@@ -240,25 +251,31 @@ static void idgen_clock_test_random_walk(struct kunit *test)
 		u32 dice = prandom_u32_state(&rnd) % 1000;
 		s64 raw_us = prandom_u32_state(&rnd) % 20000;
 		/* Slew within +/-400 ppm, inside the 500 ppm allowance. */
-		s64 wall_us = raw_us + div_s64(raw_us * ((s64)(prandom_u32_state(&rnd) % 801) - 400),
-					       1000000);
+		s64 ppm = (s64)(prandom_u32_state(&rnd) % 801) - 400;
+		s64 wall_us = raw_us + div_s64(raw_us * ppm, 1000000);
 		bool adopt = false;
 		s64 before = r->st.offset_ns;
 		unsigned int ev;
 
 		if (dice < 5) {
 			/* step back up to 3 s */
-			wall_us -= prandom_u32_state(&rnd) % 3000000;
+			s64 back = prandom_u32_state(&rnd) % 3000000;
+
+			wall_us -= back;
+			excess -= back;
 		} else if (dice < 8 && !pending) {
 			/* jump forward 1.1 s to 2 h */
 			pending = 1100000 + prandom_u32_state(&rnd) % 7200000000U;
 			wall_us += pending;
+			excess += pending;
 		} else if (dice < 12 && pending) {
 			wall_us -= pending;
+			excess -= pending;
 			pending = 0;
 		} else if (dice < 14) {
 			adopt = true;
 			pending = 0;
+			excess = 0;
 		}
 
 		ev = clock_rig_read(test, r, wall_us, raw_us, adopt, &err);
@@ -280,7 +297,22 @@ static void idgen_clock_test_random_walk(struct kunit *test)
 			KUNIT_EXPECT_TRUE(test, adopt);
 		if (ev & IDGEN_CLOCK_HELD)
 			KUNIT_EXPECT_NE(test, pending, 0LL);
+
+		/* The reference model. */
+		if (excess > MAX_STEP_MS * 1000 + MODEL_FUZZ_US) {
+			KUNIT_EXPECT_NE_MSG(test, r->st.held_ns, 0LL,
+					    "reading %d: %lld us of steps not held", i, excess);
+			judged++;
+		} else if (excess < MAX_STEP_MS * 1000 - MODEL_FUZZ_US) {
+			KUNIT_EXPECT_EQ_MSG(test, r->st.held_ns, 0LL,
+					    "reading %d: held with %lld us of steps", i, excess);
+			judged++;
+		}
+		/* Following the wall clock makes it the new point of trust. */
+		if (!r->st.held_ns)
+			excess = 0;
 	}
+	KUNIT_EXPECT_GT(test, judged, 19000);
 	/* The walk must have visited every regime, or it proved little. */
 	KUNIT_EXPECT_GT(test, minted, 1000);
 	KUNIT_EXPECT_GT(test, refused, 0);
@@ -297,4 +329,5 @@ static struct kunit_suite idgen_clock_suite = {
 	.name = "idgen_clock",
 	.test_cases = idgen_clock_test_cases,
 };
+
 kunit_test_suite(idgen_clock_suite);

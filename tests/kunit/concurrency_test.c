@@ -7,6 +7,7 @@
  * IDs are all above the previous lease's (G2).
  */
 #include <kunit/test.h>
+#include <linux/completion.h>
 #include <linux/delay.h>
 #include <linux/kthread.h>
 #include <linux/random.h>
@@ -178,7 +179,95 @@ static void idgen_concurrency_test_leases_under_load(struct kunit *test)
 	rcu_barrier();
 }
 
+/*
+ * F3 made deterministic: a reader that found the lease before a revoke or
+ * a node switch, and reserves only after it, must be refused (and look the
+ * lease up again), not mint under the retired lease.
+ */
+struct inflight {
+	struct idgen_gen *gen;
+	struct completion found;
+	struct completion done;
+	atomic_t go;
+	int err;
+};
+
+static int inflight_fn(void *data)
+{
+	struct inflight *f = data;
+	struct idgen_lease *lease;
+	struct idgen_range r;
+	u64 wait, borrowed;
+
+	rcu_read_lock();
+	lease = rcu_dereference(f->gen->lease);
+	complete(&f->found);
+	while (!atomic_read(&f->go))
+		cpu_relax();
+	f->err = idgen_lease_reserve(lease, 0, 1000, 1, &r, &wait, &borrowed);
+	rcu_read_unlock();
+	complete(&f->done);
+	while (!kthread_should_stop())
+		schedule_timeout_interruptible(1);
+	return 0;
+}
+
+static void idgen_concurrency_run_inflight(struct kunit *test, bool revoke)
+{
+	static const struct idgen_layout v1 = { 3, 7, 12 };
+	struct idgen_gen *gen = kunit_kzalloc(test, sizeof(*gen), GFP_KERNEL);
+	struct idgen_lease_args args = { .worker = 1, .valid_until_ms = IDGEN_MS_MAX };
+	struct inflight *f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);
+	struct task_struct *t;
+	int cpu, other = -1;
+
+	KUNIT_ASSERT_TRUE(test, gen && f);
+	for_each_online_cpu(cpu)
+		if (cpu != raw_smp_processor_id())
+			other = cpu;
+	if (other < 0)
+		kunit_skip(test, "needs a second CPU");
+
+	KUNIT_ASSERT_EQ(test, idgen_gen_init(gen, &v1, 1000, 1000), 0);
+	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(gen, &args), 0);
+	f->gen = gen;
+	init_completion(&f->found);
+	init_completion(&f->done);
+	t = kthread_create(inflight_fn, f, "idgen-inflight");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	kthread_bind(t, other);
+	wake_up_process(t);
+
+	wait_for_completion(&f->found);
+	if (revoke) {
+		idgen_gen_revoke(gen);
+	} else {
+		args.worker = 2;
+		KUNIT_EXPECT_EQ(test, idgen_gen_set_lease(gen, &args), 0);
+	}
+	atomic_set(&f->go, 1);
+	wait_for_completion(&f->done);
+	kthread_stop(t);
+
+	KUNIT_EXPECT_EQ(test, f->err, -ESTALE);
+	idgen_gen_revoke(gen);
+	idgen_gen_uninit(gen);
+	rcu_barrier();
+}
+
+static void idgen_concurrency_test_inflight_revoke(struct kunit *test)
+{
+	idgen_concurrency_run_inflight(test, true);
+}
+
+static void idgen_concurrency_test_inflight_switch(struct kunit *test)
+{
+	idgen_concurrency_run_inflight(test, false);
+}
+
 static struct kunit_case idgen_concurrency_test_cases[] = {
+	KUNIT_CASE(idgen_concurrency_test_inflight_revoke),
+	KUNIT_CASE(idgen_concurrency_test_inflight_switch),
 	KUNIT_CASE_SLOW(idgen_concurrency_test_leases_under_load),
 	{}
 };
@@ -187,4 +276,5 @@ static struct kunit_suite idgen_concurrency_suite = {
 	.name = "idgen_concurrency",
 	.test_cases = idgen_concurrency_test_cases,
 };
+
 kunit_test_suite(idgen_concurrency_suite);

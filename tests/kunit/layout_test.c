@@ -126,6 +126,7 @@ static struct kunit_suite idgen_layout_suite = {
 	.name = "idgen_layout",
 	.test_cases = idgen_layout_test_cases,
 };
+
 kunit_test_suite(idgen_layout_suite);
 
 MODULE_LICENSE("GPL");

@@ -9,7 +9,7 @@
 #include "lease.h"
 
 #define SEQ_BITS	12
-#define PER_MS		(1U << SEQ_BITS)
+#define PER_MS		((u32)BIT(SEQ_BITS))
 #define LEAD		1000
 
 static struct idgen_lease *mint_lease(struct kunit *test, u64 floor_ms,
@@ -83,13 +83,14 @@ static void idgen_mint_test_max_lead(struct kunit *test)
 	struct idgen_lease *l = mint_lease(test, 99, 1000000);
 	struct idgen_range r;
 	u64 wait = 0, borrowed, total = 0;
-	int err;
+	int err, calls = 0;
 
 	/* With the clock stopped at 100, ms 100..1100 may be stamped. */
 	while (!(err = reserve(l, 100, 100000, &r, &wait, &borrowed))) {
 		total += r.count;
 		KUNIT_ASSERT_LE(test, idgen_tick_ms(r.first + r.count - 1, SEQ_BITS),
 				100ULL + LEAD);
+		KUNIT_ASSERT_LT(test, ++calls, 1000);
 	}
 	KUNIT_EXPECT_EQ(test, err, -ETIME);
 	KUNIT_EXPECT_EQ(test, wait, 1ULL);
@@ -182,17 +183,16 @@ static void idgen_mint_test_closed(struct kunit *test)
 	struct idgen_range r;
 	u64 wait, borrowed;
 
-	atomic64_set(&l->next, IDGEN_TICK_CLOSED);
+	/* Closing returns the last ms stamped; nothing is reserved after. */
+	KUNIT_ASSERT_EQ(test, reserve(l, 100, PER_MS + 1, &r, &wait, &borrowed), 0);
+	KUNIT_EXPECT_EQ(test, idgen_lease_close(l), 101ULL);
 	KUNIT_EXPECT_EQ(test, reserve(l, 100, 1, &r, &wait, &borrowed), -ESTALE);
+	KUNIT_EXPECT_EQ(test, reserve(l, 500, 1, &r, &wait, &borrowed), -ESTALE);
 	KUNIT_EXPECT_EQ(test, idgen_lease_probe(l, 100, LEAD, &wait), -ESTALE);
-}
 
-static void idgen_mint_test_last_ms(struct kunit *test)
-{
-	/* Nothing minted: the last ms "used" is the floor. */
-	KUNIT_EXPECT_EQ(test, idgen_lease_last_ms(100ULL << SEQ_BITS, SEQ_BITS), 99ULL);
-	KUNIT_EXPECT_EQ(test, idgen_lease_last_ms((100ULL << SEQ_BITS) + 1, SEQ_BITS),
-			100ULL);
+	/* Closed with nothing minted: the last ms "used" is the floor. */
+	l = mint_lease(test, 99, 1000);
+	KUNIT_EXPECT_EQ(test, idgen_lease_close(l), 99ULL);
 }
 
 static struct kunit_case idgen_mint_test_cases[] = {
@@ -204,7 +204,6 @@ static struct kunit_case idgen_mint_test_cases[] = {
 	KUNIT_CASE(idgen_mint_test_floor),
 	KUNIT_CASE(idgen_mint_test_time_exhausted),
 	KUNIT_CASE(idgen_mint_test_closed),
-	KUNIT_CASE(idgen_mint_test_last_ms),
 	{}
 };
 
@@ -212,4 +211,5 @@ static struct kunit_suite idgen_mint_suite = {
 	.name = "idgen_mint",
 	.test_cases = idgen_mint_test_cases,
 };
+
 kunit_test_suite(idgen_mint_suite);
