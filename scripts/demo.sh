@@ -29,4 +29,4 @@ echo '\$ idgenctl mint -n 8'
 helper/idgenctl mint -n 8
 echo '\$ idgenctl lease show'
 helper/idgenctl lease show
-" | grep -av '^\[ *[0-9]*\.[0-9]*\]'
+" | grep -av -e '^\[ *[0-9]*\.[0-9]*\]' -e '^SeaBIOS' -e '^Booting from ROM' -e '^IDGEN-VM-'
