@@ -167,6 +167,19 @@ static void idgen_clock_sample(struct idgen_clock_sample *s)
 					  ktime_mono_to_any(0, TK_OFFS_BOOT)));
 }
 
+static void idgen_clock_event(struct idgen_gen *gen, enum idgen_event type,
+			      s64 step_ms, bool held)
+{
+	struct idgen_event_info ev = {
+		.type = type,
+		.has_step = true,
+		.step_ms = step_ms,
+		.held = held,
+	};
+
+	idgen_gen_event(gen, &ev);
+}
+
 static void idgen_clock_account(struct idgen_gen *gen, unsigned int ev,
 				s64 step_ns)
 {
@@ -176,17 +189,21 @@ static void idgen_clock_account(struct idgen_gen *gen, unsigned int ev,
 		idgen_stat_inc(gen, IDGEN_STAT_STEPS_BACK);
 		pr_warn_ratelimited("wall clock stepped back by %lld ms; IDs hold the last millisecond until it catches up\n",
 				    -step_ms);
+		idgen_clock_event(gen, IDGEN_EVENT_CLOCK_STEP_BACK, step_ms, false);
 	}
 	if (ev & IDGEN_CLOCK_STEP_FWD) {
 		idgen_stat_inc(gen, IDGEN_STAT_STEPS_FWD);
 		if (ev & IDGEN_CLOCK_HELD)
 			pr_warn_ratelimited("wall clock jumped forward by %lld ms beyond the raw clock; not followed until adopted or reverted\n",
 					    step_ms);
+		idgen_clock_event(gen, IDGEN_EVENT_CLOCK_STEP_FWD, step_ms,
+				  ev & IDGEN_CLOCK_HELD);
 	}
 	if (ev & IDGEN_CLOCK_ADOPTED) {
 		idgen_stat_inc(gen, IDGEN_STAT_STEPS_ADOPTED);
 		pr_notice("forward wall-clock step of %lld ms adopted\n",
 			  step_ms);
+		idgen_clock_event(gen, IDGEN_EVENT_CLOCK_ADOPTED, step_ms, false);
 	}
 	if (ev & IDGEN_CLOCK_REVERTED)
 		pr_notice("held wall-clock step reverted\n");

@@ -57,12 +57,46 @@ static void idgen_gen_wait_switch(struct idgen_gen *gen)
 	spin_unlock(&gen->switch_lock);
 }
 
-static void idgen_gen_fence_reached(struct idgen_lease *lease)
+static void idgen_event_node(struct idgen_event_info *ev,
+			     enum idgen_event type, struct idgen_lease *lease)
 {
-	if (!atomic_xchg(&lease->fence_logged, 1))
-		pr_warn("lease r%u/w%u reached its fence at ms %lld: minting stopped until renewed\n",
-			lease->region, lease->worker,
-			(long long)atomic64_read(&lease->valid_until));
+	ev->type = type;
+	ev->has_node = true;
+	ev->region = lease->region;
+	ev->worker = lease->worker;
+	ev->valid_until_ms = atomic64_read(&lease->valid_until);
+}
+
+/**
+ * idgen_gen_event() - send an event to whoever listens
+ * @gen: the generator.
+ * @ev:  the event; now_ms is filled in here.
+ *
+ * Fence, clock and lead events are rate-limited per kind, since readers
+ * and the clock, not administrators, cause them.
+ *
+ * Context: process context; may sleep.
+ */
+void idgen_gen_event(struct idgen_gen *gen, struct idgen_event_info *ev)
+{
+	void (*notify)(struct idgen_gen *gen, const struct idgen_event_info *ev);
+
+	notify = READ_ONCE(gen->notify);
+	if (!notify)
+		return;
+	switch (ev->type) {
+	case IDGEN_EVENT_LEASE_SET:
+	case IDGEN_EVENT_LEASE_RENEWED:
+	case IDGEN_EVENT_LEASE_REVOKED:
+		break;
+	default:
+		if (!__ratelimit(&gen->event_rs[ev->type])) {
+			idgen_stat_inc(gen, IDGEN_STAT_EVENTS_DROPPED);
+			return;
+		}
+	}
+	ev->now_ms = idgen_ns_to_ms(ktime_get_real_ns());
+	notify(gen, ev);
 }
 
 /**
@@ -81,8 +115,9 @@ int idgen_gen_mint(struct idgen_gen *gen, u32 want, bool nowait,
 		   struct idgen_range *r)
 {
 	unsigned long deadline = jiffies + msecs_to_jiffies(IDGEN_WAIT_BUDGET_MS);
+	struct idgen_event_info ev = {};
 	struct idgen_lease *lease;
-	u64 now_ms, wait_ms, borrowed;
+	u64 now_ms, wait_ms, borrowed, last_ms;
 	int err;
 
 again:
@@ -100,9 +135,23 @@ again:
 			break;
 		idgen_gen_wait_switch(gen);
 	}
-	if (err == -EKEYEXPIRED)
-		idgen_gen_fence_reached(lease);
+	if (err == -EKEYEXPIRED && !atomic_xchg(&lease->fence_logged, 1))
+		idgen_event_node(&ev, IDGEN_EVENT_FENCE_REACHED, lease);
+	if (!err) {
+		/* Within fence_near_ms of the fence: tell the lease holder once. */
+		last_ms = idgen_tick_ms(r->first + r->count - 1, r->seq_bits);
+		if (last_ms + READ_ONCE(gen->fence_near_ms) >=
+		    (u64)atomic64_read(&lease->valid_until) &&
+		    !atomic_xchg(&lease->near_sent, 1))
+			idgen_event_node(&ev, IDGEN_EVENT_FENCE_NEAR, lease);
+	}
 	rcu_read_unlock();
+
+	if (ev.type == IDGEN_EVENT_FENCE_REACHED)
+		pr_warn("lease r%u/w%u reached its fence at ms %llu: minting stopped until renewed\n",
+			ev.region, ev.worker, ev.valid_until_ms);
+	if (ev.type)
+		idgen_gen_event(gen, &ev);
 
 	if (!err) {
 		if (borrowed)
@@ -124,6 +173,10 @@ again:
 				return -ERESTARTSYS;
 			goto again;
 		}
+	}
+	if (err == -ETIME) {
+		ev = (struct idgen_event_info){ .type = IDGEN_EVENT_LEAD_EXCEEDED };
+		idgen_gen_event(gen, &ev);
 	}
 	return err;
 }
@@ -234,6 +287,7 @@ static void idgen_lease_fill(struct idgen_lease *lease,
 	lease->floor = a->floor_ms;
 	atomic64_set(&lease->valid_until, a->valid_until_ms);
 	atomic_set(&lease->fence_logged, 0);
+	atomic_set(&lease->near_sent, 0);
 }
 
 /*
@@ -275,6 +329,7 @@ static void idgen_gen_switch(struct idgen_gen *gen, struct idgen_lease *old,
 int idgen_gen_set_lease(struct idgen_gen *gen,
 			const struct idgen_lease_args *args)
 {
+	struct idgen_event_info ev = {};
 	struct idgen_lease *old, *new;
 	struct idgen_layout layout;
 	int err;
@@ -306,6 +361,8 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 		}
 		atomic64_set(&old->valid_until, args->valid_until_ms);
 		atomic_set(&old->fence_logged, 0);
+		atomic_set(&old->near_sent, 0);
+		ev.type = IDGEN_EVENT_LEASE_RENEWED;
 		pr_debug("lease r%u/w%u renewed until ms %llu\n", args->region,
 			 args->worker, args->valid_until_ms);
 		goto out_unlock;
@@ -320,13 +377,22 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 		layout.worker_bits, layout.seq_bits, args->floor_ms,
 		args->valid_until_ms, gen->last_ms + 1);
 	new = NULL;
+	ev.type = IDGEN_EVENT_LEASE_SET;
 
 out_unlock:
 	mutex_unlock(&gen->admin_lock);
 	kfree(new);
-	if (!err)
-		wake_up_interruptible(&gen->wait);
-	return err;
+	if (err)
+		return err;
+	wake_up_interruptible(&gen->wait);
+	ev.has_node = true;
+	ev.has_floor = true;
+	ev.region = args->region;
+	ev.worker = args->worker;
+	ev.floor_ms = args->floor_ms;
+	ev.valid_until_ms = args->valid_until_ms;
+	idgen_gen_event(gen, &ev);
+	return 0;
 }
 
 /**
@@ -339,6 +405,7 @@ out_unlock:
  */
 u64 idgen_gen_revoke(struct idgen_gen *gen)
 {
+	struct idgen_event_info ev = {};
 	struct idgen_lease *old;
 	u64 last;
 
@@ -346,16 +413,20 @@ u64 idgen_gen_revoke(struct idgen_gen *gen)
 	old = rcu_dereference_protected(gen->lease,
 					lockdep_is_held(&gen->admin_lock));
 	if (old) {
-		u32 region = old->region, worker = old->worker;
-
+		idgen_event_node(&ev, IDGEN_EVENT_LEASE_REVOKED, old);
 		idgen_gen_switch(gen, old, NULL);
-		pr_info("lease r%u/w%u revoked: last ms %llu\n", region, worker,
-			gen->last_ms);
+		pr_info("lease r%u/w%u revoked: last ms %llu\n", ev.region,
+			ev.worker, gen->last_ms);
 	}
 	last = gen->last_ms;
 	mutex_unlock(&gen->admin_lock);
 
 	wake_up_interruptible(&gen->wait);
+	if (ev.type) {
+		ev.has_last = true;
+		ev.last_ms = last;
+		idgen_gen_event(gen, &ev);
+	}
 	return last;
 }
 
@@ -427,6 +498,8 @@ static void idgen_poll_timer_fn(struct timer_list *t)
 int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 		   u32 max_lead_ms, u32 max_step_ms)
 {
+	int i;
+
 	gen->stats = alloc_percpu(struct idgen_stats);
 	if (!gen->stats)
 		return -ENOMEM;
@@ -439,6 +512,15 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 	gen->max_lead_ms = max_lead_ms;
 	init_waitqueue_head(&gen->wait);
 	timer_setup(&gen->poll_timer, idgen_poll_timer_fn, 0);
+	gen->fence_near_ms = IDGEN_FENCE_NEAR_MS_DEFAULT;
+	gen->notify = NULL;
+	for (i = 0; i <= IDGEN_EVENT_MAX; i++) {
+		ratelimit_state_init(&gen->event_rs[i],
+				     msecs_to_jiffies(IDGEN_EVENT_INTERVAL_MS),
+				     IDGEN_EVENT_BURST);
+		/* Held-back events are counted, not logged. */
+		ratelimit_set_flags(&gen->event_rs[i], RATELIMIT_MSG_ON_RELEASE);
+	}
 	return 0;
 }
 

@@ -12,9 +12,44 @@
 #include "layout.h"
 #include "lease.h"
 
+#include <linux/ratelimit.h>
+#include <uapi/linux/idgen.h>
+
 struct idgen_state;
 struct idgen_lease_args;
 struct idgen_stats;
+
+/**
+ * struct idgen_event_info - one event, for whoever listens
+ * @type:           enum idgen_event.
+ * @now_ms:         the wall clock when it happened, ms since the epoch.
+ * @has_node:       @region, @worker and @valid_until_ms are set.
+ * @has_floor:      @floor_ms is set.
+ * @has_last:       @last_ms is set.
+ * @has_step:       @step_ms and @held are set (clock events).
+ * @held:           a forward step was not followed.
+ * @region:         the lease's region.
+ * @worker:         the lease's worker.
+ * @floor_ms:       the lease's floor.
+ * @valid_until_ms: the lease's fence.
+ * @last_ms:        the last ms of a revoked lease.
+ * @step_ms:        the size of a clock step, negative for back.
+ */
+struct idgen_event_info {
+	enum idgen_event type;
+	u64 now_ms;
+	bool has_node;
+	bool has_floor;
+	bool has_last;
+	bool has_step;
+	bool held;
+	u32 region;
+	u32 worker;
+	u64 floor_ms;
+	u64 valid_until_ms;
+	u64 last_ms;
+	s64 step_ms;
+};
 
 /**
  * struct idgen_gen - the host's one generator
@@ -31,6 +66,10 @@ struct idgen_stats;
  * @stats:       per-CPU counters.
  * @wait:        pollers, woken when a lease changes or a wait runs out.
  * @poll_timer:  wakes @wait when the clock will have caught up.
+ * @fence_near_ms: how long before the fence the fence-near event fires.
+ * @notify:      sends an event (netlink.c); NULL sends none.  Called in
+ *               process context, possibly under admin_lock.
+ * @event_rs:    per kind of event, the limit on how often it is sent.
  */
 struct idgen_gen {
 	struct idgen_lease __rcu *lease;
@@ -43,7 +82,13 @@ struct idgen_gen {
 	struct idgen_stats __percpu *stats;
 	wait_queue_head_t wait;
 	struct timer_list poll_timer;
+	u32 fence_near_ms;
+	void (*notify)(struct idgen_gen *gen, const struct idgen_event_info *ev);
+	struct ratelimit_state event_rs[IDGEN_EVENT_MAX + 1];
 };
+
+/* The fence-near event fires this long before the fence, by default. */
+#define IDGEN_FENCE_NEAR_MS_DEFAULT	60000
 
 int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 		   u32 max_lead_ms, u32 max_step_ms);
@@ -57,6 +102,7 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 u64 idgen_gen_revoke(struct idgen_gen *gen);
 void idgen_gen_adopt_clock(struct idgen_gen *gen);
 void idgen_gen_count_refusal(struct idgen_gen *gen, int err);
+void idgen_gen_event(struct idgen_gen *gen, struct idgen_event_info *ev);
 void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st);
 
 #endif /* _IDGEN_GENERATOR_H */

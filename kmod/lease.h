@@ -23,6 +23,7 @@
  * @worker:      the node's worker.
  * @node_bits:   region and worker, placed as in an ID.
  * @fence_logged: the fence was reported once already.
+ * @near_sent:   the fence-near event was sent for this fence.
  * @rcu:         frees the lease after readers are done with it.
  *
  * Readers find the lease under RCU and only ever compare-and-exchange
@@ -38,6 +39,7 @@ struct idgen_lease {
 	u32 worker;
 	u64 node_bits;
 	atomic_t fence_logged;
+	atomic_t near_sent;
 	struct rcu_head rcu;
 };
 

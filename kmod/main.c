@@ -10,6 +10,7 @@
 
 #include "chardev.h"
 #include "generator.h"
+#include "netlink.h"
 
 static unsigned int region_bits = IDGEN_V1_REGION_BITS;
 module_param(region_bits, uint, 0444);
@@ -26,6 +27,10 @@ MODULE_PARM_DESC(max_lead_ms, "how far IDs may run ahead of the wall clock, in m
 static unsigned int max_step_ms = 1000;
 module_param(max_step_ms, uint, 0444);
 MODULE_PARM_DESC(max_step_ms, "largest forward wall-clock step followed without adoption, in ms (1000)");
+
+static unsigned int fence_near_ms = IDGEN_FENCE_NEAR_MS_DEFAULT;
+module_param(fence_near_ms, uint, 0444);
+MODULE_PARM_DESC(fence_near_ms, "the fence-near event fires this long before the fence, in ms (60000); netlink can change it");
 
 /* Bounds on the parameters: a lead or step beyond a minute is a mistake. */
 #define IDGEN_PARAM_MS_MAX	60000
@@ -54,9 +59,19 @@ static int __init idgen_init(void)
 	layout.worker_bits = worker_bits;
 	layout.seq_bits = IDGEN_NODE_SEQ_BITS - region_bits - worker_bits;
 
+	if (!fence_near_ms || fence_near_ms > 3600000) {
+		pr_err("fence_near_ms=%u must be within 1..3600000\n",
+		       fence_near_ms);
+		return -EINVAL;
+	}
+
 	ret = idgen_gen_init(&idgen_gen, &layout, max_lead_ms, max_step_ms);
 	if (ret)
 		goto err_gen;
+	idgen_gen.fence_near_ms = fence_near_ms;
+	ret = idgen_netlink_init(&idgen_gen);
+	if (ret)
+		goto err_netlink;
 	ret = idgen_chardev_init(&idgen_gen);
 	if (ret)
 		goto err_chardev;
@@ -67,6 +82,8 @@ static int __init idgen_init(void)
 	return 0;
 
 err_chardev:
+	idgen_netlink_uninit();
+err_netlink:
 	idgen_gen_uninit(&idgen_gen);
 err_gen:
 	return ret;
@@ -75,6 +92,7 @@ err_gen:
 static void __exit idgen_exit(void)
 {
 	idgen_chardev_uninit();
+	idgen_netlink_uninit();
 	idgen_gen_uninit(&idgen_gen);
 }
 

@@ -248,4 +248,111 @@ struct idgen_state {
  */
 #define IDGEN_IOC_ADOPT_CLOCK	_IO(IDGEN_IOC_MAGIC, 4)
 
+/*
+ * GENERIC NETLINK
+ * ---------------
+ *
+ * Family IDGEN_GENL_NAME, version IDGEN_GENL_VERSION, in the initial network
+ * namespace only.  Attributes are the idgen_attr values below; times are
+ * milliseconds since the epoch as u64 (IDGEN_A_PAD aligns them), steps as
+ * s64 milliseconds.  Documentation/netlink/specs/idgen.yaml in the source
+ * tree describes the same family for tools.
+ *
+ * IDGEN_CMD_GET_STATE - the generator's state and every counter (any user).
+ *   Request: no attributes.  Reply: IDGEN_CMD_GET_STATE with IDGEN_A_NOW_MS,
+ *   IDGEN_A_WALL_MS, IDGEN_A_LAST_MS, IDGEN_A_NEXT_MS, IDGEN_A_FLAGS,
+ *   IDGEN_A_HELD_STEP_MS, IDGEN_A_MAX_LEAD_MS, IDGEN_A_MAX_STEP_MS,
+ *   IDGEN_A_FENCE_NEAR_MS, IDGEN_A_REGION_BITS, IDGEN_A_WORKER_BITS,
+ *   IDGEN_A_SEQ_BITS, every IDGEN_A_CNT_* counter, and, with a lease in
+ *   force, IDGEN_A_REGION, IDGEN_A_WORKER, IDGEN_A_FLOOR_MS and
+ *   IDGEN_A_VALID_UNTIL_MS.  The same values as IDGEN_IOC_GET_STATE.
+ *
+ * IDGEN_CMD_SET_CONFIG - change a setting (CAP_NET_ADMIN).
+ *   IDGEN_A_FENCE_NEAR_MS (u32, 1..3600000): how long before valid_until
+ *   the fence-near event fires.  A request without an attribute it can
+ *   apply, or with a value out of range, fails with EINVAL and an extended
+ *   ack message, and changes nothing.
+ *
+ * IDGEN_CMD_EVENT - sent to the IDGEN_GENL_MCGRP_EVENTS multicast group.
+ *   IDGEN_A_EVENT names it (enum idgen_event); IDGEN_A_NOW_MS says when.
+ *   Lease events carry IDGEN_A_REGION, IDGEN_A_WORKER, IDGEN_A_FLOOR_MS and
+ *   IDGEN_A_VALID_UNTIL_MS (revoked: IDGEN_A_LAST_MS instead of the floor);
+ *   fence events the lease's node and IDGEN_A_VALID_UNTIL_MS; clock events
+ *   IDGEN_A_STEP_MS (negative for a step back), and IDGEN_A_FLAGS with
+ *   IDGEN_STATE_CLOCK_HELD for a forward step not followed.  IDGEN_A_NOW_MS
+ *   is the wall clock when the event was sent.  Fence, clock and lead
+ *   events are rate-limited, each kind to IDGEN_EVENT_BURST per
+ *   IDGEN_EVENT_INTERVAL_MS, so a flapping clock cannot flood listeners;
+ *   IDGEN_A_CNT_EVENTS_DROPPED counts what was held back.  Lease events,
+ *   caused only by administrators, are never held back.
+ */
+#define IDGEN_GENL_NAME			"idgen"
+#define IDGEN_GENL_VERSION		1
+#define IDGEN_GENL_MCGRP_EVENTS		"events"
+#define IDGEN_EVENT_BURST		10
+#define IDGEN_EVENT_INTERVAL_MS		5000
+
+enum idgen_cmd {
+	IDGEN_CMD_UNSPEC,
+	IDGEN_CMD_GET_STATE,
+	IDGEN_CMD_SET_CONFIG,
+	IDGEN_CMD_EVENT,
+
+	__IDGEN_CMD_MAX,
+	IDGEN_CMD_MAX = __IDGEN_CMD_MAX - 1
+};
+
+enum idgen_event {
+	IDGEN_EVENT_UNSPEC,
+	IDGEN_EVENT_LEASE_SET,		/* a new lease (or node) is in force */
+	IDGEN_EVENT_LEASE_RENEWED,	/* the fence moved forward */
+	IDGEN_EVENT_LEASE_REVOKED,	/* no lease any more */
+	IDGEN_EVENT_FENCE_NEAR,		/* IDs stamped within fence_near_ms of it */
+	IDGEN_EVENT_FENCE_REACHED,	/* minting stopped at the fence */
+	IDGEN_EVENT_CLOCK_STEP_BACK,	/* wall clock stepped back */
+	IDGEN_EVENT_CLOCK_STEP_FWD,	/* ... jumped forward (followed or held) */
+	IDGEN_EVENT_CLOCK_ADOPTED,	/* a held forward step was adopted */
+	IDGEN_EVENT_LEAD_EXCEEDED,	/* a read refused with ETIME */
+
+	__IDGEN_EVENT_MAX,
+	IDGEN_EVENT_MAX = __IDGEN_EVENT_MAX - 1
+};
+
+enum idgen_attr {
+	IDGEN_A_UNSPEC,
+	IDGEN_A_PAD,
+	IDGEN_A_EVENT,			/* u32, enum idgen_event */
+	IDGEN_A_NOW_MS,			/* u64 */
+	IDGEN_A_WALL_MS,		/* u64 */
+	IDGEN_A_LAST_MS,		/* u64 */
+	IDGEN_A_NEXT_MS,		/* u64 */
+	IDGEN_A_FLOOR_MS,		/* u64 */
+	IDGEN_A_VALID_UNTIL_MS,		/* u64 */
+	IDGEN_A_HELD_STEP_MS,		/* s64 */
+	IDGEN_A_STEP_MS,		/* s64, the size of a clock step */
+	IDGEN_A_FLAGS,			/* u32, IDGEN_STATE_* */
+	IDGEN_A_REGION,			/* u32 */
+	IDGEN_A_WORKER,			/* u32 */
+	IDGEN_A_REGION_BITS,		/* u8 */
+	IDGEN_A_WORKER_BITS,		/* u8 */
+	IDGEN_A_SEQ_BITS,		/* u8 */
+	IDGEN_A_MAX_LEAD_MS,		/* u32 */
+	IDGEN_A_MAX_STEP_MS,		/* u32 */
+	IDGEN_A_FENCE_NEAR_MS,		/* u32 */
+	IDGEN_A_CNT_IDS,		/* u64 counters, as in struct idgen_state */
+	IDGEN_A_CNT_READS,
+	IDGEN_A_CNT_BORROWED_MS,
+	IDGEN_A_CNT_STEPS_BACK,
+	IDGEN_A_CNT_STEPS_FORWARD,
+	IDGEN_A_CNT_STEPS_ADOPTED,
+	IDGEN_A_CNT_FENCE_REFUSALS,
+	IDGEN_A_CNT_LEAD_REFUSALS,
+	IDGEN_A_CNT_NOLEASE_REFUSALS,
+	IDGEN_A_CNT_RANGE_REFUSALS,
+	IDGEN_A_CNT_EVENTS_DROPPED,	/* u64, events held back by the limit */
+
+	__IDGEN_A_MAX,
+	IDGEN_A_MAX = __IDGEN_A_MAX - 1
+};
+
 #endif /* _UAPI_LINUX_IDGEN_H */
