@@ -6,7 +6,6 @@
  * for bad use, "idgenctl: <what>: <error>" and exit 1 for failures.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +15,8 @@
 #include "idgenctl.h"
 
 const char *PROG_NAME = "idgenctl";
-const char *device_path = "/dev/" IDGEN_DEVICE_NAME;
+const char *device_path = LIBIDGEN_DEVICE;
+struct idgen_layouts *layouts;
 
 static const struct {
 	const char *command;
@@ -29,6 +29,8 @@ static const struct {
 	{ "lease", "revoke", lease_revoke_main, "Ends the lease, prints the last millisecond it used" },
 	{ "clock", "adopt", clock_adopt_main, "Adopts a held forward step of the wall clock" },
 	{ "mint", NULL, mint_main, "Mints IDs and prints them" },
+	{ "decode", NULL, decode_main, "Decodes IDs: time, region, worker, sequence" },
+	{ "min-id-at", NULL, min_id_at_main, "Prints the smallest ID of a moment" },
 };
 
 #define NR_SUBCOMMANDS	(sizeof(subcommands) / sizeof(subcommands[0]))
@@ -38,7 +40,8 @@ static void show_usage(FILE *file)
 	char name[32];
 	size_t i;
 
-	fprintf(file, "Usage: %s [--device PATH] <cmd> [<args>]\n\n", PROG_NAME);
+	fprintf(file, "Usage: %s [--device PATH] [--layouts FILE] <cmd> [<args>]\n\n",
+		PROG_NAME);
 	fprintf(file, "Available subcommands:\n");
 	for (i = 0; i < NR_SUBCOMMANDS; i++) {
 		snprintf(name, sizeof(name), "%s%s%s", subcommands[i].command,
@@ -69,38 +72,9 @@ static int verb_usage(const char *command, const char *verb)
 	return file == stdout ? 0 : 1;
 }
 
-/* What an errno means when idgen returns it. */
-static const char *explain(int err)
-{
-	switch (err) {
-	case ENOKEY:
-		return "no lease is in force (ENOKEY): set one with 'idgenctl lease set'";
-	case EKEYEXPIRED:
-		return "the lease's fence is reached (EKEYEXPIRED): renew the lease";
-	case ETIME:
-		return "the clock is behind the generator by more than max_lead_ms (ETIME): "
-		       "retry once the wall clock has caught up";
-	case EAGAIN:
-		return "the generator would have to wait for the clock (EAGAIN): retry";
-	case EOVERFLOW:
-		return "the time range is exhausted (EOVERFLOW): no millisecond after "
-		       "2095-09-07T15:47:35.551Z fits in an ID";
-	case EPERM:
-		return "changing the generator's state needs CAP_SYS_ADMIN (EPERM)";
-	case ENOENT:
-	case ENODEV:
-	case ENXIO:
-		return "no idgen device: is idgen.ko loaded?";
-	case ENOTTY:
-		return "not an idgen device, or a module that does not know this request";
-	default:
-		return NULL;
-	}
-}
-
 void report_errno(const char *what, int err)
 {
-	const char *why = explain(err);
+	const char *why = idgen_strerror(err);
 
 	fprintf(stderr, "%s: %s: %s\n", PROG_NAME, what, strerror(err));
 	if (why)
@@ -141,10 +115,12 @@ int no_args(const char *usage, int argc, char *argv[])
 
 int device_open(void)
 {
-	int fd = open(device_path, O_RDONLY | O_CLOEXEC);
+	int fd = idgen_open(device_path, 0);
 
-	if (fd < 0)
-		report_errno(device_path, errno);
+	if (fd < 0) {
+		report_errno(device_path, -fd);
+		return -1;
+	}
 	return fd;
 }
 
@@ -179,6 +155,29 @@ int main(int argc, char *argv[])
 		} else if (!strncmp(argv[0], "--device=", 9) && argv[0][9]) {
 			device_path = argv[0] + 9;
 			argc--, argv++;
+		} else if (!strcmp(argv[0], "--layouts") ||
+			   (!strncmp(argv[0], "--layouts=", 10) && argv[0][10])) {
+			const char *path = argv[0][9] ? argv[0] + 10 : argv[1];
+			char err[256];
+
+			if (!path || !path[0]) {
+				fprintf(stderr, "%s: --layouts needs a file\n", PROG_NAME);
+				show_usage(stderr);
+				return 1;
+			}
+			if (layouts) {
+				fprintf(stderr, "%s: --layouts given twice\n", PROG_NAME);
+				return 1;
+			}
+			if (idgen_layouts_load(path, &layouts, err, sizeof(err))) {
+				fprintf(stderr, "%s: layouts file %s\n", PROG_NAME, err);
+				return 1;
+			}
+			if (argv[0][9]) {
+				argc--, argv++;
+			} else {
+				argc -= 2, argv += 2;
+			}
 		} else {
 			fprintf(stderr, "%s: unknown option '%s'\n", PROG_NAME, argv[0]);
 			show_usage(stderr);

@@ -7,8 +7,12 @@
 
 #include <linux/idgen.h>
 
+#include "idgen.h"
+
 extern const char *PROG_NAME;
 extern const char *device_path;
+/* The layouts table decoding uses: --layouts FILE, else NULL (version 1). */
+extern struct idgen_layouts *layouts;
 
 /* Subcommands: argv holds the arguments after the subcommand's words. */
 int lease_set_main(int argc, char *argv[]);
@@ -16,6 +20,11 @@ int lease_show_main(int argc, char *argv[]);
 int lease_revoke_main(int argc, char *argv[]);
 int clock_adopt_main(int argc, char *argv[]);
 int mint_main(int argc, char *argv[]);
+int decode_main(int argc, char *argv[]);
+int min_id_at_main(int argc, char *argv[]);
+
+/* "ID  TIME region R worker W seq S layout V" on stdout. */
+void print_decoded(const struct idgen_decoded *d);
 
 /*
  * "idgenctl: <what>: <strerror(err)>" on stderr, then a line on what an

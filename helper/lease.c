@@ -10,7 +10,6 @@
 #include <unistd.h>
 
 #include "args.h"
-#include "idfmt.h"
 #include "idgenctl.h"
 
 static const char set_usage[] =
@@ -167,12 +166,14 @@ out:
 /* A millisecond as a number and in ISO-8601; "0 (none)" when unset. */
 static void show_ms(const char *key, __u64 ms, int set)
 {
-	char iso[IDGEN_ISO_LEN];
+	char iso[LIBIDGEN_TIME_STRLEN];
 
 	if (!set)
 		printf("  %s: %llu (none)\n", key, ms);
+	else if (idgen_format_time(ms + LIBIDGEN_EPOCH_UNIX_MS, iso) < 0)
+		printf("  %s: %llu (out of range)\n", key, ms);
 	else
-		printf("  %s: %llu (%s)\n", key, ms, idgen_format_ms(ms, iso));
+		printf("  %s: %llu (%s)\n", key, ms, iso);
 }
 
 static void show_counter(const char *key, __u64 v)

@@ -1,47 +1,48 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * idgenctl mint [-n N] [--raw]
+ * idgenctl mint [-n N] [--raw | --json]
  *
- * One read() of N IDs, printed one per line, decoded with the layout that
- * GET_STATE reports, or bare with --raw.
+ * One read() of N IDs through libidgen, printed one per line and decoded,
+ * bare with --raw, or as JSON with the IDs as strings.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "args.h"
-#include "idfmt.h"
 #include "idgenctl.h"
 
 #define MINT_MAX	(1U << 20)
 
-static const char mint_usage[] = "mint [-n N] [--raw]";
+static const char mint_usage[] = "mint [-n N] [--raw | --json]";
 
-static void print_id(__u64 id, const struct idgen_layout *layout)
+/*
+ * The module mints with the layout it reports; the layouts table decodes
+ * by time.  Say so once if the two disagree for these IDs.
+ */
+static void check_layout(const struct idgen_layout *dev, const struct idgen_decoded *d)
 {
-	char iso[IDGEN_ISO_LEN];
-	struct idgen_fields f;
+	const struct idgen_layout *l = idgen_layout_at(layouts, d->ms);
 
-	if (!layout) {
-		printf("%llu\n", id);
-		return;
-	}
-	idgen_decode(id, layout, &f);
-	printf("%llu  %s region %u worker %u seq %u\n", id,
-	       idgen_format_ms(f.ms, iso), f.region, f.worker, f.seq);
+	if (l->region_bits != dev->region_bits || l->worker_bits != dev->worker_bits ||
+	    l->seq_bits != dev->seq_bits)
+		fprintf(stderr, "%s: warning: the module mints with layout %u/%u/%u, but layout "
+			"version %u (%u/%u/%u) is in force at %llu: decoded fields are wrong; "
+			"give the right layouts file with --layouts\n", PROG_NAME,
+			dev->region_bits, dev->worker_bits, dev->seq_bits, l->version,
+			l->region_bits, l->worker_bits, l->seq_bits,
+			(unsigned long long)d->ms);
 }
 
 int mint_main(int argc, char *argv[])
 {
-	struct idgen_layout layout;
-	struct idgen_state st;
-	uint64_t n = 1;
-	int i, fd, raw = 0, seen_n = 0, ret = 1;
-	__u64 *ids = NULL;
-	ssize_t r;
-	size_t got, k;
+	struct idgen_decoded *dec = NULL;
+	struct idgen_layout dev_layout;
+	int i, fd, raw = 0, json = 0, seen_n = 0, ret = 1;
+	uint64_t n = 1, *ids = NULL;
+	ssize_t got;
+	size_t k;
 
 	for (i = 0; i < argc; i++) {
 		if (is_help(argv[i])) {
@@ -50,6 +51,9 @@ int mint_main(int argc, char *argv[])
 		} else if (!strcmp(argv[i], "--raw")) {
 			if (raw++)
 				return bad_usage(mint_usage, "--raw given twice");
+		} else if (!strcmp(argv[i], "--json")) {
+			if (json++)
+				return bad_usage(mint_usage, "--json given twice");
 		} else if (!strcmp(argv[i], "-n")) {
 			if (seen_n++)
 				return bad_usage(mint_usage, "-n given twice");
@@ -61,50 +65,59 @@ int mint_main(int argc, char *argv[])
 			return bad_usage(mint_usage, "unexpected argument '%s'", argv[i]);
 		}
 	}
+	if (raw && json)
+		return bad_usage(mint_usage, "--raw and --json exclude each other");
 
 	fd = device_open();
 	if (fd < 0)
 		return 1;
 	if (!raw) {
-		if (device_get_state(fd, &st))
-			goto out;
-		layout.region_bits = st.region_bits;
-		layout.worker_bits = st.worker_bits;
-		layout.seq_bits = st.seq_bits;
-		if (layout.region_bits + layout.worker_bits + layout.seq_bits !=
-		    IDGEN_NODE_SEQ_BITS) {
-			fprintf(stderr, "%s: the module reports layout %u/%u/%u, which does not add up to %u\n",
-				PROG_NAME, layout.region_bits, layout.worker_bits,
-				layout.seq_bits, IDGEN_NODE_SEQ_BITS);
+		ret = idgen_device_layout(fd, &dev_layout);
+		if (ret) {
+			report_errno("IDGEN_IOC_GET_STATE", -ret);
+			ret = 1;
 			goto out;
 		}
+		ret = 1;
 	}
 	ids = malloc(n * sizeof(*ids));
-	if (!ids) {
-		report_errno("mint", errno);
+	dec = malloc(n * sizeof(*dec));
+	if (!ids || !dec) {
+		report_errno("mint", ENOMEM);
 		goto out;
 	}
-	r = read(fd, ids, n * sizeof(*ids));
-	if (r < 0) {
-		report_errno("mint", errno);
+	got = idgen_mint(fd, ids, n);
+	if (got < 0) {
+		report_errno("mint", -got);
 		goto out;
 	}
-	got = r / sizeof(*ids);
-	for (k = 0; k < got; k++)
-		print_id(ids[k], raw ? NULL : &layout);
+	for (k = 0; k < (size_t)got; k++) {
+		if (raw) {
+			printf("%llu\n", (unsigned long long)ids[k]);
+			continue;
+		}
+		idgen_decode(ids[k], layouts, &dec[k]);
+		if (!k || k + 1 == (size_t)got)
+			check_layout(&dev_layout, &dec[k]);
+		if (!json)
+			print_decoded(&dec[k]);
+	}
+	if (json)
+		idgen_json_write_decoded(stdout, dec, got);
 	if (fflush(stdout) || ferror(stdout)) {
 		report_errno("stdout", errno);
 		goto out;
 	}
-	if (got < n) {
+	if ((size_t)got < n) {
 		/* The fence or the clock's lead bound cut the read short. */
-		fprintf(stderr, "%s: mint: got %zu of %llu IDs\n", PROG_NAME, got,
+		fprintf(stderr, "%s: mint: got %zd of %llu IDs\n", PROG_NAME, got,
 			(unsigned long long)n);
 		goto out;
 	}
 	ret = 0;
 out:
+	free(dec);
 	free(ids);
-	close(fd);
+	idgen_close(fd);
 	return ret;
 }

@@ -85,8 +85,9 @@ for k in "${kernels[@]}"; do
 	step "sparse (C=2) clean for $k" "sparse-$k.log" \
 		scripts/sparse.sh "$k"
 done
-step "build idgenctl" idgenctl-build.log make -s -C helper
 step "build the selftests" selftests-build.log make -s -C tests/selftests
+# libidgen and idgenctl: builds, unit tests, JavaScript and PostgreSQL.
+tap "user space" user.log tests/user/run.sh
 
 for k in "${kernels[@]}"; do
 	if [ -f "build/$k/kmod/idgen.ko" ]; then

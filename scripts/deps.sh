@@ -15,6 +15,8 @@ packages=(
 	linux-source-6.12
 	# the guests
 	qemu-system-x86 busybox-static cpio
+	# libidgen's tests: the JavaScript client and the PostgreSQL range query
+	nodejs postgresql
 )
 
 if [ "$(id -u)" -ne 0 ]; then

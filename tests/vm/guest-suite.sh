@@ -65,6 +65,9 @@ reload_above_floor() {
 check "after a reload, the first ID is above the new lease's floor" reload_above_floor
 "$idgenctl" lease revoke >/dev/null 2>&1
 
+# libidgen and idgenctl against the real device.
+"$top/tests/user/guest-mint.sh" "$module" || status=1
+
 # Destructive: steps this guest's wall clock.
 "$top/tests/selftests/clock_steps" || status=1
 

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * A small thread-safe buffer of minted IDs, refilled when half empty and
+ * never handing out an ID older than its age bound.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+#define BUFFER_MAX	65536
+
+struct idgen_buffer {
+	pthread_mutex_t lock;
+	int fd;
+	size_t capacity;
+	uint64_t max_age_ms;
+	/* Protected by lock: ids[head..head+count) are increasing. */
+	size_t head, count;
+	pid_t pid;		/* the process the IDs were minted for */
+	uint64_t ids[];
+};
+
+IDGEN_EXPORT int idgen_buffer_new(int fd, size_t capacity, uint64_t max_age_ms,
+				  struct idgen_buffer **out)
+{
+	struct idgen_buffer *b;
+
+	if (fd < 0 || !capacity || capacity > BUFFER_MAX ||
+	    max_age_ms > LIBIDGEN_MS_MAX)
+		return -EINVAL;
+	b = calloc(1, sizeof(*b) + capacity * sizeof(b->ids[0]));
+	if (!b)
+		return -ENOMEM;
+	if (pthread_mutex_init(&b->lock, NULL)) {
+		free(b);
+		return -ENOMEM;
+	}
+	b->fd = fd;
+	b->capacity = capacity;
+	b->max_age_ms = max_age_ms;
+	b->pid = getpid();
+	*out = b;
+	return 0;
+}
+
+IDGEN_EXPORT void idgen_buffer_free(struct idgen_buffer *b)
+{
+	if (!b)
+		return;
+	pthread_mutex_destroy(&b->lock);
+	free(b);
+}
+
+/* CLOCK_REALTIME in Unix ms; a clock before 1970 reads as 0. */
+static uint64_t wall_unix_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	if (ts.tv_sec < 0)
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Drop IDs minted before the oldest millisecond still fresh. */
+static void drop_stale(struct idgen_buffer *b)
+{
+	uint64_t now = wall_unix_ms(), oldest_ms;
+
+	if (now < LIBIDGEN_EPOCH_UNIX_MS + b->max_age_ms)
+		return;		/* every ID is younger than the bound */
+	oldest_ms = now - LIBIDGEN_EPOCH_UNIX_MS - b->max_age_ms;
+	while (b->count && (b->ids[b->head] >> LIBIDGEN_NODE_SEQ_BITS) < oldest_ms) {
+		b->head++;
+		b->count--;
+	}
+	if (!b->count)
+		b->head = 0;
+}
+
+/* Top the buffer up with one read(); -errno if it got nothing. */
+static int refill(struct idgen_buffer *b)
+{
+	ssize_t r;
+
+	if (b->head) {
+		memmove(b->ids, b->ids + b->head, b->count * sizeof(b->ids[0]));
+		b->head = 0;
+	}
+	r = idgen_mint(b->fd, b->ids + b->count, b->capacity - b->count);
+	if (r < 0)
+		return r;
+	b->count += r;
+	return 0;
+}
+
+IDGEN_EXPORT int idgen_buffer_take(struct idgen_buffer *b, uint64_t *id)
+{
+	pid_t pid = getpid();
+	int ret = 0;
+
+	pthread_mutex_lock(&b->lock);
+	if (pid != b->pid) {
+		/* After fork(): the parent owns what was buffered. */
+		b->head = b->count = 0;
+		b->pid = pid;
+	}
+	drop_stale(b);
+	if (b->count <= b->capacity / 2) {
+		ret = refill(b);
+		/* With fresh IDs left, a failed refill can wait. */
+		if (ret && b->count)
+			ret = 0;
+		/*
+		 * A blocking read() may sleep (a few ms for the clock): look
+		 * again, and should all have gone stale meanwhile, read once
+		 * more.
+		 */
+		drop_stale(b);
+		if (!ret && !b->count) {
+			ret = refill(b);
+			drop_stale(b);
+			if (!ret && !b->count)
+				ret = -ETIME;
+		}
+	}
+	if (!ret) {
+		*id = b->ids[b->head++];
+		if (!--b->count)
+			b->head = 0;
+	}
+	pthread_mutex_unlock(&b->lock);
+	return ret;
+}

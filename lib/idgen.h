@@ -1,0 +1,273 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * libidgen - mint, decode and format idgen IDs.
+ *
+ * An idgen ID is a 64-bit integer whose top bit is 0, so it fits a signed
+ * bigint or a Java long:
+ *
+ *   bits 62..22  milliseconds since 2026-01-01T00:00:00Z (41 bits)
+ *   bits 21..0   region, worker and sequence; their widths are a layout's.
+ *
+ * The time field never moves, so IDs of every layout sort together by time,
+ * and the creation time, region, worker and sequence come back out of an ID
+ * with shifts and masks, with no call to the device (idgen_decode()).  Only
+ * minting needs /dev/idgen (idgen_open(), idgen_mint(), struct
+ * idgen_buffer).
+ *
+ * Errors: every function that can fail returns a negative errno value
+ * (-EINVAL, -ERANGE, -ENOKEY, ...) and leaves errno alone; 0 or a count
+ * means success.  idgen_strerror() says what an errno means for idgen.
+ *
+ * Thread safety: everything is safe to call from several threads at once,
+ * given distinct output buffers; a struct idgen_buffer has its own lock and
+ * a struct idgen_layouts is read-only once loaded.
+ *
+ * Times: "ms" is milliseconds since the idgen epoch, the number in the ID;
+ * "unix_ms" is milliseconds since 1970-01-01T00:00:00Z.
+ */
+#ifndef LIBIDGEN_H
+#define LIBIDGEN_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* 2026-01-01T00:00:00Z in Unix milliseconds. */
+#define LIBIDGEN_EPOCH_UNIX_MS	1767225600000ULL
+/* The last millisecond an ID can carry: 2095-09-07T15:47:35.551Z. */
+#define LIBIDGEN_MS_MAX		((1ULL << 41) - 1)
+/* Region, worker and sequence bits together. */
+#define LIBIDGEN_NODE_SEQ_BITS	22
+/* The largest ID: 2^63 - 1. */
+#define LIBIDGEN_ID_MAX		0x7fffffffffffffffULL
+
+/* Room for an ID in decimal and its NUL: 2^63 - 1 has 19 digits. */
+#define LIBIDGEN_ID_STRLEN	21
+/* Room for "2095-09-07T15:47:35.551Z" and its NUL (and for any year). */
+#define LIBIDGEN_TIME_STRLEN	32
+
+/*
+ * A layout: from millisecond cutover_ms on (idgen ms, not Unix ms), IDs
+ * carry region_bits, worker_bits and seq_bits, which add up to 22, with at
+ * most 8 region bits and at least 6 sequence bits.  Version 1, in force
+ * from the epoch, is 3/7/12.
+ */
+struct idgen_layout {
+	unsigned int version;
+	uint64_t cutover_ms;
+	uint8_t region_bits;
+	uint8_t worker_bits;
+	uint8_t seq_bits;
+};
+
+/* Layout version 1. */
+extern const struct idgen_layout idgen_layout_v1;
+
+/*
+ * A table of layouts, ordered by cutover: version 1 at cutover 0, then the
+ * ones a layouts file adds.  NULL wherever a table is taken means the
+ * built-in table, version 1 alone.
+ */
+struct idgen_layouts;
+
+/*
+ * Parse a layouts file's text.  One layout a line:
+ *
+ *   # version cutover_ms region_bits worker_bits seq_bits
+ *   2 31536000000 3 10 9
+ *
+ * Fields are plain decimal separated by blanks; '#' starts a comment;
+ * blank lines are ignored.  Version 1 is built in: a line for it must say
+ * "1 0 3 7 12".  Versions and cutovers must strictly increase from line to
+ * line, cutovers must not exceed LIBIDGEN_MS_MAX, and the widths must be
+ * valid (see struct idgen_layout).  On success *out is a new table for
+ * idgen_layouts_free().  On failure returns -EINVAL (or -ENOMEM) and, when
+ * err is not NULL, writes "line N: what is wrong" into err.
+ */
+int idgen_layouts_parse(const char *text, struct idgen_layouts **out,
+			char *err, size_t errlen);
+
+/*
+ * idgen_layouts_parse() on the contents of the file at path; err is then
+ * "PATH: line N: ..." or "PATH: strerror".  -errno from open() or read().
+ */
+int idgen_layouts_load(const char *path, struct idgen_layouts **out,
+		       char *err, size_t errlen);
+
+/* Free a table from idgen_layouts_parse() or _load(); NULL is fine. */
+void idgen_layouts_free(struct idgen_layouts *layouts);
+
+/*
+ * The layout in force at millisecond ms: the one with the greatest cutover
+ * at or below ms.  Never NULL.
+ */
+const struct idgen_layout *idgen_layout_at(const struct idgen_layouts *layouts,
+					   uint64_t ms);
+
+/* How many layouts a table holds, and the i-th, in cutover order. */
+size_t idgen_layouts_count(const struct idgen_layouts *layouts);
+const struct idgen_layout *idgen_layouts_get(const struct idgen_layouts *layouts,
+					     size_t i);
+
+/* An ID taken apart. */
+struct idgen_decoded {
+	uint64_t id;
+	uint64_t ms;		/* since the idgen epoch */
+	uint64_t unix_ms;	/* ms + LIBIDGEN_EPOCH_UNIX_MS */
+	uint32_t region;
+	uint32_t worker;
+	uint32_t seq;
+	unsigned int version;	/* the layout the ID was decoded with */
+};
+
+/*
+ * Decode id with the layout in force at its own millisecond.  Pure: no
+ * call to the device.  -EINVAL if the top bit is set (not an idgen ID).
+ */
+int idgen_decode(uint64_t id, const struct idgen_layouts *layouts,
+		 struct idgen_decoded *out);
+
+/*
+ * The ID a node of the given layout mints as sequence number seq of
+ * millisecond ms.  -ERANGE if ms exceeds LIBIDGEN_MS_MAX or a field does
+ * not fit its width.  The inverse of idgen_decode(); for tests and tools.
+ */
+int idgen_compose(const struct idgen_layout *layout, uint64_t ms,
+		  uint32_t region, uint32_t worker, uint32_t seq,
+		  uint64_t *id);
+
+/*
+ * The smallest ID any node can mint at or after the moment unix_ms: with
+ * the node and sequence bits zero.  So the IDs minted during [start, end)
+ * are exactly those with
+ *
+ *   id >= idgen_min_id_at(start) AND id < idgen_min_id_at(end)
+ *
+ * A moment before the epoch gives 0.  -ERANGE past the last millisecond
+ * (LIBIDGEN_EPOCH_UNIX_MS + LIBIDGEN_MS_MAX): no ID is that late, and no
+ * bigint is above all IDs.
+ */
+int idgen_min_id_at(int64_t unix_ms, uint64_t *id);
+
+/*
+ * Parse an ID in canonical decimal: digits only, no sign, no blanks, no
+ * leading zeros ("0" itself is fine), nothing after.  -EINVAL for
+ * anything else (including an empty string), -ERANGE above 2^63 - 1.
+ */
+int idgen_parse_id(const char *s, uint64_t *id);
+
+/* Format id in decimal into buf; returns the length. */
+int idgen_format_id(uint64_t id, char buf[LIBIDGEN_ID_STRLEN]);
+
+/*
+ * Format Unix milliseconds as UTC RFC 3339 with milliseconds,
+ * "2026-11-29T21:40:01.123Z".  Returns the length, -ERANGE if the time
+ * does not fit a struct tm.
+ */
+int idgen_format_time(int64_t unix_ms, char buf[LIBIDGEN_TIME_STRLEN]);
+
+/*
+ * Parse an RFC 3339 timestamp, strictly: YYYY-MM-DDTHH:MM:SS, an optional
+ * fraction of 1 to 9 digits (truncated to the millisecond), and "Z" or an
+ * offset "+hh:mm"/"-hh:mm".  "T" and "Z" may be lower case; nothing else
+ * is tolerated (no blanks, no leap second 60, the day must exist in the
+ * month).  Years 0000 to 9999.  -EINVAL on bad syntax or a field out of
+ * range.
+ */
+int idgen_parse_time(const char *s, int64_t *unix_ms);
+
+/*
+ * JSON, with IDs as strings (they pass 2^53, which JSON numbers do not
+ * keep).  idgen_json_decoded() writes one object, snprintf()-style (the
+ * return value is the length the whole object needs):
+ *
+ *   {"id":"120655649973116928","ms":28766324588,"unix_ms":1795991924588,
+ *    "time":"2026-11-29T21:58:44.588Z","region":5,"worker":77,"seq":0,
+ *    "layout":1}
+ *
+ * ms and unix_ms are JSON numbers: they stay below 2^53.
+ * idgen_json_write_decoded() writes a JSON array of such objects and a
+ * newline to f; idgen_json_write_ids() writes {"ids":["...",...]} and a
+ * newline.  Both return 0 or -EIO.
+ */
+int idgen_json_decoded(char *buf, size_t size, const struct idgen_decoded *d);
+int idgen_json_write_decoded(FILE *f, const struct idgen_decoded *d, size_t n);
+int idgen_json_write_ids(FILE *f, const uint64_t *ids, size_t n);
+
+/*
+ * The device.  idgen_open() opens path (NULL: /dev/idgen) read-only and
+ * close-on-exec and returns the file descriptor, or -errno.  Pass
+ * LIBIDGEN_NONBLOCK to get -EAGAIN instead of short sleeps for the clock.
+ * idgen_close() closes it.
+ */
+#define LIBIDGEN_DEVICE		"/dev/idgen"
+#define LIBIDGEN_NONBLOCK	(1U << 0)
+int idgen_open(const char *path, unsigned int flags);
+int idgen_close(int fd);
+
+/*
+ * Mint up to n IDs (n >= 1) with one read(): a strictly increasing batch,
+ * each ID greater than every ID the host minted before.  Returns how many
+ * were minted, 1 to n (fewer than n at the lease's fence or the clock's
+ * lead bound), or, when none was:
+ *
+ *   -ENOKEY       no lease is in force
+ *   -EKEYEXPIRED  the lease's fence is reached
+ *   -ETIME        the clock is behind the generator
+ *   -EAGAIN       non-blocking, and the generator would wait for the clock
+ *   -EOVERFLOW    the 41-bit time range is exhausted
+ *   -EINVAL       n is 0 or too large
+ *   or another -errno from read() (EINTR is retried).
+ */
+ssize_t idgen_mint(int fd, uint64_t *ids, size_t n);
+
+/* One ID: 0 or a negative errno as for idgen_mint(). */
+int idgen_mint_one(int fd, uint64_t *id);
+
+/*
+ * The layout the module mints with now (IDGEN_IOC_GET_STATE), as widths;
+ * version and cutover_ms are 0.  -errno.
+ */
+int idgen_device_layout(int fd, struct idgen_layout *out);
+
+/*
+ * What an errno means from idgen, or NULL when idgen gives it no meaning
+ * of its own (use strerror()).  Takes err positive or negative.
+ */
+const char *idgen_strerror(int err);
+
+/*
+ * A buffer of minted IDs, for apps that want one ID at a time without a
+ * system call for each.  It holds up to capacity IDs, read from fd in
+ * batches; when a take finds it half empty or less it tops it up.  It never
+ * hands out an ID whose millisecond lies more than max_age_ms before
+ * CLOCK_REALTIME now: older IDs are dropped (they are holes, never reissued),
+ * so IDs from the buffer stay k-sorted with other hosts' within max_age_ms
+ * plus clock skew.  IDs come out in increasing order.
+ *
+ * idgen_buffer_take() may be called from many threads at once (a mutex;
+ * a refill, one read(), happens under it).  A child process after fork()
+ * never gets the IDs its parent buffered: the buffer drops them when it
+ * sees another pid.  The buffer does not own fd; close it after
+ * idgen_buffer_free().
+ *
+ * idgen_buffer_new(): capacity 1 to 65536; returns 0 or -EINVAL/-ENOMEM.
+ * idgen_buffer_take(): 0, or a negative errno as for idgen_mint() when
+ * the buffer holds no fresh ID and a refill got none.
+ */
+struct idgen_buffer;
+int idgen_buffer_new(int fd, size_t capacity, uint64_t max_age_ms,
+		     struct idgen_buffer **out);
+int idgen_buffer_take(struct idgen_buffer *b, uint64_t *id);
+void idgen_buffer_free(struct idgen_buffer *b);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* LIBIDGEN_H */

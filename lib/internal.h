@@ -1,0 +1,31 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * What the library's files share.  Everything is built with
+ * -fvisibility=hidden: only functions marked IDGEN_EXPORT are in the
+ * shared library's ABI (and libidgen.map versions them).
+ */
+#ifndef LIBIDGEN_INTERNAL_H
+#define LIBIDGEN_INTERNAL_H
+
+#include "idgen.h"
+
+#define IDGEN_EXPORT	__attribute__((visibility("default")))
+
+#define LIBIDGEN_REGION_BITS_MAX	8
+#define LIBIDGEN_SEQ_BITS_MIN		6
+
+/* Whether widths make a layout the module would accept. */
+static inline int idgen_widths_valid(unsigned int r, unsigned int w,
+				     unsigned int s)
+{
+	return r <= LIBIDGEN_REGION_BITS_MAX && s >= LIBIDGEN_SEQ_BITS_MIN &&
+	       r + w + s == LIBIDGEN_NODE_SEQ_BITS;
+}
+
+/*
+ * Digits at *s up to the first non-digit, *s left there; no more than
+ * max.  -EINVAL without a digit, -ERANGE above max.
+ */
+int idgen_scan_u64(const char **s, uint64_t max, uint64_t *out);
+
+#endif /* LIBIDGEN_INTERNAL_H */

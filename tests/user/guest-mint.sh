@@ -1,0 +1,116 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# guest-mint.sh MODULE: libidgen and idgenctl against a real /dev/idgen,
+# as root inside a test guest (tests/vm/run-guest.sh).  Loads MODULE, sets
+# a lease, and checks that `idgenctl mint -n 1000 --json` decodes to the
+# lease's region and worker and to milliseconds inside (floor,
+# valid_until), that mint's human and --raw output and decode agree, that
+# the buffered API never hands out an ID older than its bound, and that a
+# revoked lease is reported.  Build first (tests/user/run.sh or make in
+# lib/, helper/ and tests/user/).  Prints TAP.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+module=${1:?usage: guest-mint.sh MODULE}
+idgenctl=$top/helper/idgenctl
+n=0
+status=0
+region=5
+worker=99
+
+ok() { n=$((n + 1)); echo "ok $n $1"; }
+not_ok() { n=$((n + 1)); echo "not ok $n $1"; status=1; }
+check() { local name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name"; fi; }
+
+if [ "${IDGEN_GUEST:-}" != 1 ]; then
+	echo "guest-mint.sh: refusing to run outside a test guest" >&2
+	exit 2
+fi
+tmp=$(mktemp -d /tmp/guest-mint.XXXXXX) || exit 1
+trap 'rm -rf "$tmp"' EXIT
+
+echo "TAP version 13"
+if ! grep -q '^idgen ' /proc/modules; then
+	check "insmod $(basename "$module")" insmod "$module"
+fi
+check "lease set --region $region --worker $worker --valid-for 600000" \
+	"$idgenctl" lease set --region $region --worker $worker --valid-for 600000
+
+# A field of `lease show`, e.g. "valid until: 123 (...)" -> 123.
+lease_ms() { "$idgenctl" lease show | sed -n "s/^  $1: \([0-9]*\).*/\1/p"; }
+floor=$(lease_ms floor)
+until=$(lease_ms "valid until")
+now_before=$(lease_ms now)
+echo "# lease: floor $floor valid_until $until now $now_before"
+
+if "$idgenctl" mint -n 1000 --json >"$tmp/mint.json" 2>"$tmp/err"; then
+	ok "idgenctl mint -n 1000 --json"
+else
+	not_ok "idgenctl mint -n 1000 --json"; sed 's/^/# /' "$tmp/err"
+fi
+now_after=$(lease_ms now)
+
+if command -v node >/dev/null; then
+	node - "$tmp/mint.json" $region $worker "$floor" "$until" "$now_before" "$now_after" \
+		>"$tmp/node.out" 2>&1 <<'EOF_JS'
+const fs = require('fs');
+const [file, region, worker, floor, until, before, after] = process.argv.slice(2);
+const objs = JSON.parse(fs.readFileSync(file, 'utf8'));
+const bad = [];
+if (objs.length !== 1000) bad.push(`${objs.length} IDs, not 1000`);
+let prev = -1n;
+for (const o of objs) {
+	const id = BigInt(o.id), ms = id >> 22n;
+	if (typeof o.id !== 'string') bad.push(`id ${o.id} not a string`);
+	if (id <= prev) bad.push(`${o.id} not above ${prev}`);
+	prev = id;
+	if (BigInt(o.ms) !== ms) bad.push(`${o.id}: ms ${o.ms} != ${ms}`);
+	if (o.region !== +region || o.worker !== +worker)
+		bad.push(`${o.id}: node ${o.region}/${o.worker}`);
+	if (ms <= BigInt(floor) || ms >= BigInt(until)) bad.push(`${o.id}: ms ${ms} outside the fence`);
+	// Stamped from the generator's clock: between the readings around mint.
+	if (ms < BigInt(before) || ms > BigInt(after) + 1000n)
+		bad.push(`${o.id}: ms ${ms} not within [${before}, ${after}]`);
+}
+for (const b of bad.slice(0, 10)) console.log(`# ${b}`);
+process.exit(bad.length ? 1 : 0);
+EOF_JS
+	rc=$?
+	sed 's/^/# /' "$tmp/node.out" | grep -v '^# $' | sed 's/^# # /# /'
+	check "the 1000 IDs are increasing strings, decode to region $region worker $worker, ms inside (floor, valid_until) and the clock" \
+		test $rc -eq 0
+else
+	not_ok "node, to read the JSON (install nodejs)"
+fi
+
+# mint's human output and `decode` of its raw output agree.
+"$idgenctl" mint -n 50 >"$tmp/human" 2>"$tmp/err"
+awk '{ print $1 }' "$tmp/human" >"$tmp/raw"
+# shellcheck disable=SC2046
+"$idgenctl" decode $(cat "$tmp/raw") >"$tmp/decoded" 2>>"$tmp/err"
+check "idgenctl mint and idgenctl decode print the same decoding" \
+	cmp -s "$tmp/human" "$tmp/decoded"
+check "idgenctl mint --raw prints bare decimal IDs above the earlier ones" bash -c "
+	ids=\$('$idgenctl' mint -n 3 --raw) && [ \$(echo \"\$ids\" | grep -cE '^[1-9][0-9]*$') = 3 ] &&
+	[ \$(echo \"\$ids\" | head -1) -gt \$(tail -1 '$tmp/raw') ]"
+check "every minted ID is at or above min-id-at of the moment before" bash -c "
+	lo=\$('$idgenctl' min-id-at now) && id=\$('$idgenctl' mint --raw) && [ \$id -ge \$lo ]"
+
+# The buffered API never hands out an ID older than its bound (50 ms).
+if "$top/tests/user/buffer_age" /dev/idgen 50 >"$tmp/buf" 2>&1; then
+	ok "idgen_buffer_take(): no ID older than 50 ms, increasing per thread, unique across 4 threads"
+else
+	not_ok "idgen_buffer_take(): no ID older than 50 ms"
+fi
+sed 's/^/# /' "$tmp/buf" | sed 's/^# # /# /'
+
+# Revoked: mint fails, naming ENOKEY.
+"$idgenctl" lease revoke >/dev/null
+"$idgenctl" mint >/dev/null 2>"$tmp/err"
+rc=$?
+check "after lease revoke, mint exits 1 and says ENOKEY" \
+	bash -c "[ $rc -eq 1 ] && grep -q ENOKEY '$tmp/err'"
+
+echo "1..$n"
+exit $status

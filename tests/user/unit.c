@@ -1,0 +1,413 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libidgen unit tests: decode, compose, min_id_at, IDs and times as
+ * strings, layouts files, JSON; every edge.  No device needed.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "idgen.h"
+#include "../selftests/kselftest_harness.h"
+
+#define EPOCH	LIBIDGEN_EPOCH_UNIX_MS
+#define MS_MAX	LIBIDGEN_MS_MAX
+
+TEST(decode_epoch_zero)
+{
+	struct idgen_decoded d;
+	char t[LIBIDGEN_TIME_STRLEN];
+
+	ASSERT_EQ(0, idgen_decode(0, NULL, &d));
+	EXPECT_EQ(0, d.ms);
+	EXPECT_EQ(EPOCH, d.unix_ms);
+	EXPECT_EQ(0, d.region);
+	EXPECT_EQ(0, d.worker);
+	EXPECT_EQ(0, d.seq);
+	EXPECT_EQ(1, d.version);
+	ASSERT_EQ(24, idgen_format_time(d.unix_ms, t));
+	EXPECT_STREQ("2026-01-01T00:00:00.000Z", t);
+}
+
+TEST(decode_last_ms_max_fields)
+{
+	struct idgen_decoded d;
+	char t[LIBIDGEN_TIME_STRLEN];
+
+	/* The largest ID: last ms, region 7, worker 127, seq 4095. */
+	ASSERT_EQ(0, idgen_decode(LIBIDGEN_ID_MAX, NULL, &d));
+	EXPECT_EQ(MS_MAX, d.ms);
+	EXPECT_EQ(7, d.region);
+	EXPECT_EQ(127, d.worker);
+	EXPECT_EQ(4095, d.seq);
+	idgen_format_time(d.unix_ms, t);
+	EXPECT_STREQ("2095-09-07T15:47:35.551Z", t);
+}
+
+TEST(decode_known_id)
+{
+	struct idgen_decoded d;
+	uint64_t id;
+
+	ASSERT_EQ(0, idgen_compose(&idgen_layout_v1, 28766324588ULL, 5, 77, 9, &id));
+	EXPECT_EQ(28766324588ULL << 22 | 5 << 19 | 77 << 12 | 9, id);
+	ASSERT_EQ(0, idgen_decode(id, NULL, &d));
+	EXPECT_EQ(28766324588ULL, d.ms);
+	EXPECT_EQ(5, d.region);
+	EXPECT_EQ(77, d.worker);
+	EXPECT_EQ(9, d.seq);
+}
+
+TEST(decode_top_bit_refused)
+{
+	struct idgen_decoded d;
+
+	EXPECT_EQ(-EINVAL, idgen_decode(1ULL << 63, NULL, &d));
+	EXPECT_EQ(-EINVAL, idgen_decode(UINT64_MAX, NULL, &d));
+}
+
+TEST(compose_ranges)
+{
+	uint64_t id;
+
+	EXPECT_EQ(-ERANGE, idgen_compose(&idgen_layout_v1, MS_MAX + 1, 0, 0, 0, &id));
+	EXPECT_EQ(-ERANGE, idgen_compose(&idgen_layout_v1, 0, 8, 0, 0, &id));
+	EXPECT_EQ(-ERANGE, idgen_compose(&idgen_layout_v1, 0, 0, 128, 0, &id));
+	EXPECT_EQ(-ERANGE, idgen_compose(&idgen_layout_v1, 0, 0, 0, 4096, &id));
+	ASSERT_EQ(0, idgen_compose(&idgen_layout_v1, MS_MAX, 7, 127, 4095, &id));
+	EXPECT_EQ(LIBIDGEN_ID_MAX, id);
+}
+
+TEST(min_id_at_edges)
+{
+	uint64_t id, max;
+
+	ASSERT_EQ(0, idgen_min_id_at(EPOCH, &id));
+	EXPECT_EQ(0, id);
+	id = 1;
+	ASSERT_EQ(0, idgen_min_id_at(EPOCH - 1, &id));
+	EXPECT_EQ(0, id);
+	ASSERT_EQ(0, idgen_min_id_at(INT64_MIN, &id));
+	EXPECT_EQ(0, id);
+	ASSERT_EQ(0, idgen_min_id_at(EPOCH + 1, &id));
+	EXPECT_EQ(1ULL << 22, id);
+	ASSERT_EQ(0, idgen_min_id_at(EPOCH + MS_MAX, &id));
+	EXPECT_EQ(MS_MAX << 22, id);
+	EXPECT_EQ(-ERANGE, idgen_min_id_at(EPOCH + MS_MAX + 1, &id));
+	EXPECT_EQ(-ERANGE, idgen_min_id_at(INT64_MAX, &id));
+	/* The largest ID of a ms is below the smallest of the next. */
+	ASSERT_EQ(0, idgen_compose(&idgen_layout_v1, 1000, 7, 127, 4095, &max));
+	ASSERT_EQ(0, idgen_min_id_at(EPOCH + 1001, &id));
+	EXPECT_EQ(max + 1, id);
+}
+
+TEST(min_id_at_day_range)
+{
+	uint64_t lo, hi, id;
+	int64_t start, end;
+
+	ASSERT_EQ(0, idgen_parse_time("2026-03-15T00:00:00Z", &start));
+	ASSERT_EQ(0, idgen_parse_time("2026-03-16T00:00:00Z", &end));
+	ASSERT_EQ(0, idgen_min_id_at(start, &lo));
+	ASSERT_EQ(0, idgen_min_id_at(end, &hi));
+	/* Last ID of the day before: out; first and last of the day: in. */
+	ASSERT_EQ(0, idgen_compose(&idgen_layout_v1, start - EPOCH - 1, 7, 127, 4095, &id));
+	EXPECT_LT(id, lo);
+	ASSERT_EQ(0, idgen_compose(&idgen_layout_v1, start - EPOCH, 0, 0, 0, &id));
+	EXPECT_EQ(lo, id);
+	ASSERT_EQ(0, idgen_compose(&idgen_layout_v1, end - EPOCH - 1, 7, 127, 4095, &id));
+	EXPECT_LT(id, hi);
+	ASSERT_EQ(0, idgen_compose(&idgen_layout_v1, end - EPOCH, 0, 0, 0, &id));
+	EXPECT_EQ(hi, id);
+}
+
+static const struct {
+	const char *s;
+	int ret;
+	uint64_t id;
+} ids[] = {
+	{ "0", 0, 0 },
+	{ "1", 0, 1 },
+	{ "120655649973116928", 0, 120655649973116928ULL },
+	{ "9223372036854775807", 0, 9223372036854775807ULL },
+	{ "9223372036854775808", -ERANGE, 0 },
+	{ "18446744073709551615", -ERANGE, 0 },
+	{ "18446744073709551616", -ERANGE, 0 },
+	{ "99999999999999999999999999", -ERANGE, 0 },
+	{ "-1", -EINVAL, 0 },
+	{ "-0", -EINVAL, 0 },
+	{ "+1", -EINVAL, 0 },
+	{ "12a", -EINVAL, 0 },
+	{ "99999999999999999999a", -EINVAL, 0 },
+	{ " 1", -EINVAL, 0 },
+	{ "1 ", -EINVAL, 0 },
+	{ "1\n", -EINVAL, 0 },
+	{ "", -EINVAL, 0 },
+	{ "00", -EINVAL, 0 },
+	{ "01", -EINVAL, 0 },
+	{ "0x10", -EINVAL, 0 },
+	{ "1e3", -EINVAL, 0 },
+	{ "1.0", -EINVAL, 0 },
+};
+
+TEST(parse_id_table)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
+		uint64_t v = 12345;
+		int ret = idgen_parse_id(ids[i].s, &v);
+
+		if (ret != ids[i].ret)
+			TH_LOG("'%s': got %d, want %d", ids[i].s, ret, ids[i].ret);
+		EXPECT_EQ(ids[i].ret, ret);
+		EXPECT_EQ(ids[i].ret ? 12345 : ids[i].id, v);
+	}
+}
+
+TEST(format_id_round_trip)
+{
+	static const uint64_t v[] = {
+		0, 1, 9, 10, 4194303, 4194304, (1ULL << 53) + 1,
+		120655649973116928ULL, LIBIDGEN_ID_MAX, UINT64_MAX,
+	};
+	char buf[LIBIDGEN_ID_STRLEN], ref[32];
+	uint64_t back;
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		int n = idgen_format_id(v[i], buf);
+
+		snprintf(ref, sizeof(ref), "%llu", (unsigned long long)v[i]);
+		EXPECT_STREQ(ref, buf);
+		EXPECT_EQ(strlen(ref), n);
+		if (v[i] <= LIBIDGEN_ID_MAX) {
+			ASSERT_EQ(0, idgen_parse_id(buf, &back));
+			EXPECT_EQ(v[i], back);
+		}
+	}
+}
+
+static const struct {
+	const char *s;
+	int ret;
+	int64_t unix_ms;
+} times[] = {
+	{ "2026-01-01T00:00:00Z", 0, 1767225600000LL },
+	{ "2026-01-01T00:00:00.000Z", 0, 1767225600000LL },
+	{ "2026-01-01t00:00:00z", 0, 1767225600000LL },
+	{ "2026-01-01T01:00:00+01:00", 0, 1767225600000LL },
+	{ "2025-12-31T19:30:00-04:30", 0, 1767225600000LL },
+	{ "2026-01-01T00:00:00.5Z", 0, 1767225600500LL },
+	{ "2026-01-01T00:00:00.123456789Z", 0, 1767225600123LL },
+	{ "2095-09-07T15:47:35.551Z", 0, 1767225600000LL + (1LL << 41) - 1 },
+	{ "1970-01-01T00:00:00Z", 0, 0 },
+	{ "1969-12-31T23:59:59.999Z", 0, -1 },
+	{ "2028-02-29T00:00:00Z", 0, 1835395200000LL },
+	{ "2000-02-29T12:00:00Z", 0, 951825600000LL },
+	{ "2026-02-29T00:00:00Z", -EINVAL, 0 },
+	{ "2100-02-29T00:00:00Z", -EINVAL, 0 },
+	{ "2026-04-31T00:00:00Z", -EINVAL, 0 },
+	{ "2026-13-01T00:00:00Z", -EINVAL, 0 },
+	{ "2026-00-01T00:00:00Z", -EINVAL, 0 },
+	{ "2026-01-00T00:00:00Z", -EINVAL, 0 },
+	{ "2026-01-01T24:00:00Z", -EINVAL, 0 },
+	{ "2026-01-01T00:60:00Z", -EINVAL, 0 },
+	{ "2026-01-01T00:00:60Z", -EINVAL, 0 },
+	{ "2026-01-01T00:00:00", -EINVAL, 0 },
+	{ "2026-01-01 00:00:00Z", -EINVAL, 0 },
+	{ "2026-01-01T00:00:00.Z", -EINVAL, 0 },
+	{ "2026-01-01T00:00:00.1234567890Z", -EINVAL, 0 },
+	{ "2026-01-01T00:00:00+0100", -EINVAL, 0 },
+	{ "2026-01-01T00:00:00+24:00", -EINVAL, 0 },
+	{ "2026-01-01T00:00:00Z ", -EINVAL, 0 },
+	{ " 2026-01-01T00:00:00Z", -EINVAL, 0 },
+	{ "2026-1-01T00:00:00Z", -EINVAL, 0 },
+	{ "+2026-01-01T00:00:00Z", -EINVAL, 0 },
+	{ "", -EINVAL, 0 },
+};
+
+TEST(parse_time_table)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(times) / sizeof(times[0]); i++) {
+		int64_t v = 12345;
+		int ret = idgen_parse_time(times[i].s, &v);
+
+		if (ret != times[i].ret || (!ret && v != times[i].unix_ms))
+			TH_LOG("'%s': got %d, %lld", times[i].s, ret, (long long)v);
+		EXPECT_EQ(times[i].ret, ret);
+		EXPECT_EQ(times[i].ret ? 12345 : times[i].unix_ms, v);
+	}
+}
+
+TEST(format_time_round_trip)
+{
+	static const int64_t v[] = {
+		0, -1, 1767225600000LL, 1767225600999LL,
+		1767225600000LL + (1LL << 41) - 1, 253402300799999LL,
+	};
+	char buf[LIBIDGEN_TIME_STRLEN];
+	int64_t back;
+	size_t i;
+
+	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
+		ASSERT_EQ(24, idgen_format_time(v[i], buf));
+		ASSERT_EQ(0, idgen_parse_time(buf, &back));
+		EXPECT_EQ(v[i], back);
+	}
+	EXPECT_STREQ("1969-12-31T23:59:59.999Z", (idgen_format_time(-1, buf), buf));
+	EXPECT_EQ(-ERANGE, idgen_format_time(253402300800000LL, buf));
+}
+
+TEST(layouts_file)
+{
+	static const char text[] =
+		"# version cutover_ms region_bits worker_bits seq_bits\n"
+		"\n"
+		"1 0 3 7 12\n"
+		"2\t1000 3 10 9   # more workers\n"
+		"  3 5000 0 16 6";
+	const struct idgen_layout *l;
+	struct idgen_layouts *t;
+	struct idgen_decoded d;
+	char err[128] = "";
+	uint64_t id;
+
+	ASSERT_EQ(0, idgen_layouts_parse(text, &t, err, sizeof(err)));
+	ASSERT_EQ(3, idgen_layouts_count(t));
+	EXPECT_EQ(1, idgen_layout_at(t, 0)->version);
+	EXPECT_EQ(1, idgen_layout_at(t, 999)->version);
+	EXPECT_EQ(2, idgen_layout_at(t, 1000)->version);
+	EXPECT_EQ(2, idgen_layout_at(t, 4999)->version);
+	l = idgen_layout_at(t, 5000);
+	EXPECT_EQ(3, l->version);
+	EXPECT_EQ(16, l->worker_bits);
+	EXPECT_EQ(3, idgen_layout_at(t, MS_MAX)->version);
+
+	/* Decoding picks the layout by the ID's own millisecond. */
+	ASSERT_EQ(0, idgen_compose(idgen_layout_at(t, 1000), 1000, 5, 1000, 511, &id));
+	ASSERT_EQ(0, idgen_decode(id, t, &d));
+	EXPECT_EQ(2, d.version);
+	EXPECT_EQ(5, d.region);
+	EXPECT_EQ(1000, d.worker);
+	EXPECT_EQ(511, d.seq);
+	ASSERT_EQ(0, idgen_decode(id, NULL, &d));	/* v1 reads it otherwise */
+	EXPECT_EQ(1, d.version);
+	EXPECT_NE(1000, d.worker);
+	idgen_layouts_free(t);
+
+	ASSERT_EQ(0, idgen_layouts_parse("", &t, NULL, 0));
+	EXPECT_EQ(1, idgen_layouts_count(t));
+	idgen_layouts_free(t);
+	EXPECT_EQ(1, idgen_layouts_count(NULL));
+	EXPECT_EQ(idgen_layout_at(NULL, 5), idgen_layouts_get(NULL, 0));
+	EXPECT_EQ(NULL, idgen_layouts_get(NULL, 1));
+}
+
+static const struct {
+	const char *text;
+	const char *err;
+} bad_layouts[] = {
+	{ "2 1000 3 10 8\n", "line 1: bad widths 3/10/8" },
+	{ "2 1000 9 7 6\n", "line 1: bad widths" },
+	{ "2 1000 3 14 5\n", "line 1: bad widths" },
+	{ "\n# c\n2 1000 3 10\n", "line 3: want 'version cutover_ms region_bits worker_bits seq_bits', seq_bits is missing" },
+	{ "2 1000 3 10 9 7\n", "line 1: unexpected text after seq_bits" },
+	{ "2 1000 3 10 9x\n", "line 1: seq_bits is not a decimal number" },
+	{ "2 -1000 3 10 9\n", "line 1: cutover_ms is not a decimal number" },
+	{ "2 +1000 3 10 9\n", "line 1: cutover_ms is not a decimal number" },
+	{ "2 2199023255552 3 10 9\n", "line 1: cutover_ms is out of range" },
+	{ "2 1000 3 10 9\n2 2000 3 10 9\n", "line 2: version 2 is not above the previous one (2)" },
+	{ "2 1000 3 10 9\n3 1000 3 10 9\n", "line 2: cutover_ms 1000 is not after" },
+	{ "2 0 3 10 9\n", "line 1: cutover_ms 0 is not after" },
+	{ "1 0 3 10 9\n", "line 1: version 1 is built in" },
+	{ "2 1000 3 10 9\n1 0 3 7 12\n", "line 2: version 1 must come first" },
+	{ "0 1000 3 10 9\n", "line 1: version 0 is not above" },
+	{ "2,1000,3,10,9\n", "line 1: version is not a decimal number" },
+};
+
+TEST(layouts_file_errors)
+{
+	struct idgen_layouts *t = NULL;
+	char err[200];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad_layouts) / sizeof(bad_layouts[0]); i++) {
+		err[0] = '\0';
+		EXPECT_EQ(-EINVAL, idgen_layouts_parse(bad_layouts[i].text, &t, err, sizeof(err)));
+		if (strncmp(err, bad_layouts[i].err, strlen(bad_layouts[i].err)))
+			TH_LOG("got '%s', want '%s...'", err, bad_layouts[i].err);
+		EXPECT_EQ(0, strncmp(err, bad_layouts[i].err, strlen(bad_layouts[i].err)));
+		EXPECT_EQ(NULL, t);
+	}
+}
+
+TEST(layouts_load_missing_file)
+{
+	struct idgen_layouts *t = NULL;
+	char err[200];
+
+	EXPECT_EQ(-ENOENT, idgen_layouts_load("/nonexistent/layouts", &t, err, sizeof(err)));
+	EXPECT_STREQ("/nonexistent/layouts: No such file or directory", err);
+}
+
+TEST(json_strings)
+{
+	struct idgen_decoded d;
+	char buf[256];
+	uint64_t id;
+
+	ASSERT_EQ(0, idgen_compose(&idgen_layout_v1, MS_MAX, 7, 127, 4095, &id));
+	ASSERT_EQ(0, idgen_decode(id, NULL, &d));
+	ASSERT_LT(0, idgen_json_decoded(buf, sizeof(buf), &d));
+	EXPECT_STREQ("{\"id\":\"9223372036854775807\",\"ms\":2199023255551,"
+		     "\"unix_ms\":3966248855551,\"time\":\"2095-09-07T15:47:35.551Z\","
+		     "\"region\":7,\"worker\":127,\"seq\":4095,\"layout\":1}", buf);
+	/* snprintf()-style: the length it needs, truncated output. */
+	EXPECT_EQ(strlen(buf), idgen_json_decoded(buf, 4, &d));
+	EXPECT_STREQ("{\"i", buf);
+}
+
+TEST(json_write_ids)
+{
+	uint64_t v[2] = { 0, LIBIDGEN_ID_MAX };
+	char *out = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	ASSERT_NE(NULL, f);
+	ASSERT_EQ(0, idgen_json_write_ids(f, v, 2));
+	ASSERT_EQ(0, idgen_json_write_ids(f, v, 0));
+	fclose(f);
+	EXPECT_STREQ("{\"ids\":[\"0\",\"9223372036854775807\"]}\n{\"ids\":[]}\n", out);
+	free(out);
+}
+
+TEST(strerror_meanings)
+{
+	EXPECT_NE(NULL, strstr(idgen_strerror(-ENOKEY), "ENOKEY"));
+	EXPECT_NE(NULL, strstr(idgen_strerror(EKEYEXPIRED), "EKEYEXPIRED"));
+	EXPECT_NE(NULL, strstr(idgen_strerror(-ETIME), "ETIME"));
+	EXPECT_NE(NULL, strstr(idgen_strerror(-EOVERFLOW), "EOVERFLOW"));
+	EXPECT_EQ(NULL, idgen_strerror(-EBADF));
+}
+
+TEST(device_absent)
+{
+	EXPECT_EQ(-ENOENT, idgen_open("/nonexistent/idgen", 0));
+	EXPECT_EQ(-EINVAL, idgen_open(NULL, 1U << 5));
+}
+
+TEST(buffer_bad_args)
+{
+	struct idgen_buffer *b;
+
+	EXPECT_EQ(-EINVAL, idgen_buffer_new(-1, 16, 100, &b));
+	EXPECT_EQ(-EINVAL, idgen_buffer_new(0, 0, 100, &b));
+	EXPECT_EQ(-EINVAL, idgen_buffer_new(0, 65537, 100, &b));
+}
+
+TEST_HARNESS_MAIN
