@@ -30,20 +30,38 @@
 
 static struct idgen_gen *idgen_dev_gen;
 
+/*
+ * Write @n IDs from @tick on.  Within a millisecond consecutive ticks are
+ * consecutive IDs, so each millisecond's run is composed once and counted.
+ */
+static void idgen_fill(u64 *buf, u32 n, u64 tick, u8 seq_bits, u64 node_bits)
+{
+	u64 seq_mask = (1ULL << seq_bits) - 1;
+	u32 i = 0, k, run;
+	u64 id;
+
+	while (i < n) {
+		id = idgen_compose(tick, seq_bits, node_bits);
+		run = min_t(u64, n - i, seq_mask + 1 - (tick & seq_mask));
+		for (k = 0; k < run; k++)
+			buf[i + k] = id + k;
+		i += run;
+		tick += run;
+	}
+}
+
 /* Copy the run out; returns the bytes of whole IDs copied. */
 static size_t idgen_copy_ids(const struct idgen_range *r, struct iov_iter *to)
 {
 	u64 buf[IDGEN_CHUNK_IDS];
 	size_t copied = 0;
-	u32 off, n, i;
+	u32 off, n;
 
 	for (off = 0; off < r->count; off += n) {
 		size_t len, c;
 
 		n = min_t(u32, r->count - off, IDGEN_CHUNK_IDS);
-		for (i = 0; i < n; i++)
-			buf[i] = idgen_compose(r->first + off + i, r->seq_bits,
-					       r->node_bits);
+		idgen_fill(buf, n, r->first + off, r->seq_bits, r->node_bits);
 		len = n * sizeof(u64);
 		c = copy_to_iter(buf, len, to);
 		copied += c;
