@@ -7,6 +7,7 @@
 # make sparse          sparse over the module (C=2)
 # make check           every test, in QEMU guests (see README.md)
 # make demo            mint and decode IDs from a real /dev/idgen in a guest
+# make bench           benchmarks in a guest; results in docs/bench/
 
 KDIR ?= /lib/modules/$(shell uname -r)/build
 
@@ -30,4 +31,7 @@ check:
 demo:
 	scripts/demo.sh
 
-.PHONY: all modules clean sparse style check demo
+bench:
+	scripts/bench.sh
+
+.PHONY: all modules clean sparse style check demo bench
