@@ -86,6 +86,7 @@ for k in "${kernels[@]}"; do
 		scripts/sparse.sh "$k"
 done
 step "build the selftests" selftests-build.log make -s -C tests/selftests
+step "build the benchmark" bench-build.log make -s -C bench
 # libidgen and idgenctl: builds, unit tests, JavaScript and PostgreSQL.
 tap "user space" user.log tests/user/run.sh
 
