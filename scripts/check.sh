@@ -87,6 +87,7 @@ for k in "${kernels[@]}"; do
 done
 step "build the selftests" selftests-build.log make -s -C tests/selftests
 step "build the benchmark" bench-build.log make -s -C bench
+tap "netlink spec" netlink-spec.log tests/netlink-spec.sh
 # libidgen and idgenctl: builds, unit tests, JavaScript and PostgreSQL.
 tap "user space" user.log tests/user/run.sh
 

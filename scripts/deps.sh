@@ -15,6 +15,8 @@ packages=(
 	linux-source-6.12
 	# the guests
 	qemu-system-x86 busybox-static cpio
+	# the netlink spec's checks, and the kernel's ynl tool that reads it
+	python3-yaml python3-jsonschema
 	# libidgen's tests: the JavaScript client and the PostgreSQL range query
 	nodejs postgresql
 )

@@ -65,6 +65,26 @@ reload_above_floor() {
 check "after a reload, the first ID is above the new lease's floor" reload_above_floor
 "$idgenctl" lease revoke >/dev/null 2>&1
 
+# The netlink spec drives the live module through the kernel's ynl tool
+# (tests/netlink-spec.sh extracts it into build/ynl).
+ynl_spec() {
+	local ynl="/usr/bin/python3 $top/build/ynl/tools/net/ynl/cli.py --no-schema --spec $top/Documentation/netlink/specs/idgen.yaml"
+	local out
+	[ -f "$top/build/ynl/tools/net/ynl/cli.py" ] || { echo "# no build/ynl"; return 1; }
+	"$idgenctl" lease set --region 3 --worker 33 --valid-for 60000 >/dev/null || return 1
+	out=$($ynl --do get-state) || return 1
+	echo "$out" | grep -q "'region': 3," && echo "$out" | grep -q "'worker': 33," &&
+		echo "$out" | grep -q "'flags': {'leased'}" || { echo "$out" | sed 's/^/# /'; return 1; }
+	# Out of range: refused with the policy in the extended ack.
+	out=$($ynl --do set-config --json '{"fence-near-ms": 0}' 2>&1)
+	echo "$out" | grep -q "integer out of range" || { echo "$out" | sed 's/^/# /'; return 1; }
+	$ynl --do set-config --json '{"fence-near-ms": 5000}' >/dev/null || return 1
+	$ynl --do get-state | grep -q "'fence-near-ms': 5000," || return 1
+	$ynl --do set-config --json '{"fence-near-ms": 60000}' >/dev/null &&
+		"$idgenctl" lease revoke >/dev/null
+}
+check "the netlink spec drives the module through ynl" ynl_spec
+
 # libidgen and idgenctl against the real device.
 "$top/tests/user/guest-mint.sh" "$module" || status=1
 
