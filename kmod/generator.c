@@ -363,6 +363,8 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 		atomic_set(&old->fence_logged, 0);
 		atomic_set(&old->near_sent, 0);
 		ev.type = IDGEN_EVENT_LEASE_RENEWED;
+		/* The lease's floor, which a lower one in the request left be. */
+		ev.floor_ms = old->floor;
 		pr_debug("lease r%u/w%u renewed until ms %llu\n", args->region,
 			 args->worker, args->valid_until_ms);
 		goto out_unlock;
@@ -378,6 +380,7 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 		args->valid_until_ms, gen->last_ms + 1);
 	new = NULL;
 	ev.type = IDGEN_EVENT_LEASE_SET;
+	ev.floor_ms = args->floor_ms;
 
 out_unlock:
 	mutex_unlock(&gen->admin_lock);
@@ -389,7 +392,6 @@ out_unlock:
 	ev.has_floor = true;
 	ev.region = args->region;
 	ev.worker = args->worker;
-	ev.floor_ms = args->floor_ms;
 	ev.valid_until_ms = args->valid_until_ms;
 	idgen_gen_event(gen, &ev);
 	return 0;

@@ -269,9 +269,11 @@ struct idgen_state {
  *
  * IDGEN_CMD_SET_CONFIG - change a setting (CAP_NET_ADMIN).
  *   IDGEN_A_FENCE_NEAR_MS (u32, 1..3600000): how long before valid_until
- *   the fence-near event fires.  A request without an attribute it can
- *   apply, or with a value out of range, fails with EINVAL and an extended
- *   ack message, and changes nothing.
+ *   the fence-near event fires.  A value out of range fails with ERANGE;
+ *   a request without an attribute it can apply, or with a malformed or
+ *   unknown one, with EINVAL.  Either way an extended ack message says
+ *   why, and nothing changes.  GET_STATE, which takes no attributes,
+ *   refuses any with EINVAL.
  *
  * IDGEN_CMD_EVENT - sent to the IDGEN_GENL_MCGRP_EVENTS multicast group.
  *   IDGEN_A_EVENT names it (enum idgen_event); IDGEN_A_NOW_MS says when.
