@@ -31,6 +31,9 @@ static const struct {
 	{ "mint", NULL, mint_main, "Mints IDs and prints them" },
 	{ "decode", NULL, decode_main, "Decodes IDs: time, region, worker, sequence" },
 	{ "min-id-at", NULL, min_id_at_main, "Prints the smallest ID of a moment" },
+	{ "status", NULL, status_main, "Shows the generator's state over netlink (any user)" },
+	{ "events", NULL, events_main, "Prints the generator's events, a line each, until interrupted" },
+	{ "config", NULL, config_main, "Shows or changes the module's settings (fence-near MS)" },
 };
 
 #define NR_SUBCOMMANDS	(sizeof(subcommands) / sizeof(subcommands[0]))

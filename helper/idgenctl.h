@@ -20,6 +20,9 @@ int lease_show_main(int argc, char *argv[]);
 int lease_revoke_main(int argc, char *argv[]);
 int clock_adopt_main(int argc, char *argv[]);
 int mint_main(int argc, char *argv[]);
+int status_main(int argc, char *argv[]);
+int events_main(int argc, char *argv[]);
+int config_main(int argc, char *argv[]);
 int decode_main(int argc, char *argv[]);
 int min_id_at_main(int argc, char *argv[]);
 

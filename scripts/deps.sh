@@ -7,7 +7,7 @@ set -euo pipefail
 
 packages=(
 	# build
-	build-essential kmod dkms sparse
+	build-essential kmod dkms sparse pkg-config libnl-genl-3-dev
 	# the kernels the module is built and tested against: 6.1 and 6.12
 	linux-headers-amd64 linux-image-amd64
 	linux-headers-6.12-amd64 linux-image-6.12-amd64

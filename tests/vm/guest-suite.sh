@@ -91,5 +91,9 @@ check "the netlink spec drives the module through ynl" ynl_spec
 # Destructive: steps this guest's wall clock.
 "$top/tests/selftests/clock_steps" || status=1
 
+# Netlink: state, events (clock steps among them), permissions, bad
+# messages, and an unload under a listener (it reloads the module).
+IDGEN_MODULE="$module" "$top/tests/selftests/netlink_test" || status=1
+
 check "rmmod at the end" rmmod idgen
 exit "$status"
