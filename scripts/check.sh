@@ -103,6 +103,8 @@ done
 
 # The debug kernel (KASAN, lockdep, UBSAN, kmemleak, panic_on_warn): the
 # KUnit suites, failslab over the module load, then the device tests again.
+# KASAN's shadow and kmemleak's pool eat into the guest's memory: node,
+# which the libidgen checks run, needs more than the default 1 GiB.
 image=
 if scripts/build-kunit.sh >"$logs/debug-build.log" 2>&1; then
 	image=$(tail -n 1 "$logs/debug-build.log")
@@ -114,11 +116,11 @@ fi
 if [ -n "$image" ]; then
 	# Failslab makes allocations fail on purpose: their reports are expected.
 	tap "debug kernel, KUnit" guest-debug-kunit.log \
-		tests/vm/run-guest.sh --timeout 1800 --image "$image" \
+		tests/vm/run-guest.sh --timeout 1800 --mem 3072 --image "$image" \
 		--expect-alloc-failures debug \
 		tests/vm/kunit-suite.sh build/debug/idgen_kunit.ko build/debug/idgen.ko
 	tap "debug kernel" guest-debug.log \
-		tests/vm/run-guest.sh --timeout 1800 --image "$image" debug \
+		tests/vm/run-guest.sh --timeout 1800 --mem 3072 --image "$image" debug \
 		tests/vm/guest-suite.sh build/debug/idgen.ko
 fi
 
