@@ -21,6 +21,8 @@ int lease_revoke_main(int argc, char *argv[]);
 int clock_adopt_main(int argc, char *argv[]);
 int mint_main(int argc, char *argv[]);
 int status_main(int argc, char *argv[]);
+struct idgen_state;
+void print_generator_state(const char *source, const struct idgen_state *st);
 int events_main(int argc, char *argv[]);
 int config_main(int argc, char *argv[]);
 int decode_main(int argc, char *argv[]);

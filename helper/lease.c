@@ -181,11 +181,12 @@ static void show_counter(const char *key, __u64 v)
 	printf("  %s: %llu\n", key, v);
 }
 
-static void print_state(const struct idgen_state *st)
+/* The state and counters, as read from @source (the device or netlink). */
+void print_generator_state(const char *source, const struct idgen_state *st)
 {
 	int leased = !!(st->flags & IDGEN_STATE_LEASED);
 
-	printf("generator: %s\n", device_path);
+	printf("generator: %s\n", source);
 	printf("  lease: %s\n", leased ? "in force" : "none");
 	printf("  layout: %u/%u/%u (region/worker/sequence bits)\n",
 	       st->region_bits, st->worker_bits, st->seq_bits);
@@ -235,7 +236,7 @@ int lease_show_main(int argc, char *argv[])
 	ret = device_get_state(fd, &st) ? 1 : 0;
 	close(fd);
 	if (!ret)
-		print_state(&st);
+		print_generator_state(device_path, &st);
 	return ret;
 }
 

@@ -76,47 +76,40 @@ static int json_flag(const char *usage, int argc, char *argv[], int *json)
 /* ------------------------------------------------------------------ */
 /* status                                                              */
 
-static void show_ms(const char *key, uint64_t ms, int set)
+/* The same printer as 'lease show', plus what only netlink tells. */
+static void print_state(const struct idgen_nl_state *nl)
 {
-	char buf[LIBIDGEN_TIME_STRLEN];
+	struct idgen_state st = {
+		.now_ms = nl->now_ms,
+		.wall_ms = nl->wall_ms,
+		.last_ms = nl->last_ms,
+		.next_ms = nl->next_ms,
+		.floor_ms = nl->floor_ms,
+		.valid_until_ms = nl->valid_until_ms,
+		.held_step_ms = nl->held_step_ms,
+		.flags = nl->flags,
+		.region = nl->region,
+		.worker = nl->worker,
+		.max_lead_ms = nl->max_lead_ms,
+		.max_step_ms = nl->max_step_ms,
+		.region_bits = nl->region_bits,
+		.worker_bits = nl->worker_bits,
+		.seq_bits = nl->seq_bits,
+		.ids = nl->ids,
+		.reads = nl->reads,
+		.borrowed_ms = nl->borrowed_ms,
+		.steps_back = nl->steps_back,
+		.steps_forward = nl->steps_forward,
+		.steps_adopted = nl->steps_adopted,
+		.fence_refusals = nl->fence_refusals,
+		.lead_refusals = nl->lead_refusals,
+		.nolease_refusals = nl->nolease_refusals,
+		.range_refusals = nl->range_refusals,
+	};
 
-	if (!set)
-		printf("  %s: %" PRIu64 " (none)\n", key, ms);
-	else
-		printf("  %s: %" PRIu64 " (%s)\n", key, ms, iso(ms, buf));
-}
-
-static void print_state(const struct idgen_nl_state *st)
-{
-	size_t i;
-
-	printf("generator: netlink family %s\n", IDGEN_GENL_NAME);
-	printf("  lease: %s\n", st->lease ? "in force" : "none");
-	printf("  layout: %u/%u/%u (region/worker/sequence bits)\n",
-	       st->region_bits, st->worker_bits, st->seq_bits);
-	if (st->lease)
-		printf("  node: region %" PRIu32 " worker %" PRIu32 "\n", st->region, st->worker);
-	else
-		printf("  node: none\n");
-	show_ms("floor", st->floor_ms, st->lease);
-	show_ms("valid until", st->valid_until_ms, st->lease);
-	show_ms("last", st->last_ms, st->last_ms != 0);
-	show_ms("next", st->next_ms, 1);
-	show_ms("now", st->now_ms, 1);
-	show_ms("wall", st->wall_ms, 1);
-	if (st->flags & IDGEN_STATE_CLOCK_HELD)
-		printf("  clock: holding back a forward step (adopt with '%s clock adopt')\n",
-		       PROG_NAME);
-	else
-		printf("  clock: following the wall clock\n");
-	printf("  held step: %" PRId64 " ms\n", st->held_step_ms);
-	printf("  max lead: %" PRIu32 " ms\n", st->max_lead_ms);
-	printf("  max step: %" PRIu32 " ms\n", st->max_step_ms);
-	printf("  fence near: %" PRIu32 " ms\n", st->fence_near_ms);
-	printf("  flags: %#" PRIx32 "\n", st->flags);
-	printf("\ncounters:\n");
-	for (i = 0; i < NR_COUNTERS; i++)
-		printf("  %s: %" PRIu64 "\n", counters[i].label, counter(st, i));
+	print_generator_state("netlink family " IDGEN_GENL_NAME, &st);
+	printf("  events dropped: %" PRIu64 "\n", nl->events_dropped);
+	printf("\nsettings:\n  fence near: %" PRIu32 " ms\n", nl->fence_near_ms);
 }
 
 /* One line of JSON; every time a number of ms since the idgen epoch. */
