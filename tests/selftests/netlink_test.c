@@ -1160,6 +1160,41 @@ TEST_F(guest, clock_step_back_event)
 }
 
 /*
+ * A flapping clock cannot flood listeners: of FLAPS steps back in a row, at
+ * most IDGEN_EVENT_BURST clock-step-back events arrive, and every one held
+ * back is counted in IDGEN_A_CNT_EVENTS_DROPPED.  (The steps add up to less
+ * than the lead bound, so no lead-exceeded event mixes in.)
+ */
+#define FLAPS		30
+#define FLAP_MS		20
+
+TEST_F(guest, flapping_clock_is_rate_limited)
+{
+	struct idgen_state st;
+	struct attrs ev;
+	__u64 dropped0, dropped;
+	int i, got = 0;
+
+	lease_up(_metadata, self, self->worker, LEASE_MS, &st);
+	if (st.max_lead_ms < FLAPS * FLAP_MS + 200)
+		SKIP(return, "max_lead_ms %u: the steps would stop minting", st.max_lead_ms);
+	ASSERT_EQ(0, read_one(self->fd));
+	listener_drain(&self->l);
+	dropped0 = events_dropped(&self->g);
+	for (i = 0; i < FLAPS; i++) {
+		step_clock(_metadata, self, -FLAP_MS);
+		EXPECT_EQ(0, read_one(self->fd));
+	}
+	while (wait_event(&self->l, IDGEN_EVENT_CLOCK_STEP_BACK, 500, &ev))
+		got++;
+	dropped = events_dropped(&self->g) - dropped0;
+	TH_LOG("%d steps back: %d events delivered, %llu held back", FLAPS, got,
+	       (unsigned long long)dropped);
+	EXPECT_GE(IDGEN_EVENT_BURST, got);
+	EXPECT_EQ(FLAPS, got + dropped);
+}
+
+/*
  * Forward 2 h, then a read: clock-step-forward, about +7200000 and held.
  * Then the step is reverted, which leaves no trace.
  */
