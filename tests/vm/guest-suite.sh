@@ -8,14 +8,10 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../lib/tap.sh
+. "$top/tests/lib/tap.sh"
 module=${1:?usage: guest-suite.sh MODULE}
 idgenctl=$top/helper/idgenctl
-n=0
-status=0
-
-ok() { n=$((n + 1)); echo "ok $n $1"; }
-not_ok() { n=$((n + 1)); echo "not ok $n $1"; status=1; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name"; fi; }
 
 # run-guest.sh sets IDGEN_GUEST=1 in the guest.
 if [ "${IDGEN_GUEST:-}" != 1 ]; then

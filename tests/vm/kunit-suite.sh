@@ -9,14 +9,11 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../lib/tap.sh
+. "$top/tests/lib/tap.sh"
 kunit_ko=${1:?usage: kunit-suite.sh KUNIT_MODULE MODULE}
 module=${2:?usage: kunit-suite.sh KUNIT_MODULE MODULE}
 dbg=/sys/kernel/debug
-n=0
-status=0
-
-ok() { n=$((n + 1)); echo "ok $n $1"; }
-not_ok() { n=$((n + 1)); echo "not ok $n $1"; status=1; }
 
 if [ "${IDGEN_GUEST:-}" != 1 ]; then
 	echo "kunit-suite.sh: refusing to run outside a test guest" >&2
