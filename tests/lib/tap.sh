@@ -3,6 +3,8 @@
 # tap.sh: sourced by the test scripts that print TAP result lines.
 #   ok NAME / not_ok NAME   one result; not_ok makes $status 1
 #   check NAME CMD...       a result from CMD's exit status
+#   tap_run PREFIX CMD...   renumber the TAP CMD prints into ours
+#   tap_step DESC CMD...    a result from CMD, its output shown on failure
 # $n counts the results printed; exit with "$status" at the end.
 
 n=0
@@ -11,3 +13,49 @@ status=0
 ok() { n=$((n + 1)); echo "ok $n $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n $1"; status=1; }
 check() { local name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name"; fi; }
+
+# tap_run PREFIX CMD...: run a command that prints TAP and renumber its
+# results into ours as "PREFIX: name"; anything else it prints becomes a
+# comment.  Its exit status counts too.
+tap_run() {
+	local prefix=$1 line rc out
+	shift
+	out=$(mktemp) || { not_ok "$prefix: mktemp"; return 1; }
+	"$@" >"$out" 2>&1
+	rc=$?
+	[ $rc -eq 0 ] || status=1
+	while IFS= read -r line; do
+		if [[ $line =~ ^(not\ )?ok\ [0-9]+\ ?(-\ )?(.*)$ ]]; then
+			n=$((n + 1))
+			[ -n "${BASH_REMATCH[1]}" ] && status=1
+			echo "${BASH_REMATCH[1]}ok $n $prefix: ${BASH_REMATCH[3]}"
+		elif [[ $line =~ ^1\.\.[0-9]+$ || $line =~ ^TAP\ version ]]; then
+			:
+		elif [[ $line =~ ^# || -z $line ]]; then
+			echo "$line"
+		else
+			echo "# $line"
+		fi
+	done <"$out"
+	rm -f "$out"
+	[ $rc -eq 0 ] || echo "# $prefix exited with status $rc"
+	return $rc
+}
+
+# tap_step DESC CMD...: one result from CMD; its output is shown only when
+# it failed.
+tap_step() {
+	local desc=$1 rc out
+	shift
+	out=$(mktemp) || { not_ok "$desc: mktemp"; return 1; }
+	"$@" >"$out" 2>&1
+	rc=$?
+	if [ $rc -eq 0 ]; then
+		ok "$desc"
+	else
+		not_ok "$desc"
+		sed 's/^/# /' "$out"
+	fi
+	rm -f "$out"
+	return $rc
+}

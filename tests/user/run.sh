@@ -10,63 +10,31 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 user=$top/tests/user
 idgenctl=$top/helper/idgenctl
-n=0
-status=0
-
-# Run a sub-test and renumber its TAP into ours; anything else it prints
-# becomes a comment.  Its exit status counts too.
-tap() {
-	local prefix=$1 line rc
-	shift
-	"$@" >"$tmp/tap" 2>&1
-	rc=$?
-	[ $rc -eq 0 ] || status=1
-	while IFS= read -r line; do
-		if [[ $line =~ ^(not\ )?ok\ [0-9]+\ ?(.*)$ ]]; then
-			n=$((n + 1))
-			[ -n "${BASH_REMATCH[1]}" ] && status=1
-			echo "${BASH_REMATCH[1]}ok $n $prefix: ${BASH_REMATCH[2]}"
-		elif [[ $line =~ ^# || -z $line ]]; then
-			echo "$line"
-		else
-			echo "# $line"
-		fi
-	done <"$tmp/tap"
-	[ $rc -eq 0 ] || echo "# $prefix exited with status $rc"
-}
-step() {
-	local desc=$1 rc
-	shift
-	"$@" >"$tmp/out" 2>&1
-	rc=$?
-	n=$((n + 1))
-	if [ $rc -eq 0 ]; then echo "ok $n $desc"; else
-		echo "not ok $n $desc"; sed 's/^/# /' "$tmp/out"; status=1; fi
-	return $rc
-}
+# shellcheck source=../lib/tap.sh
+. "$top/tests/lib/tap.sh"
 
 tmp=$(mktemp -d) || exit 1
 trap 'rm -rf "$tmp"' EXIT
 
 echo "TAP version 13"
-step "build lib/ (libidgen.a, libidgen.so.0, idgen.pc)" make -j1 -C "$top/lib" || { echo "1..$n"; exit 1; }
-step "build helper/idgenctl" make -j1 -C "$top/helper" || { echo "1..$n"; exit 1; }
-step "build tests/user" make -j1 -C "$user" || { echo "1..$n"; exit 1; }
-step "libidgen.so exports idgen_* only" bash -c "
+tap_step "build lib/ (libidgen.a, libidgen.so.0, idgen.pc)" make -j1 -C "$top/lib" || { echo "1..$n"; exit 1; }
+tap_step "build helper/idgenctl" make -j1 -C "$top/helper" || { echo "1..$n"; exit 1; }
+tap_step "build tests/user" make -j1 -C "$user" || { echo "1..$n"; exit 1; }
+tap_step "libidgen.so exports idgen_* only" bash -c "
 	nm -D --defined-only '$top/lib/libidgen.so.0' | awk '\$2 != \"A\" {print \$3}' |
 	grep -v '^idgen_' && exit 1 || exit 0"
-step "make install DESTDIR=... PREFIX=/usr: header, libs, pkg-config, man page" bash -c "
+tap_step "make install DESTDIR=... PREFIX=/usr: header, libs, pkg-config, man page" bash -c "
 	make -s -C '$top/lib' install DESTDIR='$tmp/root' PREFIX=/usr &&
 	test -f '$tmp/root/usr/include/idgen.h' && test -L '$tmp/root/usr/lib/libidgen.so' &&
 	test -f '$tmp/root/usr/share/man/man3/libidgen.3' &&
 	grep -qx 'Libs: -L\${libdir} -lidgen' '$tmp/root/usr/lib/pkgconfig/idgen.pc'"
-step "a program builds and runs against the installed shared library" bash -c "
+tap_step "a program builds and runs against the installed shared library" bash -c "
 	printf '#include <idgen.h>\nint main(void){uint64_t id; return idgen_min_id_at(LIBIDGEN_EPOCH_UNIX_MS + 1, &id) || id != 4194304;}\n' > '$tmp/p.c' &&
 	cc -Wall -Werror -I'$tmp/root/usr/include' -o '$tmp/p' '$tmp/p.c' -L'$tmp/root/usr/lib' -lidgen &&
 	LD_LIBRARY_PATH='$tmp/root/usr/lib' '$tmp/p'"
 
 # C unit tests (kselftest harness).
-tap unit "$user/unit"
+tap_run unit "$user/unit"
 
 # idgenctl: bad use exits 1 with the usage on stderr; bad IDs are named.
 cli() {
@@ -74,13 +42,11 @@ cli() {
 	shift 3
 	"$idgenctl" "$@" >"$tmp/cli.out" 2>"$tmp/cli.err"
 	rc=$?
-	n=$((n + 1))
 	if [ $rc -eq "$want_rc" ] && grep -qF -- "$want_err" "$tmp/cli.err"; then
-		echo "ok $n idgenctl $desc"
+		ok "idgenctl $desc"
 	else
-		echo "not ok $n idgenctl $desc (exit $rc)"
+		not_ok "idgenctl $desc (exit $rc)"
 		sed 's/^/# /' "$tmp/cli.err"
-		status=1
 	fi
 }
 cli "without a command: usage on stderr, exit 1" 1 "Usage: idgenctl"
@@ -98,18 +64,18 @@ cli "mint --raw --json" 1 "exclude each other" mint --raw --json
 cli "a bad layouts file names the line" 1 "line 1: bad widths 3/10/8" \
 	--layouts <(echo "2 1000 3 10 8") decode 0
 cli "mint without a device" 1 "no idgen device" --device /nonexistent mint
-step "idgenctl decode: the edges" bash -c "
+tap_step "idgenctl decode: the edges" bash -c "
 	out=\$('$idgenctl' decode 0 9223372036854775807) &&
 	[ \"\$out\" = '0  2026-01-01T00:00:00.000Z region 0 worker 0 seq 0 layout 1
 9223372036854775807  2095-09-07T15:47:35.551Z region 7 worker 127 seq 4095 layout 1' ]"
-step "idgenctl min-id-at: epoch, before it, RFC 3339 with an offset, Unix ms, now" bash -c "
+tap_step "idgenctl min-id-at: epoch, before it, RFC 3339 with an offset, Unix ms, now" bash -c "
 	[ \$('$idgenctl' min-id-at 2026-01-01T00:00:00Z) = 0 ] &&
 	[ \$('$idgenctl' min-id-at 2025-06-01T00:00:00Z) = 0 ] &&
 	[ \$('$idgenctl' min-id-at 2026-01-01T02:00:00.001+02:00) = 4194304 ] &&
 	[ \$('$idgenctl' min-id-at 1767225600001) = 4194304 ] &&
 	[ \$('$idgenctl' min-id-at 2095-09-07T15:47:35.551Z) = \$(( (1 << 41) - 1 << 22 )) ] &&
 	now=\$('$idgenctl' min-id-at now) && [ \$now -gt 0 ]"
-step "idgenctl --layouts: decoding picks the layout by the ID's time" bash -c "
+tap_step "idgenctl --layouts: decoding picks the layout by the ID's time" bash -c "
 	printf '# test\n2 1000 3 10 9\n' > '$tmp/layouts' &&
 	id=\$(( (1000 << 22) | (5 << 19) | (1000 << 9) | 511 )) &&
 	'$idgenctl' --layouts '$tmp/layouts' decode \$id | grep -q 'region 5 worker 1000 seq 511 layout 2' &&
@@ -128,15 +94,18 @@ if command -v node >/dev/null; then
 	for t in 2025-12-31T23:59:59.999Z 2026-01-01T00:00:00Z 2026-03-15T00:00:00Z \
 		 2026-03-15T00:00:00.001Z 2095-09-07T15:47:35.551Z; do
 		echo "$t $("$idgenctl" min-id-at "$t")"
-	done >"$tmp/min" &&
-	tap js node "$user/js_roundtrip.mjs" "$tmp/decoded.json" "$tmp/min" ||
-	{ n=$((n + 1)); echo "not ok $n js: the fixture from mkids and idgenctl"; status=1; }
+	done >"$tmp/min"
+	if [ -s "$tmp/min" ] && [ -s "$tmp/decoded.json" ]; then
+		tap_run js node "$user/js_roundtrip.mjs" "$tmp/decoded.json" "$tmp/min"
+	else
+		not_ok "js: the fixture from mkids and idgenctl"
+	fi
 else
-	n=$((n + 1)); echo "not ok $n js: node not found (install nodejs: scripts/deps.sh)"; status=1
+	not_ok "js: node not found (install nodejs: scripts/deps.sh)"
 fi
 
 # PostgreSQL.
-tap pg "$user/pg_range.sh"
+tap_run pg "$user/pg_range.sh"
 
 echo "1..$n"
 exit $status
