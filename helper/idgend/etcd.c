@@ -1,0 +1,1030 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * etcd.c: the store of store.h on etcd v3, through the JSON gateway that
+ * etcd 3.4 serves next to gRPC (POST /v3/kv/range and /v3/kv/txn), with
+ * libcurl for HTTP, json-c for JSON and libcrypto for base64.
+ *
+ * The gateway speaks proto3's JSON mapping: bytes are base64, int64 are
+ * decimal strings, and every field at its default value is left out (no
+ * "kvs" for an empty range, no "succeeded" for a failed txn, no "value"
+ * for an empty value).  Absent fields therefore mean their default, while
+ * anything present must have the right type, or the response is -EPROTO.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <curl/curl.h>
+#include <json.h>
+#include <openssl/evp.h>
+
+#include "etcd.h"
+
+/* Far above any range of one region; a bigger answer is not etcd's. */
+#define ETCD_BODY_MAX		(4u << 20)
+#define ETCD_CONNECT_MS		1000u
+
+struct etcd {
+	CURL *curl;
+	struct curl_slist *headers;
+	char **endpoints;
+	unsigned int n_endpoints;
+	unsigned int current;		/* the last endpoint that answered */
+	char *prefix;
+	char *key;			/* etcd_key()'s buffer */
+	size_t key_size;
+
+	char *body;			/* the response, NUL-terminated */
+	size_t body_len;
+	size_t body_cap;
+	bool body_too_big;
+	bool body_nomem;
+
+	char curl_err[CURL_ERROR_SIZE];
+	char err[512];
+};
+
+static void set_err(struct etcd *e, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void set_err(struct etcd *e, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(e->err, sizeof(e->err), fmt, ap);
+	va_end(ap);
+}
+
+/* --- base64 ------------------------------------------------------------ */
+
+static char *b64_encode(const void *p, size_t len)
+{
+	char *s;
+
+	if (len > INT_MAX / 2)
+		return NULL;
+	s = malloc(4 * ((len + 2) / 3) + 1);
+	if (s)
+		EVP_EncodeBlock((unsigned char *)s, p, (int)len);
+	return s;
+}
+
+/*
+ * EVP_DecodeBlock skips surrounding whitespace and counts '=' padding as
+ * output bytes, so the alphabet and the padding are checked here first and
+ * the padding taken off its count.  *out is NUL-terminated for convenience
+ * but may hold NULs itself.
+ */
+static int b64_decode(const char *s, size_t len, unsigned char **out,
+		      size_t *out_len)
+{
+	unsigned char *buf;
+	size_t i, pad = 0;
+	int n;
+
+	if (len % 4 || len > INT_MAX)
+		return -EPROTO;
+	for (i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (c == '=') {
+			if (i < len - 2)
+				return -EPROTO;
+			pad++;
+		} else if (pad || !((c >= 'A' && c <= 'Z') ||
+				    (c >= 'a' && c <= 'z') ||
+				    (c >= '0' && c <= '9') ||
+				    c == '+' || c == '/')) {
+			return -EPROTO;
+		}
+	}
+	buf = malloc(len / 4 * 3 + 1);
+	if (!buf)
+		return -ENOMEM;
+	n = EVP_DecodeBlock(buf, (const unsigned char *)s, (int)len);
+	if (n < 0 || (size_t)n < pad) {
+		free(buf);
+		return -EPROTO;
+	}
+	n -= pad;
+	buf[n] = '\0';
+	*out = buf;
+	*out_len = n;
+	return 0;
+}
+
+/* --- JSON helpers -------------------------------------------------------- */
+
+/* Strict unsigned decimal: digits only, at least one, at most max. */
+static bool parse_dec(const char *s, size_t len, uint64_t max, uint64_t *v)
+{
+	uint64_t x = 0;
+	size_t i;
+
+	if (!len)
+		return false;
+	for (i = 0; i < len; i++) {
+		unsigned int d = (unsigned char)s[i] - '0';
+
+		if (d > 9 || x > (max - d) / 10)
+			return false;
+		x = x * 10 + d;
+	}
+	*v = x;
+	return true;
+}
+
+/*
+ * Parses len bytes as one JSON value and nothing else.  On failure, why
+ * says where it went wrong, for the message.
+ */
+static int parse_json(const char *buf, size_t len, struct json_object **out,
+		      char *why, size_t why_size)
+{
+	struct json_tokener *tok;
+	struct json_object *o;
+	enum json_tokener_error jerr;
+	size_t end;
+
+	*out = NULL;
+	if (!len) {
+		snprintf(why, why_size, "empty");
+		return -EPROTO;
+	}
+	if (len > INT_MAX) {
+		snprintf(why, why_size, "too long");
+		return -EPROTO;
+	}
+	tok = json_tokener_new();
+	if (!tok)
+		return -ENOMEM;
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	o = json_tokener_parse_ex(tok, buf, (int)len);
+	jerr = json_tokener_get_error(tok);
+	if (!o && jerr == json_tokener_continue) {
+		/* A top-level scalar only ends at the end of the input. */
+		o = json_tokener_parse_ex(tok, "", 1);
+		jerr = json_tokener_get_error(tok);
+		if (!o && jerr == json_tokener_error_parse_eof) {
+			snprintf(why, why_size, "truncated at byte %zu", len);
+			goto fail;
+		}
+	}
+	if (!o) {
+		snprintf(why, why_size, "%s at byte %zu",
+			 json_tokener_error_desc(jerr),
+			 json_tokener_get_parse_end(tok));
+		goto fail;
+	}
+	end = json_tokener_get_parse_end(tok);
+	while (end < len && (buf[end] == ' ' || buf[end] == '\t' ||
+			     buf[end] == '\r' || buf[end] == '\n'))
+		end++;
+	if (end < len) {
+		snprintf(why, why_size, "trailing data at byte %zu", end);
+		json_object_put(o);
+		goto fail;
+	}
+	json_tokener_free(tok);
+	*out = o;
+	return 0;
+fail:
+	json_tokener_free(tok);
+	return -EPROTO;
+}
+
+/*
+ * A proto3 int64 field: a decimal string, 0 when absent.  Every int64 we
+ * read is a revision or a count, so a negative one is as wrong as a
+ * non-number.
+ */
+static bool get_i64(struct json_object *parent, const char *name, int64_t *v)
+{
+	struct json_object *o;
+	uint64_t u;
+
+	if (!json_object_object_get_ex(parent, name, &o) || !o) {
+		*v = 0;
+		return true;
+	}
+	if (!json_object_is_type(o, json_type_string) ||
+	    !parse_dec(json_object_get_string(o), json_object_get_string_len(o),
+		       INT64_MAX, &u))
+		return false;
+	*v = (int64_t)u;
+	return true;
+}
+
+/* A proto3 bytes field: base64, empty when absent. */
+static int get_bytes(struct json_object *parent, const char *name,
+		     unsigned char **p, size_t *len)
+{
+	struct json_object *o;
+
+	if (!json_object_object_get_ex(parent, name, &o) || !o)
+		return b64_decode("", 0, p, len);
+	if (!json_object_is_type(o, json_type_string))
+		return -EPROTO;
+	return b64_decode(json_object_get_string(o),
+			  json_object_get_string_len(o), p, len);
+}
+
+/* A member that must be of one type when present; NULL when absent. */
+static bool get_typed(struct json_object *parent, const char *name,
+		      enum json_type type, struct json_object **o)
+{
+	if (!json_object_object_get_ex(parent, name, o) || !*o) {
+		*o = NULL;
+		return true;
+	}
+	return json_object_is_type(*o, type);
+}
+
+/* --- records ------------------------------------------------------------- */
+
+/*
+ * What an output record says after a failure: present and unreadable,
+ * which the lease logic treats as held, so a caller that ignores the
+ * return value still does not take the worker number.
+ */
+static void rec_unknown(struct store_record *r, uint32_t worker)
+{
+	memset(r, 0, sizeof(*r));
+	r->worker = worker;
+	r->exists = true;
+}
+
+static void rec_absent(struct store_record *r, uint32_t worker)
+{
+	memset(r, 0, sizeof(*r));
+	r->worker = worker;
+}
+
+/*
+ * Our value, {"owner": "...", "valid_until_ms": N}.  Someone else's value
+ * is not a protocol error: the record is then held by nobody we know of.
+ */
+static void parse_value(const unsigned char *v, size_t len,
+			struct store_record *r)
+{
+	struct json_object *root = NULL, *owner, *until;
+	char why[64];
+	uint64_t ms;
+	size_t olen;
+
+	r->valid = false;
+	r->owner[0] = '\0';
+	r->valid_until_ms = 0;
+	if (parse_json((const char *)v, len, &root, why, sizeof(why)))
+		return;
+	if (!json_object_is_type(root, json_type_object) ||
+	    !json_object_object_get_ex(root, "owner", &owner) ||
+	    !json_object_is_type(owner, json_type_string) ||
+	    !json_object_object_get_ex(root, "valid_until_ms", &until))
+		goto out;
+	olen = json_object_get_string_len(owner);
+	if (olen >= STORE_OWNER_MAX ||
+	    memchr(json_object_get_string(owner), '\0', olen))
+		goto out;
+	if (json_object_is_type(until, json_type_int)) {
+		/* json-c saturates out-of-range numbers at UINT64_MAX. */
+		if (json_object_get_int64(until) < 0)
+			goto out;
+		ms = json_object_get_uint64(until);
+		if (ms == UINT64_MAX)
+			goto out;
+	} else if (json_object_is_type(until, json_type_string)) {
+		if (!parse_dec(json_object_get_string(until),
+			       json_object_get_string_len(until), UINT64_MAX,
+			       &ms))
+			goto out;
+	} else {
+		goto out;
+	}
+	memcpy(r->owner, json_object_get_string(owner), olen + 1);
+	r->valid_until_ms = ms;
+	r->valid = true;
+out:
+	json_object_put(root);
+}
+
+/*
+ * One element of "kvs": *key (malloc'ed) is its key; r gets the rest.
+ * The element must be an object; absent members take their defaults.
+ */
+static int parse_kv(struct etcd *e, const char *ep, struct json_object *kv,
+		    unsigned char **key, size_t *key_len,
+		    struct store_record *r)
+{
+	unsigned char *val;
+	size_t val_len;
+	int ret;
+
+	if (!json_object_is_type(kv, json_type_object)) {
+		set_err(e, "%s: a kv is not an object", ep);
+		return -EPROTO;
+	}
+	ret = get_bytes(kv, "key", key, key_len);
+	if (ret) {
+		if (ret == -EPROTO)
+			set_err(e, "%s: a kv's key is not base64", ep);
+		return ret;
+	}
+	r->exists = true;
+	if (!get_i64(kv, "mod_revision", &r->mod_revision)) {
+		set_err(e, "%s: a kv's mod_revision is not an int64 string",
+			ep);
+		ret = -EPROTO;
+		goto fail;
+	}
+	ret = get_bytes(kv, "value", &val, &val_len);
+	if (ret) {
+		if (ret == -EPROTO)
+			set_err(e, "%s: a kv's value is not base64", ep);
+		goto fail;
+	}
+	parse_value(val, val_len, r);
+	free(val);
+	return 0;
+fail:
+	free(*key);
+	*key = NULL;
+	return ret;
+}
+
+/*
+ * A RangeResponse on one key: *r is the record, absent if "kvs" is.
+ * Anything but that one key in it is not an answer to our question.
+ */
+static int parse_range_one(struct etcd *e, const char *ep,
+			   struct json_object *resp, const char *key,
+			   uint32_t worker, struct store_record *r)
+{
+	struct json_object *kvs;
+	unsigned char *k;
+	size_t klen, n;
+	int ret;
+
+	rec_absent(r, worker);
+	if (!get_typed(resp, "kvs", json_type_array, &kvs)) {
+		set_err(e, "%s: kvs is not an array", ep);
+		return -EPROTO;
+	}
+	n = kvs ? json_object_array_length(kvs) : 0;
+	if (!n)
+		return 0;
+	if (n > 1) {
+		set_err(e, "%s: %zu kvs for the one key %s", ep, n, key);
+		return -EPROTO;
+	}
+	ret = parse_kv(e, ep, json_object_array_get_idx(kvs, 0), &k, &klen,
+		       r);
+	if (ret)
+		return ret;
+	if (klen != strlen(key) || memcmp(k, key, klen)) {
+		set_err(e, "%s: asked for %s, got another key", ep, key);
+		ret = -EPROTO;
+	}
+	free(k);
+	return ret;
+}
+
+/* The response's "header", which every answer of etcd has. */
+static int check_header(struct etcd *e, const char *ep,
+			struct json_object *resp, int64_t *revision)
+{
+	struct json_object *h;
+
+	if (!json_object_is_type(resp, json_type_object)) {
+		set_err(e, "%s: response is not a JSON object", ep);
+		return -EPROTO;
+	}
+	if (!json_object_object_get_ex(resp, "header", &h) ||
+	    !json_object_is_type(h, json_type_object)) {
+		set_err(e, "%s: response has no header", ep);
+		return -EPROTO;
+	}
+	if (!get_i64(h, "revision", revision)) {
+		set_err(e, "%s: header.revision is not an int64 string", ep);
+		return -EPROTO;
+	}
+	return 0;
+}
+
+/* --- HTTP ---------------------------------------------------------------- */
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *ctx)
+{
+	struct etcd *e = ctx;
+	size_t n = size * nmemb;
+
+	if (n > ETCD_BODY_MAX - e->body_len) {
+		e->body_too_big = true;
+		return 0;
+	}
+	if (e->body_len + n + 1 > e->body_cap) {
+		size_t cap = e->body_cap ? e->body_cap : 4096;
+		char *b;
+
+		while (cap < e->body_len + n + 1)
+			cap *= 2;
+		b = realloc(e->body, cap);
+		if (!b) {
+			e->body_nomem = true;
+			return 0;
+		}
+		e->body = b;
+		e->body_cap = cap;
+	}
+	memcpy(e->body + e->body_len, p, n);
+	e->body_len += n;
+	e->body[e->body_len] = '\0';
+	return n;
+}
+
+/* A printable excerpt of a body that is not what we expected, for logs. */
+static void excerpt(const char *b, size_t len, char *out, size_t size)
+{
+	size_t i;
+
+	if (len > size - 1)
+		len = size - 1;
+	while (len && (b[len - 1] == '\n' || b[len - 1] == '\r'))
+		len--;
+	for (i = 0; i < len; i++)
+		out[i] = b[i] >= 0x20 && b[i] < 0x7f ? b[i] : '?';
+	out[i] = '\0';
+}
+
+enum outcome {
+	ANSWERED,	/* a 2xx response; e->body holds it */
+	NOT_SENT,	/* nothing left here: safe to send elsewhere */
+	NO_ANSWER,	/* sent, but no usable answer: outcome unknown */
+	FATAL,		/* -ENOMEM or -EPROTO: stop here */
+};
+
+/* One POST to one endpoint; what went wrong is in e->err. */
+static enum outcome post(struct etcd *e, const char *ep, const char *path,
+			 const char *req, int *fatal)
+{
+	char url[1024], why[160];
+	struct json_object *o;
+	curl_off_t sent = 0;
+	long status = 0, oserr = 0;
+	CURLcode rc;
+
+	if ((size_t)snprintf(url, sizeof(url), "%s%s", ep, path) >=
+	    sizeof(url)) {
+		set_err(e, "%s: endpoint too long", ep);
+		return NOT_SENT;
+	}
+	e->body_len = 0;
+	e->body_too_big = false;
+	e->body_nomem = false;
+	e->curl_err[0] = '\0';
+	curl_easy_setopt(e->curl, CURLOPT_URL, url);
+	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, req);
+	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(req));
+	rc = curl_easy_perform(e->curl);
+
+	if (e->body_nomem) {
+		*fatal = -ENOMEM;
+		set_err(e, "%s: out of memory for the response", ep);
+		return FATAL;
+	}
+	if (e->body_too_big) {
+		*fatal = -EPROTO;
+		set_err(e, "%s: response larger than %u bytes", ep,
+			ETCD_BODY_MAX);
+		return FATAL;
+	}
+	if (rc != CURLE_OK) {
+		const char *msg = e->curl_err[0] ? e->curl_err :
+			curl_easy_strerror(rc);
+
+		curl_easy_getinfo(e->curl, CURLINFO_OS_ERRNO, &oserr);
+		if (oserr)
+			set_err(e, "%s: %s (%s)", ep, msg, strerror(oserr));
+		else
+			set_err(e, "%s: %s", ep, msg);
+		/*
+		 * REQUEST_SIZE counts request bytes handed to the socket in
+		 * this transfer, also on a reused connection (where the
+		 * connect time is 0): only at 0 can the server not have
+		 * acted on the request.
+		 */
+		if (curl_easy_getinfo(e->curl, CURLINFO_REQUEST_SIZE, &sent) ||
+		    sent > 0)
+			return NO_ANSWER;
+		return NOT_SENT;
+	}
+	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
+	if (status >= 200 && status < 300)
+		return ANSWERED;
+
+	/* etcd's errors: {"error": "...", "code": N, "message": "..."} */
+	o = NULL;
+	if (!parse_json(e->body, e->body_len, &o, why, sizeof(why)) &&
+	    json_object_is_type(o, json_type_object)) {
+		struct json_object *m;
+
+		if ((json_object_object_get_ex(o, "message", &m) ||
+		     json_object_object_get_ex(o, "error", &m)) &&
+		    json_object_is_type(m, json_type_string)) {
+			set_err(e, "%s: HTTP %ld: %s", ep, status,
+				json_object_get_string(m));
+			json_object_put(o);
+			return NO_ANSWER;
+		}
+	}
+	json_object_put(o);
+	excerpt(e->body, e->body_len, why, 80);
+	set_err(e, "%s: HTTP %ld: %s", ep, status, why);
+	return NO_ANSWER;
+}
+
+/*
+ * Sends req to path on each endpoint in turn, from the last one that
+ * answered, until one answers.  A write stops at the first endpoint that
+ * may have received it: sending it again elsewhere could apply it twice,
+ * and only a re-read can tell.  On 0, *resp is the response, an object
+ * with a header whose revision is in *revision.
+ */
+static int call(struct etcd *e, const char *path, const char *req,
+		bool write, struct json_object **resp, int64_t *revision)
+{
+	char last[sizeof(e->err)] = "", why[160];
+	bool sent = false;
+	unsigned int i;
+	int ret;
+
+	*resp = NULL;
+	if (!e->n_endpoints) {
+		set_err(e, "no etcd endpoints");
+		return -ECONNREFUSED;
+	}
+	for (i = 0; i < e->n_endpoints; i++) {
+		unsigned int k = (e->current + i) % e->n_endpoints;
+		const char *ep = e->endpoints[k];
+
+		switch (post(e, ep, path, req, &ret)) {
+		case FATAL:
+			return ret;
+		case NOT_SENT:
+			memcpy(last, e->err, sizeof(last));
+			continue;
+		case NO_ANSWER:
+			if (write)
+				return -ETIMEDOUT;
+			sent = true;
+			memcpy(last, e->err, sizeof(last));
+			continue;
+		case ANSWERED:
+			break;
+		}
+		ret = parse_json(e->body, e->body_len, resp, why, sizeof(why));
+		if (ret) {
+			if (ret == -EPROTO)
+				set_err(e, "%s: response is not JSON (%s)",
+					ep, why);
+			return ret;
+		}
+		ret = check_header(e, ep, *resp, revision);
+		if (ret) {
+			json_object_put(*resp);
+			*resp = NULL;
+			return ret;
+		}
+		e->current = k;
+		return 0;
+	}
+	if (e->n_endpoints == 1)
+		memcpy(e->err, last, sizeof(e->err));
+	else
+		set_err(e, "all %u endpoints %s (last: %.400s)",
+			e->n_endpoints, sent ? "failed" : "unreachable", last);
+	return sent ? -ETIMEDOUT : -ECONNREFUSED;
+}
+
+/* --- requests ------------------------------------------------------------ */
+
+static int add_str(struct json_object *o, const char *name, const char *s)
+{
+	struct json_object *v = json_object_new_string(s);
+
+	if (!v || json_object_object_add(o, name, v)) {
+		json_object_put(v);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Adds name: base64 of len bytes of p. */
+static int add_b64(struct json_object *o, const char *name, const void *p,
+		   size_t len)
+{
+	char *s = b64_encode(p, len);
+	int ret;
+
+	if (!s)
+		return -ENOMEM;
+	ret = add_str(o, name, s);
+	free(s);
+	return ret;
+}
+
+static const char *to_string(struct json_object *o)
+{
+	return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
+					      JSON_C_TO_STRING_NOSLASHESCAPE);
+}
+
+/* --- store_ops ----------------------------------------------------------- */
+
+const char *etcd_key(struct etcd *e, uint32_t region, uint32_t worker)
+{
+	snprintf(e->key, e->key_size, "%s/r%" PRIu32 "/w/%" PRIu32,
+		 e->prefix, region, worker);
+	return e->key;
+}
+
+static int etcd_list(void *ctx, uint32_t region, struct store_record *rec,
+		     uint32_t n)
+{
+	struct etcd *e = ctx;
+	struct json_object *req, *resp = NULL, *kvs;
+	size_t plen, i, nkv;
+	const char *ep;
+	int64_t rev;
+	char *pfx;
+	int ret;
+
+	e->err[0] = '\0';
+	for (i = 0; i < n; i++)
+		rec_absent(&rec[i], i);
+
+	/* The range [prefix, prefix with its last byte + 1): '/' -> '0'. */
+	pfx = e->key;
+	snprintf(pfx, e->key_size, "%s/r%" PRIu32 "/w/", e->prefix, region);
+	plen = strlen(pfx);
+	req = json_object_new_object();
+	if (!req)
+		goto nomem;
+	ret = add_b64(req, "key", pfx, plen);
+	if (!ret) {
+		pfx[plen - 1]++;
+		ret = add_b64(req, "range_end", pfx, plen);
+		pfx[plen - 1]--;
+	}
+	if (ret) {
+		json_object_put(req);
+		goto nomem;
+	}
+	ret = call(e, "/v3/kv/range", to_string(req), false, &resp, &rev);
+	json_object_put(req);
+	if (ret)
+		goto fail;
+
+	ep = e->endpoints[e->current];
+	if (!get_typed(resp, "kvs", json_type_array, &kvs)) {
+		set_err(e, "%s: kvs is not an array", ep);
+		ret = -EPROTO;
+		goto fail;
+	}
+	nkv = kvs ? json_object_array_length(kvs) : 0;
+	for (i = 0; i < nkv; i++) {
+		struct store_record r = { 0 };
+		unsigned char *k;
+		size_t klen;
+		uint64_t w;
+
+		ret = parse_kv(e, ep, json_object_array_get_idx(kvs, i), &k,
+			       &klen, &r);
+		if (ret)
+			goto fail;
+		if (klen < plen || memcmp(k, pfx, plen)) {
+			free(k);
+			set_err(e, "%s: a key outside the range asked for",
+				ep);
+			ret = -EPROTO;
+			goto fail;
+		}
+		/* Only the spelling etcd_key() writes names a worker. */
+		if (parse_dec((char *)k + plen, klen - plen, UINT32_MAX, &w) &&
+		    (klen - plen == 1 || k[plen] != '0') && w < n) {
+			r.worker = w;
+			rec[w] = r;
+		}
+		free(k);
+	}
+	json_object_put(resp);
+	return 0;
+nomem:
+	set_err(e, "out of memory");
+	ret = -ENOMEM;
+fail:
+	json_object_put(resp);
+	for (i = 0; i < n; i++)
+		rec_unknown(&rec[i], i);
+	return ret;
+}
+
+static int etcd_get(void *ctx, uint32_t region, uint32_t worker,
+		    struct store_record *out)
+{
+	struct etcd *e = ctx;
+	struct json_object *req, *resp = NULL;
+	const char *key = etcd_key(e, region, worker);
+	int64_t rev;
+	int ret;
+
+	e->err[0] = '\0';
+	req = json_object_new_object();
+	if (!req || add_b64(req, "key", key, strlen(key))) {
+		json_object_put(req);
+		set_err(e, "out of memory");
+		ret = -ENOMEM;
+		goto fail;
+	}
+	ret = call(e, "/v3/kv/range", to_string(req), false, &resp, &rev);
+	json_object_put(req);
+	if (!ret)
+		ret = parse_range_one(e, e->endpoints[e->current], resp, key,
+				      worker, out);
+	json_object_put(resp);
+	if (!ret)
+		return 0;
+fail:
+	rec_unknown(out, worker);
+	return ret;
+}
+
+/* A new object or array as member name of o, or element of array o. */
+static struct json_object *add_new(struct json_object *o, const char *name,
+				   bool array)
+{
+	struct json_object *v = array ? json_object_new_array() :
+		json_object_new_object();
+	int ret;
+
+	if (!v)
+		return NULL;
+	ret = name ? json_object_object_add(o, name, v) :
+		json_object_array_add(o, v);
+	if (ret) {
+		json_object_put(v);
+		return NULL;
+	}
+	return v;
+}
+
+/*
+ * The txn: if mod_revision(key) == expect_rev then put else range.  etcd
+ * compares a missing key's mod_revision as 0, so expect_rev 0 is "does not
+ * exist yet" (also after a delete) without a second compare.
+ */
+static struct json_object *cas_request(const char *key, int64_t expect_rev,
+				       const char *value)
+{
+	struct json_object *req, *a, *c, *op;
+	size_t klen = strlen(key);
+	char rev[24];
+
+	snprintf(rev, sizeof(rev), "%" PRId64, expect_rev);
+	req = json_object_new_object();
+	if (!req)
+		return NULL;
+
+	a = add_new(req, "compare", true);
+	c = a ? add_new(a, NULL, false) : NULL;
+	if (!c || add_str(c, "target", "MOD") ||
+	    add_b64(c, "key", key, klen) ||
+	    add_str(c, "mod_revision", rev) || add_str(c, "result", "EQUAL"))
+		goto nomem;
+
+	a = add_new(req, "success", true);
+	op = a ? add_new(a, NULL, false) : NULL;
+	op = op ? add_new(op, "request_put", false) : NULL;
+	if (!op || add_b64(op, "key", key, klen) ||
+	    add_b64(op, "value", value, strlen(value)))
+		goto nomem;
+
+	a = add_new(req, "failure", true);
+	op = a ? add_new(a, NULL, false) : NULL;
+	op = op ? add_new(op, "request_range", false) : NULL;
+	if (!op || add_b64(op, "key", key, klen))
+		goto nomem;
+	return req;
+nomem:
+	json_object_put(req);
+	return NULL;
+}
+
+static int etcd_cas(void *ctx, uint32_t region, uint32_t worker,
+		    int64_t expect_rev, const char *owner,
+		    uint64_t valid_until_ms, int64_t *new_rev,
+		    struct store_record *now)
+{
+	struct etcd *e = ctx;
+	struct json_object *val, *v, *req = NULL, *resp = NULL;
+	struct json_object *ok, *rs, *r0, *rr;
+	struct store_record cur;
+	const char *key = etcd_key(e, region, worker);
+	const char *ep;
+	int64_t rev;
+	int ret;
+
+	e->err[0] = '\0';
+	if (new_rev)
+		*new_rev = 0;
+	if (expect_rev < 0 || strlen(owner) >= STORE_OWNER_MAX) {
+		set_err(e, "%s: bad cas arguments", key);
+		ret = -EINVAL;
+		goto fail;
+	}
+	val = json_object_new_object();
+	if (!val || add_str(val, "owner", owner)) {
+		json_object_put(val);
+		goto nomem;
+	}
+	v = json_object_new_uint64(valid_until_ms);
+	if (!v || json_object_object_add(val, "valid_until_ms", v)) {
+		json_object_put(v);
+		json_object_put(val);
+		goto nomem;
+	}
+	req = cas_request(key, expect_rev, to_string(val));
+	json_object_put(val);
+	if (!req)
+		goto nomem;
+	ret = call(e, "/v3/kv/txn", to_string(req), true, &resp, &rev);
+	json_object_put(req);
+	if (ret)
+		goto fail;
+
+	ep = e->endpoints[e->current];
+	if (!get_typed(resp, "succeeded", json_type_boolean, &ok)) {
+		set_err(e, "%s: succeeded is not a boolean", ep);
+		ret = -EPROTO;
+		goto fail;
+	}
+	if (ok && json_object_get_boolean(ok)) {
+		/* The txn's revision is the put's: the record's new one. */
+		if (rev <= expect_rev) {
+			set_err(e, "%s: txn succeeded at revision %" PRId64,
+				ep, rev);
+			ret = -EPROTO;
+			goto fail;
+		}
+		json_object_put(resp);
+		if (new_rev)
+			*new_rev = rev;
+		return 0;
+	}
+
+	if (!get_typed(resp, "responses", json_type_array, &rs) || !rs ||
+	    json_object_array_length(rs) != 1 ||
+	    !(r0 = json_object_array_get_idx(rs, 0)) ||
+	    !json_object_is_type(r0, json_type_object) ||
+	    !json_object_object_get_ex(r0, "response_range", &rr) ||
+	    !json_object_is_type(rr, json_type_object)) {
+		set_err(e, "%s: failed txn without its response_range", ep);
+		ret = -EPROTO;
+		goto fail;
+	}
+	ret = parse_range_one(e, ep, rr, key, worker, &cur);
+	if (ret)
+		goto fail;
+	json_object_put(resp);
+	set_err(e, "%s: revision is %" PRId64 ", not %" PRId64, key,
+		cur.mod_revision, expect_rev);
+	if (now)
+		*now = cur;
+	return -ECANCELED;
+nomem:
+	set_err(e, "out of memory");
+	ret = -ENOMEM;
+fail:
+	json_object_put(resp);
+	if (new_rev)
+		*new_rev = 0;
+	if (now)
+		rec_unknown(now, worker);
+	return ret;
+}
+
+static const char *etcd_error(void *ctx)
+{
+	struct etcd *e = ctx;
+
+	return e->err;
+}
+
+const struct store_ops etcd_store_ops = {
+	.list = etcd_list,
+	.get = etcd_get,
+	.cas = etcd_cas,
+	.error = etcd_error,
+};
+
+/* --- setup --------------------------------------------------------------- */
+
+void etcd_free(struct etcd *e)
+{
+	unsigned int i;
+
+	if (!e)
+		return;
+	if (e->curl)
+		curl_easy_cleanup(e->curl);
+	curl_slist_free_all(e->headers);
+	for (i = 0; i < e->n_endpoints; i++)
+		free(e->endpoints[i]);
+	free(e->endpoints);
+	free(e->prefix);
+	free(e->key);
+	free(e->body);
+	free(e);
+}
+
+struct etcd *etcd_new(const char *const *endpoints, unsigned int n,
+		      const char *prefix, unsigned int timeout_ms)
+{
+	struct etcd *e = calloc(1, sizeof(*e));
+	struct curl_slist *h;
+	unsigned int i;
+	long connect_ms;
+	size_t len;
+	CURL *c;
+
+	if (!e)
+		return NULL;
+	e->endpoints = calloc(n ? n : 1, sizeof(*e->endpoints));
+	if (!e->endpoints)
+		goto fail;
+	for (i = 0; i < n; i++) {
+		e->endpoints[i] = strdup(endpoints[i]);
+		if (!e->endpoints[i])
+			goto fail;
+		e->n_endpoints++;
+		/* We append "/v3/...". */
+		len = strlen(e->endpoints[i]);
+		while (len && e->endpoints[i][len - 1] == '/')
+			e->endpoints[i][--len] = '\0';
+	}
+	e->prefix = strdup(prefix);
+	if (!e->prefix)
+		goto fail;
+	len = strlen(e->prefix);
+	while (len && e->prefix[len - 1] == '/')
+		e->prefix[--len] = '\0';
+	e->key_size = len + sizeof("/r4294967295/w/4294967295");
+	e->key = malloc(e->key_size);
+	if (!e->key)
+		goto fail;
+
+	h = curl_slist_append(NULL, "Content-Type: application/json");
+	if (!h)
+		goto fail;
+	e->headers = h;
+	/* curl would otherwise wait for a 100 Continue on larger bodies. */
+	h = curl_slist_append(e->headers, "Expect:");
+	if (!h)
+		goto fail;
+	e->headers = h;
+
+	c = e->curl = curl_easy_init();
+	if (!c)
+		goto fail;
+	if (!timeout_ms)
+		timeout_ms = 1;		/* 0 would be curl's "forever" */
+	connect_ms = timeout_ms < ETCD_CONNECT_MS ? timeout_ms :
+		ETCD_CONNECT_MS;
+	if (curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) ||
+	    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms) ||
+	    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, connect_ms) ||
+	    curl_easy_setopt(c, CURLOPT_HTTPHEADER, e->headers) ||
+	    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body) ||
+	    curl_easy_setopt(c, CURLOPT_WRITEDATA, e) ||
+	    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, e->curl_err) ||
+	    /* http_proxy in a daemon's environment is not meant for etcd. */
+	    curl_easy_setopt(c, CURLOPT_PROXY, "") ||
+#if LIBCURL_VERSION_NUM >= 0x075500
+	    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") ||
+#else
+	    curl_easy_setopt(c, CURLOPT_PROTOCOLS,
+			     (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS)) ||
+#endif
+	    curl_easy_setopt(c, CURLOPT_POST, 1L))
+		goto fail;
+	return e;
+fail:
+	etcd_free(e);
+	return NULL;
+}

@@ -1,0 +1,709 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * etcd_test: helper/idgend/etcd.c against a real etcd ("real <endpoint>")
+ * or against tests/idgend/fake_etcd.py ("fake <base url>"), printing TAP.
+ * etcd-client.sh builds and runs it.
+ *
+ * Real mode writes under /etcdtest<pid> and puts foreign keys and values
+ * with etcdctl, so that they come from somewhere other than the code under
+ * test.  Fake mode reaches each canned scenario of fake_etcd.py as the
+ * endpoint <base url>/<scenario>.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "etcd.h"
+
+static int tests, failures;
+
+static bool ok(bool cond, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static bool ok(bool cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %d - ", cond ? "ok" : "not ok", ++tests);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	if (!cond)
+		failures++;
+	return cond;
+}
+
+static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void diag(const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("# ");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+}
+
+static const char *errname(int ret)
+{
+	static char buf[32];
+
+	switch (ret) {
+	case 0: return "0";
+	case -ECANCELED: return "-ECANCELED";
+	case -ETIMEDOUT: return "-ETIMEDOUT";
+	case -ECONNREFUSED: return "-ECONNREFUSED";
+	case -EPROTO: return "-EPROTO";
+	case -ENOMEM: return "-ENOMEM";
+	case -EINVAL: return "-EINVAL";
+	}
+	snprintf(buf, sizeof(buf), "%d", ret);
+	return buf;
+}
+
+static const char *err(struct etcd *e)
+{
+	return etcd_store_ops.error(e);
+}
+
+static struct etcd *client(unsigned int n, const char *const *eps,
+			   const char *prefix, unsigned int timeout_ms)
+{
+	struct etcd *e = etcd_new(eps, n, prefix, timeout_ms);
+
+	if (!e) {
+		printf("Bail out! etcd_new failed\n");
+		exit(1);
+	}
+	return e;
+}
+
+static struct etcd *client1(const char *ep, const char *prefix,
+			    unsigned int timeout_ms)
+{
+	return client(1, &ep, prefix, timeout_ms);
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+/* Output records as a successful call could leave them. */
+static void junk(struct store_record *r, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++) {
+		memset(&r[i], 0, sizeof(r[i]));
+		r[i].worker = 77;
+		r[i].valid = true;
+		r[i].mod_revision = 42;
+		strcpy(r[i].owner, "junk");
+		r[i].valid_until_ms = 42;
+	}
+}
+
+/* After a failure: the record reads as held by someone unknown. */
+static bool unknown(const struct store_record *r, uint32_t worker)
+{
+	return r->worker == worker && r->exists && !r->valid &&
+	       !r->owner[0] && !r->valid_until_ms;
+}
+
+static bool all_unknown(const struct store_record *r, uint32_t n)
+{
+	uint32_t i;
+
+	for (i = 0; i < n; i++)
+		if (!unknown(&r[i], i))
+			return false;
+	return true;
+}
+
+static bool absent(const struct store_record *r, uint32_t worker)
+{
+	return r->worker == worker && !r->exists && !r->valid &&
+	       !r->mod_revision && !r->owner[0] && !r->valid_until_ms;
+}
+
+static bool foreign(const struct store_record *r, uint32_t worker)
+{
+	return r->worker == worker && r->exists && !r->valid &&
+	       !r->owner[0] && !r->valid_until_ms;
+}
+
+static bool ours(const struct store_record *r, uint32_t worker,
+		 const char *owner, uint64_t until, int64_t rev)
+{
+	return r->worker == worker && r->exists && r->valid &&
+	       !strcmp(r->owner, owner) && r->valid_until_ms == until &&
+	       (rev < 0 || r->mod_revision == rev);
+}
+
+static void show(const struct store_record *r)
+{
+	diag("rec w=%" PRIu32 " exists=%d valid=%d rev=%" PRId64
+	     " owner='%s' until=%" PRIu64, r->worker, r->exists, r->valid,
+	     r->mod_revision, r->owner, r->valid_until_ms);
+}
+
+static bool has(struct etcd *e, const char *s)
+{
+	return strstr(err(e), s) != NULL;
+}
+
+/* --- against a real etcd ------------------------------------------------- */
+
+static bool etcdctl(const char *ep, const char *cmd, const char *key,
+		    const char *value)
+{
+	char arg[512];
+	pid_t pid;
+	int st;
+
+	snprintf(arg, sizeof(arg), "--endpoints=%s", ep);
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return false;
+	if (!pid) {
+		if (!freopen("/dev/null", "w", stdout))
+			_exit(126);
+		setenv("ETCDCTL_API", "3", 1);
+		if (value)
+			execlp("etcdctl", "etcdctl", arg, cmd, "--", key, value,
+			       (char *)NULL);
+		else
+			execlp("etcdctl", "etcdctl", arg, cmd, "--", key,
+			       (char *)NULL);
+		_exit(127);
+	}
+	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       !WEXITSTATUS(st);
+}
+
+static void real(const char *ep)
+{
+	struct store_record rec[8], r, now;
+	char prefix[64], key[128], val[512], big[200];
+	int64_t rev1, rev2, rev;
+	struct etcd *e;
+	uint32_t i;
+	bool good;
+	int ret;
+
+	snprintf(prefix, sizeof(prefix), "/etcdtest%d", (int)getpid());
+	e = client1(ep, prefix, 3000);
+
+	ok(!strcmp(etcd_key(e, 2, 17), strcat(strcpy(key, prefix),
+						  "/r2/w/17")),
+	   "etcd_key is <prefix>/r2/w/17: %s", etcd_key(e, 2, 17));
+
+	junk(rec, 8);
+	ret = etcd_store_ops.list(e, 0, rec, 8);
+	good = !ret;
+	for (i = 0; i < 8; i++)
+		good &= absent(&rec[i], i);
+	ok(good, "list of an empty region: all absent (%s %s)",
+	   errname(ret), err(e));
+
+	ret = etcd_store_ops.cas(e, 0, 3, 0, "alice", 1000, &rev1, NULL);
+	ok(!ret && rev1 > 0, "cas expect 0 creates (%s, rev %" PRId64 ")",
+	   errname(ret), rev1);
+
+	junk(&now, 1);
+	ret = etcd_store_ops.cas(e, 0, 3, 0, "bob", 5000, &rev, &now);
+	ok(ret == -ECANCELED && ours(&now, 3, "alice", 1000, rev1) &&
+	   rev == 0 && *err(e),
+	   "second cas expect 0: -ECANCELED, *now is alice's (%s: %s)",
+	   errname(ret), err(e));
+	if (!ours(&now, 3, "alice", 1000, rev1))
+		show(&now);
+
+	ret = etcd_store_ops.cas(e, 0, 3, rev1, "alice", 2000, &rev2, NULL);
+	ok(!ret && rev2 > rev1, "cas on the right revision: %s, rev %" PRId64
+	   " > %" PRId64, errname(ret), rev2, rev1);
+
+	junk(&now, 1);
+	ret = etcd_store_ops.cas(e, 0, 3, rev1, "bob", 3000, &rev, &now);
+	ok(ret == -ECANCELED && ours(&now, 3, "alice", 2000, rev2),
+	   "cas on a stale revision: -ECANCELED with the current record (%s)",
+	   errname(ret));
+
+	junk(&r, 1);
+	ret = etcd_store_ops.get(e, 0, 3, &r);
+	ok(!ret && ours(&r, 3, "alice", 2000, rev2),
+	   "get returns what was written (%s)", errname(ret));
+	if (ret || !ours(&r, 3, "alice", 2000, rev2))
+		show(&r);
+
+	junk(&r, 1);
+	ret = etcd_store_ops.get(e, 0, 5, &r);
+	ok(!ret && absent(&r, 5), "get of a never-written key: absent (%s)",
+	   errname(ret));
+
+	/* Foreign keys and values, from etcdctl. */
+	good = true;
+	snprintf(key, sizeof(key), "%s/r0/w/abc", prefix);
+	good &= etcdctl(ep, "put", key, "{\"owner\":\"x\",\"valid_until_ms\":1}");
+	snprintf(key, sizeof(key), "%s/r0/w/999", prefix);
+	good &= etcdctl(ep, "put", key, "{\"owner\":\"x\",\"valid_until_ms\":1}");
+	snprintf(key, sizeof(key), "%s/r0/w/05", prefix);
+	good &= etcdctl(ep, "put", key, "{\"owner\":\"x\",\"valid_until_ms\":1}");
+	snprintf(key, sizeof(key), "%s/r0/w/4/x", prefix);
+	good &= etcdctl(ep, "put", key, "{\"owner\":\"x\",\"valid_until_ms\":1}");
+	snprintf(key, sizeof(key), "%s/r0/w", prefix);
+	good &= etcdctl(ep, "put", key, "{\"owner\":\"x\",\"valid_until_ms\":1}");
+	snprintf(key, sizeof(key), "%s/r1/w/6", prefix);
+	good &= etcdctl(ep, "put", key, "{\"owner\":\"r1\",\"valid_until_ms\":1}");
+	snprintf(key, sizeof(key), "%s/r0/w/5", prefix);
+	good &= etcdctl(ep, "put", key, "not json at all");
+	snprintf(key, sizeof(key), "%s/r0/w/6", prefix);
+	good &= etcdctl(ep, "put", key,
+			"{\"owner\":\"carol\",\"valid_until_ms\":\"123\","
+			"\"extra\":[1,{}]}");
+	snprintf(key, sizeof(key), "%s/r0/w/7", prefix);
+	good &= etcdctl(ep, "put", key,
+			"{\"owner\":\"dave\",\"valid_until_ms\":-1}");
+	ok(good, "etcdctl put the foreign keys");
+
+	junk(rec, 8);
+	ret = etcd_store_ops.list(e, 0, rec, 8);
+	good = !ret && ours(&rec[3], 3, "alice", 2000, rev2) &&
+	       foreign(&rec[5], 5) && rec[5].mod_revision > rev2 &&
+	       ours(&rec[6], 6, "carol", 123, -1) && foreign(&rec[7], 7);
+	for (i = 0; i < 8; i++)
+		if (i != 3 && i != 5 && i != 6 && i != 7)
+			good &= absent(&rec[i], i);
+	ok(good, "list: ours at 3, 'not json' at 5 exists && !valid, a string "
+	   "valid_until_ms at 6, a negative one at 7; abc, 999, 05, 4/x, "
+	   "r0/w and r1 ignored (%s)", errname(ret));
+	if (!good)
+		for (i = 0; i < 8; i++)
+			show(&rec[i]);
+	rev = rec[5].mod_revision;
+
+	junk(rec, 7);
+	ret = etcd_store_ops.list(e, 1, rec, 7);
+	ok(!ret && ours(&rec[6], 6, "r1", 1, -1) && absent(&rec[0], 0),
+	   "list of region 1 sees only its own key (%s)", errname(ret));
+
+	junk(&r, 1);
+	ret = etcd_store_ops.get(e, 0, 5, &r);
+	ok(!ret && foreign(&r, 5) && r.mod_revision == rev,
+	   "get of a non-JSON value: exists && !valid (%s)", errname(ret));
+
+	ret = etcd_store_ops.list(e, 0, rec, 8);
+	ret = ret ?: etcd_store_ops.cas(e, 0, 5, rec[5].mod_revision, "eve",
+					UINT64_MAX - 1, &rev, NULL);
+	junk(&r, 1);
+	ret = ret ?: etcd_store_ops.get(e, 0, 5, &r);
+	ok(!ret && ours(&r, 5, "eve", UINT64_MAX - 1, rev),
+	   "cas over a foreign value; valid_until_ms 2^64-2 round-trips (%s)",
+	   errname(ret));
+
+	memset(big, 'o', STORE_OWNER_MAX - 1);
+	big[STORE_OWNER_MAX - 1] = '\0';
+	ret = etcd_store_ops.cas(e, 0, 1, 0, big, 7, &rev, NULL);
+	junk(&r, 1);
+	ret = ret ?: etcd_store_ops.get(e, 0, 1, &r);
+	ok(!ret && ours(&r, 1, big, 7, rev),
+	   "an owner of STORE_OWNER_MAX-1 bytes round-trips (%s)",
+	   errname(ret));
+
+	snprintf(val, sizeof(val), "{\"owner\":\"%so\",\"valid_until_ms\":1}",
+		 big);
+	snprintf(key, sizeof(key), "%s/r0/w/2", prefix);
+	good = etcdctl(ep, "put", key, val);
+	junk(&r, 1);
+	ret = etcd_store_ops.get(e, 0, 2, &r);
+	ok(good && !ret && foreign(&r, 2),
+	   "an owner of STORE_OWNER_MAX bytes reads as !valid (%s)",
+	   errname(ret));
+
+	ret = etcd_store_ops.cas(e, 0, 2, 0, "x\"y\\z/\xc3\xbc", 9, &rev, NULL);
+	ok(ret == -ECANCELED, "cas expect 0 on an existing key (%s)",
+	   errname(ret));
+	ret = etcd_store_ops.cas(e, 0, 2, r.mod_revision, "x\"y\\z/\xc3\xbc", 9,
+				 &rev, NULL);
+	junk(&r, 1);
+	ret = ret ?: etcd_store_ops.get(e, 0, 2, &r);
+	ok(!ret && ours(&r, 2, "x\"y\\z/\xc3\xbc", 9, rev),
+	   "an owner with quotes, backslash and UTF-8 round-trips (%s)",
+	   errname(ret));
+
+	memset(big, 'o', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	junk(&now, 1);
+	ret = etcd_store_ops.cas(e, 0, 2, 0, big, 9, &rev, &now);
+	ok(ret == -EINVAL && rev == 0 && unknown(&now, 2) && *err(e),
+	   "cas with a too-long owner: -EINVAL, nothing written (%s: %s)",
+	   errname(ret), err(e));
+
+	snprintf(key, sizeof(key), "%s/r0/w/3", prefix);
+	good = etcdctl(ep, "del", key, NULL);
+	ret = etcd_store_ops.cas(e, 0, 3, 0, "frank", 1, &rev, NULL);
+	ok(good && !ret && rev > rev2,
+	   "cas expect 0 after the key was deleted creates it again (%s)",
+	   errname(ret));
+	etcd_free(e);
+
+	/* Failover from a refused endpoint, and back. */
+	{
+		const char *eps[] = { "http://127.0.0.1:1", ep };
+		const char *none[] = { "http://127.0.0.1:1",
+				       "http://127.0.0.1:2/" };
+
+		e = client(2, eps, prefix, 3000);
+		junk(rec, 8);
+		ret = etcd_store_ops.list(e, 0, rec, 8);
+		ok(!ret && ours(&rec[3], 3, "frank", 1, -1),
+		   "list with a refused first endpoint fails over (%s)",
+		   errname(ret));
+		ret = etcd_store_ops.cas(e, 0, 4, 0, "grace", 4, &rev, NULL);
+		ok(!ret && rev > 0,
+		   "cas with a refused first endpoint fails over (%s: %s)",
+		   errname(ret), err(e));
+		etcd_free(e);
+
+		e = client(2, eps, prefix, 3000);
+		ret = etcd_store_ops.cas(e, 0, 4, rev, "grace", 5, &rev, NULL);
+		ok(!ret, "cas as the first call of a client fails over (%s)",
+		   errname(ret));
+		etcd_free(e);
+
+		e = client(2, none, prefix, 3000);
+		junk(rec, 8);
+		ret = etcd_store_ops.list(e, 0, rec, 8);
+		ok(ret == -ECONNREFUSED && all_unknown(rec, 8) &&
+		   has(e, "all 2 endpoints unreachable") &&
+		   has(e, "127.0.0.1:2"),
+		   "list, all endpoints refused: -ECONNREFUSED, records "
+		   "unknown (%s: %s)", errname(ret), err(e));
+		junk(&now, 1);
+		ret = etcd_store_ops.cas(e, 0, 4, 0, "x", 1, &rev, &now);
+		ok(ret == -ECONNREFUSED && rev == 0 && unknown(&now, 4) &&
+		   *err(e), "cas, all endpoints refused: -ECONNREFUSED (%s)",
+		   errname(ret));
+		junk(&r, 1);
+		ret = etcd_store_ops.get(e, 0, 4, &r);
+		ok(ret == -ECONNREFUSED && unknown(&r, 4),
+		   "get, all endpoints refused: -ECONNREFUSED (%s)",
+		   errname(ret));
+		etcd_free(e);
+	}
+
+	snprintf(key, sizeof(key), "%s/", prefix);
+	etcdctl(ep, "del", key, "--prefix");
+}
+
+/* --- against fake_etcd.py ----------------------------------------------- */
+
+enum { L = 1, G = 2, C = 4 };
+
+static const struct {
+	const char *scenario;
+	int ops;
+	const char *msg;	/* in error() */
+} proto_cases[] = {
+	{ "garbage", L | G | C, "response is not JSON (unexpected character" },
+	{ "truncated", L | G | C, "response is not JSON (truncated at byte" },
+	{ "empty", L | G | C, "response is not JSON (empty)" },
+	{ "array", L | G | C, "not a JSON object" },
+	{ "trailing", L | G | C, "response is not JSON (unexpected char" },
+	{ "two_objects", L | G | C, "not JSON (unexpected character at byte 84)" },
+	{ "noheader", L | G | C, "no header" },
+	{ "header_str", L | G | C, "no header" },
+	{ "kvs_string", L | G | C, "kvs is not an array" },
+	{ "kv_not_object", L | G, "kv is not an object" },
+	{ "key_not_b64", L | G | C, "key is not base64" },
+	{ "key_bad_pad", L | G, "key is not base64" },
+	{ "value_not_b64", L | G, "value is not base64" },
+	{ "rev_not_number", L | G | C, "revision is not an int64" },
+	{ "rev_number", L | G | C, "revision is not an int64" },
+	{ "rev_negative", L | G | C, "revision is not an int64" },
+	{ "rev_overflow", L | G | C, "revision is not an int64" },
+	{ "modrev_bad", L | G | C, "mod_revision is not an int64" },
+	{ "succeeded_str", C, "succeeded is not a boolean" },
+	{ "txn_no_responses", C, "without its response_range" },
+	{ "other_key", G | C, "got another key" },
+	{ "outside_range", L, "outside the range" },
+	{ "big", L | G | C, "response larger than" },
+};
+
+/* Runs the ops of mask against one endpoint, each expecting want. */
+static void expect_fail(const char *ep, const char *what, int mask, int want,
+			const char *msg, unsigned int timeout_ms)
+{
+	struct store_record rec[4], r, now;
+	struct etcd *e = client1(ep, "/f", timeout_ms);
+	long long t0;
+	int64_t rev;
+	int ret;
+
+	if (mask & L) {
+		junk(rec, 4);
+		ret = etcd_store_ops.list(e, 0, rec, 4);
+		ok(ret == want && all_unknown(rec, 4) && has(e, msg) &&
+		   has(e, ep), "%s: list gives %s, records unknown (%s: %s)",
+		   what, errname(want), errname(ret), err(e));
+	}
+	if (mask & G) {
+		junk(&r, 1);
+		ret = etcd_store_ops.get(e, 0, 3, &r);
+		ok(ret == want && unknown(&r, 3) && has(e, msg) && has(e, ep),
+		   "%s: get gives %s, record unknown (%s: %s)", what,
+		   errname(want), errname(ret), err(e));
+	}
+	if (mask & C) {
+		junk(&now, 1);
+		rev = 42;
+		t0 = now_ms();
+		ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, &now);
+		t0 = now_ms() - t0;
+		ok(ret == want && rev == 0 && unknown(&now, 3) && has(e, msg) &&
+		   has(e, ep) && t0 < timeout_ms + 1000,
+		   "%s: cas gives %s, new_rev 0, *now unknown, %lld ms (%s: %s)",
+		   what, errname(want), t0, errname(ret), err(e));
+	}
+	etcd_free(e);
+}
+
+/*
+ * A port whose SYNs go unanswered: a listener with a full backlog that
+ * never accepts, so that a connect times out with nothing sent.
+ */
+static int blackhole(int *fds, int nfds)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t len = sizeof(a);
+	int i;
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	fds[0] = socket(AF_INET, SOCK_STREAM, 0);
+	if (fds[0] < 0 || bind(fds[0], (struct sockaddr *)&a, sizeof(a)) ||
+	    listen(fds[0], 0) ||
+	    getsockname(fds[0], (struct sockaddr *)&a, &len))
+		return -1;
+	for (i = 1; i < nfds; i++) {
+		fds[i] = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+		connect(fds[i], (struct sockaddr *)&a, sizeof(a));
+	}
+	usleep(100 * 1000);
+	return ntohs(a.sin_port);
+}
+
+static void fake(const char *base)
+{
+	struct store_record rec[4], r, now;
+	char ep[16][256];
+	struct etcd *e;
+	unsigned int i;
+	int64_t rev;
+	int ret, fds[6], port;
+	long long t0;
+
+#define EP(n, s) (snprintf(ep[n], sizeof(ep[n]), "%s/%s", base, s), ep[n])
+
+	for (i = 0; i < sizeof(proto_cases) / sizeof(proto_cases[0]); i++)
+		expect_fail(EP(0, proto_cases[i].scenario),
+			    proto_cases[i].scenario, proto_cases[i].ops,
+			    -EPROTO, proto_cases[i].msg, 3000);
+
+	/* Defaults omitted: an empty range, a failed txn with no kvs. */
+	e = client1(EP(0, "minimal"), "/f", 3000);
+	junk(rec, 4);
+	ret = etcd_store_ops.list(e, 0, rec, 4);
+	ok(!ret && absent(&rec[0], 0) && absent(&rec[3], 3),
+	   "minimal: range without kvs or count lists all absent (%s %s)",
+	   errname(ret), err(e));
+	junk(&r, 1);
+	ret = etcd_store_ops.get(e, 0, 3, &r);
+	ok(!ret && absent(&r, 3), "minimal: get is absent (%s)",
+	   errname(ret));
+	junk(&now, 1);
+	ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, &now);
+	ok(ret == -ECANCELED && absent(&now, 3) && rev == 0,
+	   "minimal: txn without succeeded, range without kvs: -ECANCELED, "
+	   "*now absent (%s)", errname(ret));
+	etcd_free(e);
+
+	e = client1(EP(0, "bare_header"), "/f", 3000);
+	junk(rec, 4);
+	ret = etcd_store_ops.list(e, 0, rec, 4);
+	ok(!ret && absent(&rec[1], 1), "header {}: list works (%s)",
+	   errname(ret));
+	junk(&now, 1);
+	ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, &now);
+	ok(ret == -ECANCELED && absent(&now, 3),
+	   "header {}, response_range {}: -ECANCELED, *now absent (%s)",
+	   errname(ret));
+	etcd_free(e);
+
+	e = client1(EP(0, "kv_defaults"), "/f", 3000);
+	junk(rec, 4);
+	ret = etcd_store_ops.list(e, 0, rec, 4);
+	ok(!ret && foreign(&rec[3], 3) && !rec[3].mod_revision &&
+	   absent(&rec[2], 2),
+	   "a kv with only a key lists as exists && !valid (%s)",
+	   errname(ret));
+	junk(&now, 1);
+	ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, &now);
+	ok(ret == -ECANCELED && foreign(&now, 3),
+	   "a failed txn's kv with only a key: *now exists && !valid (%s)",
+	   errname(ret));
+	etcd_free(e);
+
+	e = client1(EP(0, "held"), "/f", 3000);
+	junk(rec, 4);
+	ret = etcd_store_ops.list(e, 0, rec, 4);
+	ok(!ret && ours(&rec[3], 3, "fake", 1234, 5),
+	   "held: list parses the record (%s)", errname(ret));
+	junk(&now, 1);
+	ret = etcd_store_ops.cas(e, 0, 3, 4, "me", 10, &rev, &now);
+	ok(ret == -ECANCELED && ours(&now, 3, "fake", 1234, 5) &&
+	   has(e, "revision is 5, not 4"),
+	   "held: -ECANCELED with *now (%s: %s)", errname(ret), err(e));
+	etcd_free(e);
+
+	e = client1(EP(0, "txn_ok"), "/f", 3000);
+	ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, NULL);
+	ok(!ret && rev == 9, "txn_ok: new_rev is the header's revision (%s)",
+	   errname(ret));
+	ret = etcd_store_ops.cas(e, 0, 3, 9, "me", 10, &rev, NULL);
+	ok(ret == -EPROTO && rev == 0,
+	   "txn_ok: a success at no newer revision is -EPROTO (%s: %s)",
+	   errname(ret), err(e));
+	etcd_free(e);
+
+	/* Errors after the request was sent. */
+	expect_fail(EP(0, "e503"), "HTTP 503", L | G | C, -ETIMEDOUT,
+		    "HTTP 503: etcdserver: request timed out", 3000);
+	expect_fail(EP(0, "e404"), "HTTP 404", L | G | C, -ETIMEDOUT,
+		    "HTTP 404: 404 page not found", 3000);
+	expect_fail(EP(0, "close"), "connection closed", L | C, -ETIMEDOUT,
+		    "Empty reply", 3000);
+	expect_fail(EP(0, "hang"), "no answer", L | C, -ETIMEDOUT,
+		    "timed out", 500);
+
+	/* Failover. */
+	{
+		const char *e503_held[] = { EP(1, "e503"), EP(2, "held") };
+		const char *hang_held[] = { EP(3, "hang"), EP(4, "held") };
+		const char *refused_ok[] = { "http://127.0.0.1:1",
+					     EP(5, "txn_ok") };
+		const char *e503_ok[] = { EP(6, "e503"), EP(7, "txn_ok") };
+		const char *none[] = { "http://127.0.0.1:1",
+				       "http://127.0.0.1:2" };
+		char hole[64];
+		const char *hole_ok[] = { hole, EP(8, "txn_ok") };
+
+		e = client(2, e503_held, "/f", 3000);
+		junk(rec, 4);
+		ret = etcd_store_ops.list(e, 0, rec, 4);
+		ok(!ret && ours(&rec[3], 3, "fake", 1234, 5),
+		   "list goes on after an HTTP 503 (%s)", errname(ret));
+		ret = etcd_store_ops.cas(e, 0, 3, 4, "me", 10, &rev, NULL);
+		ok(ret == -ECANCELED,
+		   "the next call starts at the endpoint that answered (%s)",
+		   errname(ret));
+		etcd_free(e);
+
+		e = client(2, e503_ok, "/f", 3000);
+		ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, NULL);
+		ok(ret == -ETIMEDOUT && rev == 0 && has(e, "e503: HTTP 503"),
+		   "cas stops at an HTTP 503 (%s: %s)", errname(ret), err(e));
+		etcd_free(e);
+
+		e = client(2, hang_held, "/f", 500);
+		junk(&r, 1);
+		t0 = now_ms();
+		ret = etcd_store_ops.get(e, 0, 3, &r);
+		t0 = now_ms() - t0;
+		ok(!ret && ours(&r, 3, "fake", 1234, 5) && t0 < 1500,
+		   "get goes on after a timeout (%s, %lld ms)", errname(ret),
+		   t0);
+		etcd_free(e);
+
+		e = client(2, hang_held, "/f", 500);
+		junk(&now, 1);
+		ret = etcd_store_ops.cas(e, 0, 3, 4, "me", 10, &rev, &now);
+		ok(ret == -ETIMEDOUT && unknown(&now, 3) && has(e, "hang"),
+		   "cas stops at a timeout (%s: %s)", errname(ret), err(e));
+		etcd_free(e);
+
+		e = client(2, refused_ok, "/f", 3000);
+		ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, NULL);
+		ok(!ret && rev == 9, "cas goes on after connection refused (%s)",
+		   errname(ret));
+		etcd_free(e);
+
+		port = blackhole(fds, 6);
+		snprintf(hole, sizeof(hole), "http://127.0.0.1:%d", port);
+		e = client(2, hole_ok, "/f", 3000);
+		t0 = now_ms();
+		ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, NULL);
+		t0 = now_ms() - t0;
+		ok(port > 0 && !ret && rev == 9 && t0 >= 900 && t0 < 2500,
+		   "cas goes on after a connect timeout, nothing sent "
+		   "(%s, %lld ms)", errname(ret), t0);
+		etcd_free(e);
+		for (i = 0; i < 6; i++)
+			close(fds[i]);
+
+		e = client(2, none, "/f", 3000);
+		junk(&now, 1);
+		ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, &now);
+		ok(ret == -ECONNREFUSED && rev == 0 &&
+		   has(e, "all 2 endpoints unreachable (last: "
+		       "http://127.0.0.1:2: ") &&
+		   has(e, "Connection refused"),
+		   "all refused: -ECONNREFUSED (%s: %s)", errname(ret),
+		   err(e));
+		etcd_free(e);
+
+		e = client(0, none, "/f", 3000);
+		ret = etcd_store_ops.list(e, 0, rec, 4);
+		ok(ret == -ECONNREFUSED && all_unknown(rec, 4) && *err(e),
+		   "no endpoints at all: -ECONNREFUSED (%s)", errname(ret));
+		etcd_free(e);
+	}
+#undef EP
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 3 || (strcmp(argv[1], "real") && strcmp(argv[1], "fake"))) {
+		fprintf(stderr, "usage: %s real <endpoint> | fake <base url>\n",
+			argv[0]);
+		return 2;
+	}
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+	if (!strcmp(argv[1], "real"))
+		real(argv[2]);
+	else
+		fake(argv[2]);
+	curl_global_cleanup();
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
