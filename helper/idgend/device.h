@@ -1,0 +1,55 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The generator as the daemon drives it: push a lease (set or renew),
+ * revoke it, and ask what lease it holds.  device.c does this with the
+ * ioctls of /dev/idgen; device_sim.c keeps a simulated generator in a file,
+ * for tests on a host whose kernel must not load the module.
+ */
+#ifndef IDGEND_DEVICE_H
+#define IDGEND_DEVICE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+/* What the generator holds now. */
+struct device_held {
+	bool leased;
+	uint32_t region;
+	uint32_t worker;
+	uint64_t floor_ms;
+	uint64_t valid_until_ms;
+	uint64_t last_ms;		/* highest ms stamped or fenced off */
+	uint64_t now_ms;		/* its trusted wall clock */
+	uint8_t region_bits;		/* the layout in force */
+	uint8_t worker_bits;
+};
+
+/*
+ * All return 0 or a negative errno (those of include/uapi/linux/idgen.h:
+ * -EINVAL for a lease the generator refuses, -ENOKEY for revoke without a
+ * lease, -ENODEV when the module is gone, -EPERM without CAP_SYS_ADMIN).
+ */
+struct device_ops {
+	/* Set, or renew when region and worker are those held; synced sets
+	 * IDGEN_LEASE_CLOCK_SYNCED. */
+	int (*push)(void *ctx, uint32_t region, uint32_t worker,
+		    uint64_t floor_ms, uint64_t valid_until_ms, bool synced);
+	/* Stop minting under the lease; *last_ms bounds every ID minted. */
+	int (*revoke)(void *ctx, uint64_t *last_ms);
+	int (*held)(void *ctx, struct device_held *out);
+};
+
+struct device {
+	const struct device_ops *ops;
+	void *ctx;
+};
+
+/*
+ * "/dev/idgen" (or another path of the device), or "sim:<file>" for the
+ * simulation.  Returns 0 or a negative errno, with a message on stderr
+ * naming the path.
+ */
+int device_open(struct device *dev, const char *spec);
+void device_close(struct device *dev);
+
+#endif /* IDGEND_DEVICE_H */

@@ -1,0 +1,87 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The lease protocol of idgend against a store (section 7 of the spec):
+ * claim a worker number of the region by compare-and-swap, renew it, give
+ * it back, lose it, or adopt the one the generator already holds.
+ *
+ * It does no I/O of its own: the store, the generator and the clock are
+ * the interfaces it is handed (store.h, device.h, clock.h), so the tests
+ * drive it with fakes.  Every lease event is one log line.
+ *
+ * The invariant it keeps: the generator never holds a fence the store has
+ * not confirmed to this owner, and a new lease's floor is the previous
+ * holder's valid_until as the claiming write read it.
+ */
+#ifndef IDGEND_LEASE_H
+#define IDGEND_LEASE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "clock.h"
+#include "device.h"
+#include "store.h"
+
+struct lease_config {
+	const char *owner;		/* this host's name in the store */
+	uint32_t region;
+	uint32_t workers;		/* the region's numbers: 0..workers-1 */
+	uint64_t lease_ms;		/* how far a claim or renewal reaches */
+	uint64_t floor_wait_ms;		/* longest wait for the clock to pass
+					 * a floor before trying another number */
+	bool require_sync;		/* wait for a synchronised clock */
+	unsigned int claim_attempts;	/* lost races before giving up */
+};
+
+struct lease {
+	const struct lease_config *cfg;
+	const struct store_ops *store;
+	void *store_ctx;
+	const struct device *dev;
+	const struct clock_ops *clock;
+	void *clock_ctx;
+	uint64_t rng;			/* herd avoidance; any non-zero seed */
+
+	bool held;
+	uint32_t worker;
+	int64_t rev;			/* our record's mod_revision */
+	uint64_t floor_ms;
+	uint64_t confirmed_ms;		/* valid_until the store holds for us */
+	uint64_t pushed_ms;		/* the fence the generator holds */
+};
+
+/*
+ * Claim a free number and push it.  0, or:
+ *   -EBUSY     every number of the region is held (logged with when the
+ *              first one frees); try again later
+ *   -EAGAIN    every attempt lost its race; try again
+ *   -EINTR     asked to stop while waiting for the clock
+ *   a store or device error (logged)
+ */
+int lease_claim(struct lease *l);
+
+/*
+ * Move valid_until forward in the store, then push it.  0, or:
+ *   -ESTALE    the record is someone else's now: the generator's lease was
+ *              revoked at once and l->held is false
+ *   a store error: nothing was pushed; the generator goes on minting up
+ *              to the fence it holds, and stops there by itself
+ */
+int lease_renew(struct lease *l);
+
+/*
+ * Revoke in the generator, then write the last ms it returns as
+ * valid_until, so the number is free at once.  0 or an error (logged);
+ * the lease is not held afterwards either way.
+ */
+int lease_release(struct lease *l);
+
+/*
+ * At start: if the generator holds a lease of our region that the store
+ * says is still ours, hold it again (the caller renews at once); if the
+ * store says it is not ours, revoke it.  0 (check l->held), or a store or
+ * device error.
+ */
+int lease_adopt(struct lease *l);
+
+#endif /* IDGEND_LEASE_H */

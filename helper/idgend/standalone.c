@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Standalone mode (standalone.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <string.h>
+
+#include "log.h"
+#include "standalone.h"
+#include "state_file.h"
+
+/* Say so when the wait for the stored fence is longer than this. */
+#define FLOOR_WAIT_LOG_MS	1000
+
+static uint64_t now_ms(struct standalone *s)
+{
+	return s->clock->now_ms(s->clock_ctx);
+}
+
+static int push(struct standalone *s, uint64_t until)
+{
+	int err;
+
+	err = state_file_write(s->state_file, until);
+	if (err)
+		return err;	/* nothing pushed that is not on disk */
+	err = s->dev->ops->push(s->dev->ctx, s->region, s->worker, s->floor_ms,
+				until, s->clock->synced(s->clock_ctx));
+	if (err) {
+		log_err("r%" PRIu32 "/w%" PRIu32 ": the generator refused the lease "
+			"(floor ms %" PRIu64 ", valid until ms %" PRIu64 "): %s",
+			s->region, s->worker, s->floor_ms, until, strerror(-err));
+		return err;
+	}
+	s->pushed_ms = until;
+	return 0;
+}
+
+int standalone_start(struct standalone *s)
+{
+	struct device_held h;
+	uint64_t stored, floor_ms, now;
+	int err;
+
+	err = state_file_read(s->state_file, &stored);
+	if (err)
+		return err;
+	err = s->dev->ops->held(s->dev->ctx, &h);
+	if (err) {
+		log_err("cannot read the generator's state: %s", strerror(-err));
+		return err;
+	}
+	if (h.leased && h.region == s->region && h.worker == s->worker &&
+	    h.valid_until_ms <= stored) {
+		s->held = true;
+		s->floor_ms = h.floor_ms;
+		s->pushed_ms = h.valid_until_ms;
+		log_notice("lease adopted: r%" PRIu32 "/w%" PRIu32 ", valid until ms %"
+			   PRIu64 " (standalone)", s->region, s->worker,
+			   h.valid_until_ms);
+		return 0;
+	}
+
+	/* Above the file, and above what this module instance ever used. */
+	floor_ms = stored > h.last_ms ? stored : h.last_ms;
+	now = now_ms(s);
+	if (now <= floor_ms) {
+		if (floor_ms - now >= FLOOR_WAIT_LOG_MS)
+			log_warn("r%" PRIu32 "/w%" PRIu32 ": the stored fence, ms %" PRIu64
+				 ", is %" PRIu64 " ms ahead of the clock (a crash, or a "
+				 "clock set back): waiting for it", s->region,
+				 s->worker, floor_ms, floor_ms - now);
+		if (s->clock->sleep_ms(s->clock_ctx, floor_ms - now + 1))
+			return -EINTR;
+		now = now_ms(s);
+		if (now <= floor_ms)
+			return -EAGAIN;
+	}
+	s->floor_ms = floor_ms;
+	err = push(s, now + s->lease_ms);
+	if (err)
+		return err;
+	s->held = true;
+	log_notice("lease set: r%" PRIu32 "/w%" PRIu32 ", floor ms %" PRIu64
+		   ", valid until ms %" PRIu64 " (standalone, state in %s)",
+		   s->region, s->worker, s->floor_ms, s->pushed_ms,
+		   s->state_file);
+	return 0;
+}
+
+int standalone_renew(struct standalone *s)
+{
+	struct device_held h;
+	uint64_t until = now_ms(s) + s->lease_ms;
+	int err;
+
+	if (until < s->pushed_ms)
+		until = s->pushed_ms;
+	err = s->dev->ops->held(s->dev->ctx, &h);
+	if (!err && (!h.leased || h.region != s->region || h.worker != s->worker)) {
+		/*
+		 * The module was reloaded (or the lease revoked behind our
+		 * back): what it minted reaches up to the fence it held.
+		 */
+		if (s->pushed_ms - 1 > s->floor_ms)
+			s->floor_ms = s->pushed_ms - 1;
+		log_err("r%" PRIu32 "/w%" PRIu32 ": the generator no longer holds the "
+			"lease; setting it again with floor ms %" PRIu64,
+			s->region, s->worker, s->floor_ms);
+	}
+	err = push(s, until);
+	if (!err)
+		log_info("lease renewed: r%" PRIu32 "/w%" PRIu32 " valid until ms %"
+			 PRIu64, s->region, s->worker, until);
+	return err;
+}
+
+int standalone_stop(struct standalone *s)
+{
+	uint64_t last = 0;
+	int err;
+
+	if (!s->held)
+		return 0;
+	s->held = false;
+	err = s->dev->ops->revoke(s->dev->ctx, &last);
+	if (err) {
+		log_err("r%" PRIu32 "/w%" PRIu32 ": revoke failed (%s); the state file "
+			"keeps ms %" PRIu64, s->region, s->worker, strerror(-err),
+			s->pushed_ms);
+		return err;
+	}
+	err = state_file_write(s->state_file, last);
+	if (err)
+		return err;
+	log_notice("lease released: r%" PRIu32 "/w%" PRIu32 ", last ms %" PRIu64
+		   " stored", s->region, s->worker, last);
+	return 0;
+}

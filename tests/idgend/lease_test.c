@@ -1,0 +1,781 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The lease protocol (helper/idgend/lease.c, standalone.c) against an
+ * in-memory store, fake generators and a clock the test moves: every rule
+ * of section 7 of the spec, faults injected at each write, and a random
+ * walk of two daemons over one store checking the one property that
+ * matters: no two generators ever may mint the same (worker, ms).
+ *
+ * Output is TAP; the exit status is non-zero on any failure.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lease.h"
+#include "standalone.h"
+#include "state_file.h"
+
+#define WORKERS		8
+#define LEASE_MS	60000
+
+static int tests, failures;
+
+static void check(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	tests++;
+	if (!ok)
+		failures++;
+	printf("%sok %d - ", ok ? "" : "not ", tests);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+/* ---- the clock ---- */
+
+static uint64_t fake_now = 1000000;
+static bool fake_synced = true;
+static int sync_after_sleeps = -1;	/* becomes synced after n sleeps */
+static unsigned int sleeps;
+
+static uint64_t fc_now(void *ctx)
+{
+	(void)ctx;
+	return fake_now;
+}
+
+static bool fc_synced(void *ctx)
+{
+	(void)ctx;
+	return fake_synced;
+}
+
+static int fc_sleep(void *ctx, uint64_t ms)
+{
+	(void)ctx;
+	fake_now += ms;
+	sleeps++;
+	if (sync_after_sleeps >= 0 && --sync_after_sleeps < 0)
+		fake_synced = true;
+	return 0;
+}
+
+static const struct clock_ops fake_clock = {
+	.now_ms = fc_now, .synced = fc_synced, .sleep_ms = fc_sleep,
+};
+
+/* ---- the store ---- */
+
+enum fault {
+	F_NONE,
+	F_UNREACHABLE,		/* nothing sent */
+	F_TIMEOUT_APPLIED,	/* written, answer lost */
+	F_TIMEOUT_LOST,		/* not written, answer lost */
+	F_RACE,			/* another owner writes just before */
+};
+
+struct fake_store {
+	struct store_record rec[WORKERS];
+	int64_t revision;
+	enum fault next_cas;	/* one-shot */
+	bool down;		/* every call fails */
+	int64_t step_on_list;	/* one-shot clock step after a list */
+	unsigned int writes;
+};
+
+static int fs_list(void *ctx, uint32_t region, struct store_record *rec,
+		   uint32_t n)
+{
+	struct fake_store *s = ctx;
+
+	(void)region;
+	if (s->down)
+		return -ECONNREFUSED;
+	memcpy(rec, s->rec, n * sizeof(*rec));
+	fake_now += s->step_on_list;
+	s->step_on_list = 0;
+	return 0;
+}
+
+static int fs_get(void *ctx, uint32_t region, uint32_t worker,
+		  struct store_record *out)
+{
+	struct fake_store *s = ctx;
+
+	(void)region;
+	if (s->down)
+		return -ECONNREFUSED;
+	*out = s->rec[worker];
+	return 0;
+}
+
+static void fs_write(struct fake_store *s, uint32_t w, const char *owner,
+		     uint64_t until)
+{
+	struct store_record *r = &s->rec[w];
+
+	r->exists = r->valid = true;
+	snprintf(r->owner, sizeof(r->owner), "%s", owner);
+	r->valid_until_ms = until;
+	r->mod_revision = ++s->revision;
+	s->writes++;
+}
+
+static int fs_cas(void *ctx, uint32_t region, uint32_t w, int64_t expect,
+		  const char *owner, uint64_t until, int64_t *new_rev,
+		  struct store_record *now)
+{
+	struct fake_store *s = ctx;
+	enum fault f = s->next_cas;
+
+	(void)region;
+	s->next_cas = F_NONE;
+	if (s->down || f == F_UNREACHABLE)
+		return -ECONNREFUSED;
+	if (f == F_TIMEOUT_LOST)
+		return -ETIMEDOUT;
+	if (f == F_RACE)
+		fs_write(s, w, "intruder", fake_now + LEASE_MS);
+	if (s->rec[w].mod_revision != expect) {
+		if (now)
+			*now = s->rec[w];
+		return -ECANCELED;
+	}
+	fs_write(s, w, owner, until);
+	*new_rev = s->rec[w].mod_revision;
+	return f == F_TIMEOUT_APPLIED ? -ETIMEDOUT : 0;
+}
+
+static const char *fs_error(void *ctx)
+{
+	(void)ctx;
+	return "fake store failure";
+}
+
+static const struct store_ops fake_store_ops = {
+	.list = fs_list, .get = fs_get, .cas = fs_cas, .error = fs_error,
+};
+
+/* ---- generators, and the uniqueness check across them ---- */
+
+struct fake_gen {
+	const char *owner;
+	struct fake_store *store;	/* to check pushes against */
+	const char *state_file;		/* standalone: checked before a push */
+	struct device_held h;
+	bool revoked;
+	unsigned int pushes, revokes;
+	int fail_push;			/* one-shot errno */
+	bool violation;
+};
+
+/* What each generator may have minted, per worker: for the walk. */
+#define MAX_GENS	4
+static struct fake_gen *gens[MAX_GENS];
+static int nr_gens;
+
+/* The highest ms g may ever stamp under its current or last lease. */
+static uint64_t gen_bound(const struct fake_gen *g)
+{
+	if (!g->pushes)
+		return 0;
+	if (g->revoked)
+		return g->h.last_ms;
+	return g->h.valid_until_ms - 1;
+}
+
+static int fg_push(void *ctx, uint32_t region, uint32_t worker,
+		   uint64_t floor_ms, uint64_t until, bool synced)
+{
+	struct fake_gen *g = ctx;
+	int i;
+
+	(void)synced;
+	if (g->fail_push) {
+		int err = -g->fail_push;
+
+		g->fail_push = 0;
+		return err;
+	}
+	if (floor_ms >= until)
+		return -EINVAL;
+	if (g->h.leased && g->h.region == region && g->h.worker == worker) {
+		if (until < g->h.valid_until_ms)
+			return -EINVAL;
+	} else {
+		g->h.floor_ms = floor_ms;
+	}
+	/* Pushed only what the store confirmed to this owner. */
+	if (g->store) {
+		const struct store_record *r = &g->store->rec[worker];
+
+		if (!r->valid || strcmp(r->owner, g->owner) ||
+		    r->valid_until_ms < until)
+			g->violation = true;
+	}
+	/* Pushed only what is durable on disk. */
+	if (g->state_file) {
+		uint64_t stored = 0;
+
+		if (state_file_read(g->state_file, &stored) || stored < until)
+			g->violation = true;
+	}
+	/* Above everything any other generator may mint on this number. */
+	for (i = 0; i < nr_gens; i++)
+		if (gens[i] != g && gens[i]->pushes &&
+		    gens[i]->h.worker == worker && gen_bound(gens[i]) > floor_ms &&
+		    (!g->h.leased || g->h.worker != worker))
+			g->violation = true;
+	g->h.leased = true;
+	g->h.region = region;
+	g->h.worker = worker;
+	g->h.valid_until_ms = until;
+	if (floor_ms > g->h.last_ms)
+		g->h.last_ms = floor_ms;
+	g->revoked = false;
+	g->pushes++;
+	return 0;
+}
+
+static int fg_revoke(void *ctx, uint64_t *last)
+{
+	struct fake_gen *g = ctx;
+	uint64_t top;
+
+	if (!g->h.leased)
+		return -ENOKEY;
+	/* Worst case: it minted every ms up to now, below the fence. */
+	top = fake_now < g->h.valid_until_ms ? fake_now : g->h.valid_until_ms - 1;
+	if (top > g->h.last_ms)
+		g->h.last_ms = top;
+	g->h.leased = false;
+	g->revoked = true;
+	g->revokes++;
+	*last = g->h.last_ms;
+	return 0;
+}
+
+static int fg_held(void *ctx, struct device_held *out)
+{
+	struct fake_gen *g = ctx;
+
+	*out = g->h;
+	out->now_ms = fake_now;
+	out->region_bits = 3;
+	out->worker_bits = 3;
+	return 0;
+}
+
+static const struct device_ops fake_gen_ops = {
+	.push = fg_push, .revoke = fg_revoke, .held = fg_held,
+};
+
+/* ---- fixtures ---- */
+
+struct fixture {
+	struct fake_store store;
+	struct fake_gen gen;
+	struct device dev;
+	struct lease_config cfg;
+	struct lease l;
+};
+
+static void setup(struct fixture *f, const char *owner, uint64_t seed)
+{
+	memset(f, 0, sizeof(*f));
+	f->gen.owner = owner;
+	f->gen.store = &f->store;
+	f->dev.ops = &fake_gen_ops;
+	f->dev.ctx = &f->gen;
+	f->cfg.owner = owner;
+	f->cfg.region = 0;
+	f->cfg.workers = WORKERS;
+	f->cfg.lease_ms = LEASE_MS;
+	f->cfg.floor_wait_ms = 1000;
+	f->cfg.require_sync = true;
+	f->cfg.claim_attempts = 8;
+	f->l.cfg = &f->cfg;
+	f->l.store = &fake_store_ops;
+	f->l.store_ctx = &f->store;
+	f->l.dev = &f->dev;
+	f->l.clock = &fake_clock;
+	f->l.rng = seed;
+	fake_synced = true;
+	sync_after_sleeps = -1;
+	nr_gens = 1;
+	gens[0] = &f->gen;
+}
+
+/* Every number held by someone else until later, but the one given. */
+static void fill_others(struct fake_store *s, int except, uint64_t except_until)
+{
+	int w;
+
+	for (w = 0; w < WORKERS; w++)
+		fs_write(s, w, "other", w == except ? except_until : fake_now + 5000);
+}
+
+/* ---- claim ---- */
+
+static void test_claim_empty(void)
+{
+	struct fixture f;
+	int err;
+
+	setup(&f, "me", 1);
+	err = lease_claim(&f.l);
+	check(!err && f.l.held, "claim: an empty region gives a number (%d)", err);
+	check(f.gen.pushes == 1 && f.gen.h.floor_ms == 0 &&
+	      f.gen.h.valid_until_ms == fake_now + LEASE_MS,
+	      "claim: pushed floor 0, fence now + lease");
+	check(!strcmp(f.store.rec[f.l.worker].owner, "me") &&
+	      f.store.rec[f.l.worker].valid_until_ms == fake_now + LEASE_MS &&
+	      f.l.rev == f.store.rec[f.l.worker].mod_revision,
+	      "claim: the record holds owner and fence; its revision is kept");
+	check(!f.gen.violation, "claim: pushed only what the store confirmed");
+}
+
+static void test_claim_prefers_expired(void)
+{
+	struct fixture f;
+	uint64_t old = fake_now - 10;
+
+	setup(&f, "me", 7);
+	fill_others(&f.store, 5, old);
+	check(!lease_claim(&f.l) && f.l.worker == 5,
+	      "claim: takes the one number whose valid_until has passed");
+	check(f.gen.h.floor_ms == old && f.l.floor_ms == old,
+	      "claim: the previous valid_until is the floor");
+	check(!f.gen.violation, "claim: no overlap with the previous holder");
+}
+
+static void test_claim_spreads(void)
+{
+	bool picked[WORKERS] = { false };
+	int distinct = 0, w, seed;
+
+	for (seed = 1; seed <= 32; seed++) {
+		struct fixture f;
+
+		setup(&f, "me", seed * 2654435761u);
+		if (!lease_claim(&f.l))
+			picked[f.l.worker] = true;
+	}
+	for (w = 0; w < WORKERS; w++)
+		distinct += picked[w];
+	check(distinct >= WORKERS / 2,
+	      "claim: claimers spread over the free numbers (%d of %d used)",
+	      distinct, WORKERS);
+}
+
+static void test_claim_exhausted(void)
+{
+	struct fixture f;
+	unsigned int writes;
+	int err;
+
+	setup(&f, "me", 3);
+	fill_others(&f.store, -1, 0);
+	writes = f.store.writes;
+	err = lease_claim(&f.l);
+	check(err == -EBUSY && !f.l.held && !f.gen.pushes &&
+	      f.store.writes == writes,
+	      "claim: an exhausted pool is -EBUSY, nothing written or pushed");
+	fake_now += 5000;
+	err = lease_claim(&f.l);
+	check(!err && f.l.held, "claim: succeeds once a number frees (%d)", err);
+}
+
+static void test_claim_race(void)
+{
+	struct fixture f;
+	int w;
+
+	setup(&f, "me", 11);
+	f.store.next_cas = F_RACE;
+	check(!lease_claim(&f.l) && f.l.held,
+	      "claim: a lost race is retried on a fresh list");
+	for (w = 0; w < WORKERS; w++)
+		if (!strcmp(f.store.rec[w].owner, "intruder"))
+			break;
+	check(w < WORKERS && f.l.worker != (uint32_t)w,
+	      "claim: never the number the winner took");
+	check(!f.gen.violation, "claim: after a race, pushed only what is ours");
+}
+
+static void test_claim_timeout(void)
+{
+	struct fixture f;
+
+	setup(&f, "me", 13);
+	f.store.next_cas = F_TIMEOUT_APPLIED;
+	check(!lease_claim(&f.l) && f.l.held && f.gen.pushes == 1 &&
+	      f.store.writes == 1,
+	      "claim: a timed-out write that landed is read back and kept");
+	check(!f.gen.violation && f.l.rev == f.store.rec[f.l.worker].mod_revision,
+	      "claim: ... with the revision the store holds");
+
+	setup(&f, "me", 13);
+	f.store.next_cas = F_TIMEOUT_LOST;
+	check(!lease_claim(&f.l) && f.l.held && f.store.writes == 1 &&
+	      f.gen.pushes == 1,
+	      "claim: a timed-out write that did not land is retried");
+}
+
+static void test_claim_waits_for_sync(void)
+{
+	struct fixture f;
+	uint64_t t0;
+
+	setup(&f, "me", 17);
+	fake_synced = false;
+	sync_after_sleeps = 3;
+	sleeps = 0;
+	t0 = fake_now;
+	check(!lease_claim(&f.l) && f.l.held && sleeps >= 3,
+	      "claim: waits for a synchronised clock");
+	check(f.store.rec[f.l.worker].valid_until_ms >= t0 + 3000 + LEASE_MS,
+	      "claim: the write comes after the wait, not before");
+
+	setup(&f, "me", 17);
+	f.cfg.require_sync = false;
+	fake_synced = false;
+	check(!lease_claim(&f.l) && f.l.held,
+	      "claim: require_clock_sync = no does not wait");
+}
+
+static void test_claim_floor_ahead(void)
+{
+	struct fixture f;
+	uint64_t ahead, t;
+	int w;
+
+	/* A record freed by a clean stop can sit a little ahead of us. */
+	setup(&f, "me", 19);
+	fill_others(&f.store, 2, 0);
+	fs_write(&f.store, 2, "other", fake_now - 1);
+	ahead = fake_now + 500;
+	f.store.rec[2].valid_until_ms = ahead;	/* frees in 500 ms */
+	check(lease_claim(&f.l) == -EBUSY,
+	      "claim: a record whose valid_until is ahead is not free");
+	fake_now = ahead;
+	check(!lease_claim(&f.l) && f.l.worker == 2 && fake_now > ahead,
+	      "claim: the push waits until the clock is past the floor");
+
+	/*
+	 * The clock steps back 5 s between the list and the push: the
+	 * floor is then far ahead, and the number is given back untouched.
+	 */
+	setup(&f, "me", 23);
+	t = fake_now;
+	for (w = 0; w < WORKERS; w++)
+		fs_write(&f.store, w, "other", t - 10);
+	f.store.step_on_list = -5000;
+	check(lease_claim(&f.l) == -EBUSY && !f.gen.pushes,
+	      "claim: a floor far ahead of the clock is not pushed");
+	for (w = 0; w < WORKERS; w++)
+		if (f.store.rec[w].valid_until_ms != t - 10)
+			break;
+	check(w == WORKERS, "claim: ... and the number is given back at its floor");
+}
+
+/* ---- renew ---- */
+
+static void test_renew(void)
+{
+	struct fixture f;
+	struct store_record before;
+	int err;
+
+	setup(&f, "me", 29);
+	lease_claim(&f.l);
+	fake_now += 30000;
+	err = lease_renew(&f.l);
+	check(!err && f.gen.h.valid_until_ms == fake_now + LEASE_MS &&
+	      f.store.rec[f.l.worker].valid_until_ms == fake_now + LEASE_MS,
+	      "renew: store then generator move to now + lease");
+	check(!f.gen.violation, "renew: pushed only after the store confirmed");
+
+	/* etcd down: nothing pushed, minting goes on to the old fence. */
+	before = f.store.rec[f.l.worker];
+	f.store.down = true;
+	fake_now += 30000;
+	err = lease_renew(&f.l);
+	check(err == -ECONNREFUSED && f.gen.pushes == 2 && f.gen.h.leased &&
+	      f.gen.h.valid_until_ms == before.valid_until_ms && f.l.held,
+	      "renew: store unreachable: no push, the lease stays in force");
+	f.store.down = false;
+	fake_now += 60000;	/* past the fence: the generator stopped */
+	err = lease_renew(&f.l);
+	check(!err && f.gen.h.valid_until_ms == fake_now + LEASE_MS,
+	      "renew: after the outage, an unchanged record renews");
+
+	/* A timed-out renewal that landed is pushed; one that did not, not. */
+	f.store.next_cas = F_TIMEOUT_APPLIED;
+	fake_now += 1000;
+	check(!lease_renew(&f.l) && f.gen.h.valid_until_ms == fake_now + LEASE_MS &&
+	      !f.gen.violation, "renew: timed out but landed: read back, pushed");
+	f.store.next_cas = F_TIMEOUT_LOST;
+	fake_now += 1000;
+	check(lease_renew(&f.l) == -ETIMEDOUT &&
+	      f.gen.h.valid_until_ms == fake_now - 1000 + LEASE_MS,
+	      "renew: timed out and not landed: nothing pushed");
+}
+
+static void test_renew_lost(void)
+{
+	struct fixture f;
+	int err;
+
+	setup(&f, "me", 31);
+	lease_claim(&f.l);
+	fs_write(&f.store, f.l.worker, "thief", fake_now + LEASE_MS);
+	fake_now += 1000;
+	err = lease_renew(&f.l);
+	check(err == -ESTALE && !f.l.held && f.gen.revokes == 1 &&
+	      !f.gen.h.leased,
+	      "renew: a record taken by another owner revokes at once");
+	check(!strcmp(f.store.rec[f.l.worker].owner, "thief"),
+	      "renew: ... and leaves the other owner's record alone");
+
+	/* Our own write whose answer we lost, then a normal renewal. */
+	setup(&f, "me", 37);
+	lease_claim(&f.l);
+	fs_write(&f.store, f.l.worker, "me", fake_now + LEASE_MS + 10);
+	fake_now += 1000;
+	check(!lease_renew(&f.l) && f.l.held && !f.gen.revokes &&
+	      f.l.rev == f.store.rec[f.l.worker].mod_revision,
+	      "renew: our own record at a newer revision is taken up, not lost");
+}
+
+static void test_release(void)
+{
+	struct fixture f;
+	uint32_t w;
+
+	setup(&f, "me", 41);
+	lease_claim(&f.l);
+	w = f.l.worker;
+	fake_now += 2000;
+	check(!lease_release(&f.l) && f.gen.revokes == 1 && !f.l.held,
+	      "release: revokes in the generator");
+	check(f.store.rec[w].valid_until_ms == f.gen.h.last_ms &&
+	      f.store.rec[w].valid_until_ms <= fake_now,
+	      "release: valid_until is the last ms: the number is free now");
+	check(f.gen.h.last_ms >= fake_now - 1,
+	      "release: ... and not below anything minted");
+}
+
+static void test_adopt(void)
+{
+	struct fixture f;
+	uint32_t w;
+
+	setup(&f, "me", 43);
+	lease_claim(&f.l);
+	w = f.l.worker;
+	/* A restarted daemon: new state, same store and generator. */
+	memset(&f.l, 0, sizeof(f.l));
+	f.l.cfg = &f.cfg;
+	f.l.store = &fake_store_ops;
+	f.l.store_ctx = &f.store;
+	f.l.dev = &f.dev;
+	f.l.clock = &fake_clock;
+	check(!lease_adopt(&f.l) && f.l.held && f.l.worker == w &&
+	      !f.gen.revokes && f.l.rev == f.store.rec[w].mod_revision,
+	      "adopt: the generator's lease that the store says is ours is kept");
+	fake_now += 1000;
+	check(!lease_renew(&f.l) && f.gen.pushes == 2,
+	      "adopt: ... and renews");
+
+	/* Someone else's now: revoke. */
+	fs_write(&f.store, w, "other", fake_now + LEASE_MS * 2);
+	memset(&f.l, 0, sizeof(f.l));
+	f.l.cfg = &f.cfg;
+	f.l.store = &fake_store_ops;
+	f.l.store_ctx = &f.store;
+	f.l.dev = &f.dev;
+	f.l.clock = &fake_clock;
+	check(!lease_adopt(&f.l) && !f.l.held && f.gen.revokes == 1 &&
+	      !f.gen.h.leased,
+	      "adopt: a lease the store gives to another owner is revoked");
+
+	/* The store unreachable: an error, and nothing revoked. */
+	setup(&f, "me", 47);
+	lease_claim(&f.l);
+	f.store.down = true;
+	f.l.held = false;
+	check(lease_adopt(&f.l) == -ECONNREFUSED && f.gen.h.leased &&
+	      !f.gen.revokes, "adopt: store unreachable: error, lease untouched");
+}
+
+/* ---- two daemons, one store, random faults ---- */
+
+static void test_walk(void)
+{
+	struct fixture a, b;
+	struct lease *ls[2];
+	struct fake_gen *gs[2];
+	uint64_t rng = 0x1234567;
+	int step, i, lost = 0, claims = 0, violations = 0;
+
+	setup(&a, "host-a", 51);
+	setup(&b, "host-b", 53);
+	/* One store for both. */
+	b.gen.store = &a.store;
+	b.l.store_ctx = &a.store;
+	b.cfg.workers = a.cfg.workers = 2;	/* contend hard */
+	ls[0] = &a.l;
+	ls[1] = &b.l;
+	gs[0] = &a.gen;
+	gs[1] = &b.gen;
+	gens[0] = &a.gen;
+	gens[1] = &b.gen;
+	nr_gens = 2;
+
+	for (step = 0; step < 20000; step++) {
+		int who, op;
+
+		rng ^= rng << 13;
+		rng ^= rng >> 7;
+		rng ^= rng << 17;
+		who = rng & 1;
+		op = (rng >> 8) % 10;
+		fake_now += (rng >> 16) % 20000;
+		a.store.next_cas = (rng >> 32) % 4 == 0 ? (enum fault)((rng >> 40) % 5) : F_NONE;
+		if (!ls[who]->held) {
+			if (op < 6 && !lease_claim(ls[who]))
+				claims++;
+		} else if (op < 8) {
+			if (lease_renew(ls[who]) == -ESTALE)
+				lost++;
+		} else if (op == 8) {
+			lease_release(ls[who]);
+		} else {
+			/* frozen: time passes, nothing else */
+			fake_now += LEASE_MS / 2;
+		}
+		for (i = 0; i < 2; i++)
+			violations += gs[i]->violation;
+		if (violations)
+			break;
+	}
+	check(!violations, "walk: 20000 steps of two daemons with faults: no "
+	      "(worker, ms) two generators could both mint, no unconfirmed push "
+	      "(%d claims, %d losses)", claims, lost);
+	check(claims > 100 && lost > 0, "walk: the walk claimed and lost leases");
+}
+
+/* ---- standalone ---- */
+
+static void test_standalone(void)
+{
+	char dir[] = "/tmp/idgend-lease-test.XXXXXX", path[256];
+	struct fake_gen g = { .owner = "me" };
+	struct device dev = { .ops = &fake_gen_ops, .ctx = &g };
+	struct standalone s = {
+		.region = 1, .worker = 3, .lease_ms = LEASE_MS,
+		.dev = &dev, .clock = &fake_clock,
+	};
+	uint64_t stored, fence;
+
+	if (!mkdtemp(dir)) {
+		check(false, "standalone: mkdtemp: %s", strerror(errno));
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/state", dir);
+	s.state_file = path;
+	g.state_file = path;
+	nr_gens = 0;
+	fake_synced = true;
+
+	check(!standalone_start(&s) && g.h.floor_ms == 0 &&
+	      !state_file_read(path, &stored) && stored == fake_now + LEASE_MS &&
+	      !g.violation,
+	      "standalone: first start stores the fence, then pushes it");
+	fake_now += 20000;
+	check(!standalone_renew(&s) && !state_file_read(path, &stored) &&
+	      stored == fake_now + LEASE_MS && g.h.valid_until_ms == stored &&
+	      !g.violation, "standalone: renewal stores before it pushes");
+
+	/* A crash and a module reload: the floor is the stored fence. */
+	fence = stored;
+	memset(&g.h, 0, sizeof(g.h));
+	memset(&s.held, 0, sizeof(s) - offsetof(struct standalone, held));
+	sleeps = 0;
+	check(!standalone_start(&s) && g.h.floor_ms == fence && fake_now > fence &&
+	      sleeps, "standalone: after a crash and reload, waits for and "
+	      "starts above the stored fence");
+
+	/* A clean stop stores the last ms; the next start is at once. */
+	fake_now += 1000;
+	check(!standalone_stop(&s) && !state_file_read(path, &stored) &&
+	      stored == g.h.last_ms && stored <= fake_now,
+	      "standalone: a clean stop stores the last ms");
+	memset(&g.h, 0, sizeof(g.h));
+	fence = fake_now;
+	check(!standalone_start(&s) && g.h.floor_ms == stored &&
+	      fake_now - fence <= 1,
+	      "standalone: ... and the next start begins right above it");
+
+	/* The same module still holding our lease: adopt, no new floor. */
+	memset(&s.held, 0, sizeof(s) - offsetof(struct standalone, held));
+	g.pushes = 0;
+	check(!standalone_start(&s) && s.held && !g.pushes,
+	      "standalone: a restart adopts the lease the module holds");
+
+	/* A push that fails leaves the store ahead, never behind. */
+	g.fail_push = EIO;
+	fake_now += 1000;
+	check(standalone_renew(&s) == -EIO && !state_file_read(path, &stored) &&
+	      stored >= g.h.valid_until_ms,
+	      "standalone: a refused push leaves the file at or above the fence");
+
+	/* A corrupt state file: refuse to guess. */
+	{
+		FILE *f = fopen(path, "w");
+
+		fputs("valid_until_ms banana\n", f);
+		fclose(f);
+	}
+	memset(&s.held, 0, sizeof(s) - offsetof(struct standalone, held));
+	memset(&g.h, 0, sizeof(g.h));
+	g.pushes = 0;
+	check(standalone_start(&s) == -EBADMSG && !g.pushes,
+	      "standalone: a corrupt state file is an error, nothing pushed");
+	unlink(path);
+	rmdir(dir);
+}
+
+int main(void)
+{
+	/* The daemon's log lines, one per lease event: noise here. */
+	if (!getenv("LEASE_TEST_LOG") && !freopen("/dev/null", "w", stderr))
+		return 1;
+	printf("TAP version 13\n");
+	test_claim_empty();
+	test_claim_prefers_expired();
+	test_claim_spreads();
+	test_claim_exhausted();
+	test_claim_race();
+	test_claim_timeout();
+	test_claim_waits_for_sync();
+	test_claim_floor_ahead();
+	test_renew();
+	test_renew_lost();
+	test_release();
+	test_adopt();
+	test_walk();
+	test_standalone();
+	printf("1..%d\n", tests);
+	return failures ? 1 : 0;
+}
