@@ -90,6 +90,8 @@ step "build the benchmark" bench-build.log make -s -C bench
 tap "netlink spec" netlink-spec.log tests/netlink-spec.sh
 # libidgen and idgenctl: builds, unit tests, JavaScript and PostgreSQL.
 tap "user space" user.log tests/user/run.sh
+# idgend: the lease logic, the etcd client, the daemon against real etcd.
+tap "idgend" idgend.log tests/idgend/run.sh
 
 for k in "${kernels[@]}"; do
 	if [ -f "build/$k/kmod/idgen.ko" ]; then

@@ -19,6 +19,11 @@ packages=(
 	python3-yaml python3-jsonschema
 	# libidgen's tests: the JavaScript client and the PostgreSQL range query
 	nodejs postgresql
+	# idgend: etcd's JSON gateway through libcurl and json-c, base64 from
+	# libcrypto, its configuration file through inih; a real etcd to test
+	# against, and valgrind over the etcd client
+	libcurl4-openssl-dev libjson-c-dev libssl-dev libinih-dev
+	etcd-server etcd-client curl valgrind
 )
 
 if [ "$(id -u)" -ne 0 ]; then

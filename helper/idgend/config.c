@@ -1,0 +1,408 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The configuration file and the flags (config.h).  One table names every
+ * key, its section, type and range, so the file and the command line
+ * cannot drift apart.
+ */
+#include <errno.h>
+#include <ini.h>
+#include <inttypes.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "config.h"
+
+#ifndef IDGEND_VERSION
+#define IDGEND_VERSION "0.1.0"
+#endif
+
+enum opt_type { T_STR, T_U32, T_U64, T_BOOL, T_MODE, T_LIST };
+
+struct opt {
+	const char *section;
+	const char *key;
+	enum opt_type type;
+	size_t off;
+	uint64_t min, max;
+};
+
+#define O(sec, k, t, field, lo, hi) \
+	{ sec, #k, t, offsetof(struct config, field), lo, hi }
+
+static const struct opt opts[] = {
+	O("idgend", mode, T_MODE, mode, 0, 0),
+	O("idgend", device, T_STR, device, 0, 0),
+	O("idgend", owner, T_STR, owner, 0, 0),
+	O("idgend", region, T_U32, region, 0, 255),
+	O("idgend", lease_ms, T_U64, lease_ms, 1000, 86400000),
+	O("idgend", renew_ms, T_U64, renew_ms, 100, 43200000),
+	O("idgend", require_clock_sync, T_BOOL, require_clock_sync, 0, 0),
+	O("standalone", worker, T_U32, worker, 0, 65535),
+	O("standalone", state_file, T_STR, state_file, 0, 0),
+	O("etcd", endpoints, T_LIST, endpoints, 0, 0),
+	O("etcd", prefix, T_STR, prefix, 0, 0),
+	O("etcd", timeout_ms, T_U64, timeout_ms, 100, 600000),
+	O("etcd", start_timeout_ms, T_U64, start_timeout_ms, 0, 86400000),
+	O("etcd", claim_retry_ms, T_U64, claim_retry_ms, 100, 3600000),
+};
+
+#define NR_OPTS	(sizeof(opts) / sizeof(opts[0]))
+
+static const char usage[] =
+	"Usage: idgend [--config FILE] [--check-config] [--KEY VALUE]...\n"
+	"Lease this host's idgen worker number and keep /dev/idgen's lease\n"
+	"in force.  Every key of the configuration file (default "
+	CONFIG_DEFAULT_PATH ")\n"
+	"is also a flag, with '-' for '_': --mode etcd --endpoints URL,URL ...\n"
+	"\n"
+	"  [idgend]      mode (standalone|etcd), device, owner, region,\n"
+	"                lease_ms, renew_ms, require_clock_sync (yes|no)\n"
+	"  [standalone]  worker, state_file\n"
+	"  [etcd]        endpoints, prefix, timeout_ms, start_timeout_ms,\n"
+	"                claim_retry_ms\n"
+	"\n"
+	"See idgend(8).\n";
+
+static bool seen[NR_OPTS];
+static char errbuf[512];
+
+static void *field(struct config *cfg, const struct opt *o)
+{
+	return (char *)cfg + o->off;
+}
+
+/* Strict decimal: digits only, no sign, no overflow. */
+static bool parse_uint(const char *s, uint64_t *out)
+{
+	char *end;
+
+	if (*s < '0' || *s > '9')
+		return false;
+	errno = 0;
+	*out = strtoull(s, &end, 10);
+	return !errno && !*end;
+}
+
+static int set_list(struct config *cfg, const char *value)
+{
+	char *copy = strdup(value), *tok, *save = NULL;
+	unsigned int n = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	while (cfg->nr_endpoints)
+		free(cfg->endpoints[--cfg->nr_endpoints]);
+	for (tok = strtok_r(copy, ", \t", &save); tok;
+	     tok = strtok_r(NULL, ", \t", &save)) {
+		if (n == CONFIG_MAX_ENDPOINTS) {
+			snprintf(errbuf, sizeof(errbuf),
+				 "more than %d endpoints", CONFIG_MAX_ENDPOINTS);
+			free(copy);
+			return -EINVAL;
+		}
+		if (strncmp(tok, "http://", 7) && strncmp(tok, "https://", 8)) {
+			snprintf(errbuf, sizeof(errbuf),
+				 "endpoint '%s' is not an http:// or https:// URL",
+				 tok);
+			free(copy);
+			return -EINVAL;
+		}
+		cfg->endpoints[n++] = strdup(tok);
+		cfg->nr_endpoints = n;
+		if (!cfg->endpoints[n - 1]) {
+			free(copy);
+			return -ENOMEM;
+		}
+	}
+	free(copy);
+	if (!n) {
+		snprintf(errbuf, sizeof(errbuf), "no endpoint given");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Set one key; on failure errbuf says why. */
+static int set_opt(struct config *cfg, const struct opt *o, const char *value)
+{
+	uint64_t v;
+
+	switch (o->type) {
+	case T_STR: {
+		char **p = field(cfg, o);
+
+		if (!*value) {
+			snprintf(errbuf, sizeof(errbuf), "empty value");
+			return -EINVAL;
+		}
+		free(*p);
+		*p = strdup(value);
+		return *p ? 0 : -ENOMEM;
+	}
+	case T_U32:
+	case T_U64:
+		if (!parse_uint(value, &v) || v < o->min || v > o->max) {
+			snprintf(errbuf, sizeof(errbuf),
+				 "'%s' is not a whole number from %" PRIu64 " to %" PRIu64,
+				 value, o->min, o->max);
+			return -EINVAL;
+		}
+		if (o->type == T_U32)
+			*(uint32_t *)field(cfg, o) = v;
+		else
+			*(uint64_t *)field(cfg, o) = v;
+		return 0;
+	case T_BOOL:
+		if (!strcmp(value, "yes") || !strcmp(value, "true")) {
+			*(bool *)field(cfg, o) = true;
+		} else if (!strcmp(value, "no") || !strcmp(value, "false")) {
+			*(bool *)field(cfg, o) = false;
+		} else {
+			snprintf(errbuf, sizeof(errbuf), "'%s' is not yes or no", value);
+			return -EINVAL;
+		}
+		return 0;
+	case T_MODE:
+		if (!strcmp(value, "standalone")) {
+			cfg->mode = MODE_STANDALONE;
+		} else if (!strcmp(value, "etcd")) {
+			cfg->mode = MODE_ETCD;
+		} else {
+			snprintf(errbuf, sizeof(errbuf),
+				 "'%s' is not standalone or etcd", value);
+			return -EINVAL;
+		}
+		return 0;
+	case T_LIST:
+		return set_list(cfg, value);
+	}
+	return -EINVAL;
+}
+
+static int config_line(void *user, const char *section, const char *name,
+		       const char *value)
+{
+	struct config *cfg = user;
+	size_t i;
+
+	if (errbuf[0])
+		return 0;	/* report the first error, not the last */
+	for (i = 0; i < NR_OPTS; i++) {
+		if (strcmp(opts[i].section, section) || strcmp(opts[i].key, name))
+			continue;
+		if (set_opt(cfg, &opts[i], value)) {
+			char why[sizeof(errbuf)];
+
+			snprintf(why, sizeof(why), "%s", errbuf);
+			snprintf(errbuf, sizeof(errbuf), "[%.32s] %.64s: %.400s", section,
+				 name, why);
+			return 0;
+		}
+		seen[i] = true;
+		return 1;
+	}
+	snprintf(errbuf, sizeof(errbuf), "unknown key '%s' in section [%s]",
+		 name, section);
+	return 0;
+}
+
+/* "--lease-ms" -> the option "lease_ms". */
+static const struct opt *find_flag(const char *flag, size_t len)
+{
+	size_t i, j;
+
+	for (i = 0; i < NR_OPTS; i++) {
+		const char *k = opts[i].key;
+
+		if (strlen(k) != len)
+			continue;
+		for (j = 0; j < len; j++)
+			if (flag[j] != (k[j] == '_' ? '-' : k[j]))
+				break;
+		if (j == len)
+			return &opts[i];
+	}
+	return NULL;
+}
+
+static void set_defaults(struct config *cfg)
+{
+	char host[256];
+
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->mode = MODE_STANDALONE;
+	cfg->device = strdup("/dev/idgen");
+	if (gethostname(host, sizeof(host)))
+		strcpy(host, "localhost");
+	host[sizeof(host) - 1] = '\0';
+	cfg->owner = strdup(host);
+	cfg->state_file = strdup("/var/lib/idgen/standalone.state");
+	cfg->prefix = strdup("/idgen");
+	cfg->timeout_ms = 2000;
+	cfg->start_timeout_ms = 30000;
+	cfg->claim_retry_ms = 5000;
+}
+
+/* Defaults that depend on the mode, for keys not given. */
+static void mode_defaults(struct config *cfg)
+{
+	bool etcd = cfg->mode == MODE_ETCD;
+	size_t i;
+
+	for (i = 0; i < NR_OPTS; i++) {
+		if (seen[i])
+			continue;
+		if (!strcmp(opts[i].key, "lease_ms"))
+			cfg->lease_ms = etcd ? 600000 : 60000;
+		else if (!strcmp(opts[i].key, "renew_ms"))
+			cfg->renew_ms = etcd ? 30000 : 20000;
+		else if (!strcmp(opts[i].key, "require_clock_sync"))
+			cfg->require_clock_sync = etcd;
+		else if (!strcmp(opts[i].key, "endpoints"))
+			set_list(cfg, "http://127.0.0.1:2379");
+	}
+}
+
+static int check(struct config *cfg)
+{
+	const char *where = cfg->path ? cfg->path : "command line";
+
+	if (cfg->renew_ms * 2 > cfg->lease_ms) {
+		fprintf(stderr, "idgend: %s: renew_ms (%" PRIu64 ") must be at most half "
+			"of lease_ms (%" PRIu64 "), so a renewal can fail once and "
+			"still land before the fence\n", where, cfg->renew_ms,
+			cfg->lease_ms);
+		return -1;
+	}
+	if (strlen(cfg->owner) >= 128 || strchr(cfg->owner, '"')) {
+		fprintf(stderr, "idgend: %s: owner '%s' must be shorter than 128 "
+			"bytes\n", where, cfg->owner);
+		return -1;
+	}
+	if (cfg->prefix[0] != '/' || cfg->prefix[strlen(cfg->prefix) - 1] == '/') {
+		fprintf(stderr, "idgend: %s: prefix '%s' must start with '/' and not "
+			"end with one\n", where, cfg->prefix);
+		return -1;
+	}
+	if (cfg->mode == MODE_ETCD && cfg->timeout_ms * 2 > cfg->renew_ms) {
+		fprintf(stderr, "idgend: %s: timeout_ms (%" PRIu64 ") must be at most "
+			"half of renew_ms (%" PRIu64 ")\n", where, cfg->timeout_ms,
+			cfg->renew_ms);
+		return -1;
+	}
+	return 0;
+}
+
+int config_load(struct config *cfg, int argc, char *argv[])
+{
+	const char *path = NULL;
+	bool explicit_path = false;
+	int i, line;
+
+	set_defaults(cfg);
+	if (!cfg->device || !cfg->owner || !cfg->state_file || !cfg->prefix) {
+		fprintf(stderr, "idgend: out of memory\n");
+		return -1;
+	}
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(usage, stdout);
+			return 1;
+		}
+		if (!strcmp(argv[i], "--version")) {
+			printf("idgend %s\n", IDGEND_VERSION);
+			return 1;
+		}
+		if (!strcmp(argv[i], "--config")) {
+			if (i + 1 == argc) {
+				fprintf(stderr, "idgend: --config needs a file\n");
+				return -1;
+			}
+			path = argv[++i];
+			explicit_path = true;
+		} else if (!strncmp(argv[i], "--config=", 9)) {
+			path = argv[i] + 9;
+			explicit_path = true;
+		}
+	}
+	if (!path)
+		path = CONFIG_DEFAULT_PATH;
+
+	if (explicit_path || access(path, F_OK) == 0) {
+		FILE *f = fopen(path, "re");
+
+		if (!f) {
+			fprintf(stderr, "idgend: cannot read %s: %s\n", path,
+				strerror(errno));
+			return -1;
+		}
+		errbuf[0] = '\0';
+		line = ini_parse_file(f, config_line, cfg);
+		fclose(f);
+		if (line) {
+			fprintf(stderr, "idgend: %s:%d: %s\n", path, line,
+				errbuf[0] ? errbuf : "not a 'key = value' line");
+			return -1;
+		}
+		cfg->path = path;
+	}
+
+	for (i = 1; i < argc; i++) {
+		const char *arg = argv[i], *eq, *value;
+		const struct opt *o;
+		size_t len;
+
+		if (!strcmp(arg, "--config")) {
+			i++;
+			continue;
+		}
+		if (!strncmp(arg, "--config=", 9))
+			continue;
+		if (!strcmp(arg, "--check-config")) {
+			cfg->check_only = true;
+			continue;
+		}
+		if (strncmp(arg, "--", 2)) {
+			fprintf(stderr, "idgend: unexpected argument '%s' (try --help)\n",
+				arg);
+			return -1;
+		}
+		arg += 2;
+		eq = strchr(arg, '=');
+		len = eq ? (size_t)(eq - arg) : strlen(arg);
+		o = find_flag(arg, len);
+		if (!o) {
+			fprintf(stderr, "idgend: unknown option '%s' (try --help)\n",
+				argv[i]);
+			return -1;
+		}
+		if (eq) {
+			value = eq + 1;
+		} else if (i + 1 < argc) {
+			value = argv[++i];
+		} else {
+			fprintf(stderr, "idgend: --%.*s needs a value\n", (int)len, arg);
+			return -1;
+		}
+		if (set_opt(cfg, o, value)) {
+			fprintf(stderr, "idgend: --%.*s: %s\n", (int)len, arg, errbuf);
+			return -1;
+		}
+		seen[o - opts] = true;
+	}
+	mode_defaults(cfg);
+	return check(cfg);
+}
+
+void config_free(struct config *cfg)
+{
+	free(cfg->device);
+	free(cfg->owner);
+	free(cfg->state_file);
+	free(cfg->prefix);
+	while (cfg->nr_endpoints)
+		free(cfg->endpoints[--cfg->nr_endpoints]);
+}

@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * idgend's configuration: /etc/idgen/idgend.conf (INI, read with inih),
+ * then command-line flags, which win.  Every key is also a flag:
+ * "lease_ms" in the file is --lease-ms on the command line.  See
+ * idgend(8) for each key and its default.
+ */
+#ifndef IDGEND_CONFIG_H
+#define IDGEND_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define CONFIG_DEFAULT_PATH	"/etc/idgen/idgend.conf"
+#define CONFIG_MAX_ENDPOINTS	16
+
+enum config_mode { MODE_STANDALONE, MODE_ETCD };
+
+struct config {
+	const char *path;		/* the file read, or NULL */
+	enum config_mode mode;
+	char *device;
+	char *owner;
+	uint32_t region;
+	uint32_t worker;		/* standalone */
+	uint64_t lease_ms;
+	uint64_t renew_ms;
+	bool require_clock_sync;
+	char *state_file;		/* standalone */
+	char *endpoints[CONFIG_MAX_ENDPOINTS];
+	unsigned int nr_endpoints;
+	char *prefix;
+	uint64_t timeout_ms;		/* one etcd request */
+	uint64_t start_timeout_ms;	/* etcd unreachable at start: give up */
+	uint64_t claim_retry_ms;	/* pool exhausted: try again */
+	bool check_only;		/* --check-config */
+};
+
+/*
+ * Fill *cfg from the file and argv.  0, 1 for --help or --version (printed),
+ * or -1 after printing "idgend: <where>: <what was wrong>" on stderr.
+ */
+int config_load(struct config *cfg, int argc, char *argv[]);
+void config_free(struct config *cfg);
+
+#endif /* IDGEND_CONFIG_H */

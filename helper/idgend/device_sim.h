@@ -1,0 +1,22 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A simulated generator for tests on a host whose kernel must not load
+ * idgen.ko: the lease it holds lives in <file>, so it outlives a daemon
+ * as the module does, and every push and revoke is appended to
+ * <file>.log as one line:
+ *
+ *   <ms> push r=<region> w=<worker> floor=<ms> until=<ms>
+ *   <ms> revoke last=<ms>
+ *
+ * It checks a push as the module does (F4) and takes every millisecond up
+ * to now (below the fence) as minted, the worst case for the next holder.
+ */
+#ifndef IDGEND_DEVICE_SIM_H
+#define IDGEND_DEVICE_SIM_H
+
+#include "device.h"
+
+int device_sim_open(struct device *dev, const char *file);
+void device_sim_close(struct device *dev);
+
+#endif /* IDGEND_DEVICE_SIM_H */

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * idgend: keep this host's idgen generator leased.
+ *
+ * In etcd mode it claims a worker number of its region from etcd, renews
+ * it, and gives it back on SIGTERM (lease.c); in standalone mode it uses a
+ * fixed number and a state file (standalone.c).  Between renewals it
+ * sleeps in one poll() on a signalfd and the module's netlink events: a
+ * "fence near" event renews at once, clock events and a reached fence are
+ * logged.
+ *
+ * Exit status: 0 after a clean stop, 1 when it cannot go on (etcd
+ * unreachable at start, the device gone), 2 for a bad configuration.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/idgen.h>
+
+#include "../nl.h"
+#include "clock.h"
+#include "config.h"
+#include "device.h"
+#include "etcd.h"
+#include "lease.h"
+#include "log.h"
+#include "standalone.h"
+
+#define EXIT_FATAL	1
+#define EXIT_CONFIG	2
+
+/* While etcd does not answer, renewals are retried this often. */
+#define RETRY_MS	2000
+
+struct daemon {
+	struct config cfg;
+	struct device dev;
+	struct system_clock clock;
+	int sig_fd;
+	struct idgen_nl *nl;
+	bool renew_now;
+
+	/* One of the two, by mode. */
+	struct lease lease;
+	struct lease_config lease_cfg;
+	struct standalone sa;
+};
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static int setup_signals(struct daemon *d)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &set, NULL))
+		return -errno;
+	d->sig_fd = signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+	if (d->sig_fd < 0)
+		return -errno;
+	d->clock.stop_fd = d->sig_fd;
+	return 0;
+}
+
+/* True when asked to stop; SIGHUP is logged and otherwise ignored. */
+static bool read_signals(struct daemon *d)
+{
+	struct signalfd_siginfo si;
+	bool stop = false;
+
+	while (read(d->sig_fd, &si, sizeof(si)) == sizeof(si)) {
+		if (si.ssi_signo == SIGHUP) {
+			log_info("SIGHUP: the configuration is read at start only; "
+				 "restart idgend to apply changes");
+			continue;
+		}
+		log_info("%s: stopping", strsignal(si.ssi_signo));
+		stop = true;
+	}
+	return stop;
+}
+
+static int on_event(const struct idgen_nl_event *ev, void *ctx)
+{
+	struct daemon *d = ctx;
+	const char *name = idgen_nl_event_name(ev->event);
+
+	switch (ev->event) {
+	case IDGEN_EVENT_FENCE_NEAR:
+		log_warn("the generator nears its fence, ms %" PRIu64 ": renewing now",
+			 ev->valid_until_ms);
+		d->renew_now = true;
+		break;
+	case IDGEN_EVENT_FENCE_REACHED:
+		log_alert("the generator reached its fence, ms %" PRIu64 ", and mints "
+			  "nothing until the lease is renewed", ev->valid_until_ms);
+		d->renew_now = true;
+		break;
+	case IDGEN_EVENT_CLOCK_STEP_BACK:
+	case IDGEN_EVENT_CLOCK_STEP_FWD:
+		log_warn("the wall clock stepped %s by %" PRId64 " ms%s",
+			 ev->step_ms < 0 ? "back" : "forward",
+			 ev->step_ms < 0 ? -ev->step_ms : ev->step_ms,
+			 ev->flags & IDGEN_STATE_CLOCK_HELD ?
+			 "; the generator holds to the raw clock until it is adopted" : "");
+		break;
+	case IDGEN_EVENT_CLOCK_ADOPTED:
+		log_info("the generator adopted a forward clock step of %" PRId64 " ms",
+			 ev->step_ms);
+		break;
+	case IDGEN_EVENT_LEAD_EXCEEDED:
+		log_warn("readers outran the generator's ceiling: it refused to run "
+			 "further ahead of the clock");
+		break;
+	default:
+		/* Lease events are our own doing, and logged where done. */
+		if (!name)
+			log_info("generator event %" PRIu32, ev->event);
+		break;
+	}
+	return 0;
+}
+
+/*
+ * Wait until the deadline (monotonic ms), a signal or a netlink event that
+ * asks for a renewal.  Returns true when asked to stop.
+ */
+static bool wait_until(struct daemon *d, uint64_t deadline)
+{
+	struct pollfd pfd[2];
+	int n, ret;
+
+	d->renew_now = false;
+	for (;;) {
+		uint64_t now = mono_ms();
+
+		if (now >= deadline || d->renew_now)
+			return false;
+		pfd[0].fd = d->sig_fd;
+		pfd[0].events = POLLIN;
+		n = 1;
+		if (d->nl) {
+			pfd[1].fd = idgen_nl_fd(d->nl);
+			pfd[1].events = POLLIN;
+			n = 2;
+		}
+		ret = poll(pfd, n, (int)(deadline - now));
+		if (ret < 0 && errno != EINTR) {
+			log_err("poll: %s", strerror(errno));
+			return true;
+		}
+		if (ret <= 0)
+			continue;
+		if ((pfd[0].revents & POLLIN) && read_signals(d))
+			return true;
+		if (n == 2 && pfd[1].revents) {
+			ret = idgen_nl_dispatch(d->nl, on_event, d);
+			if (ret < 0 && ret != -EAGAIN) {
+				log_err("netlink events: %s%s", strerror(-ret),
+					ret == -ENODEV ? " (the module was unloaded)" : "");
+				idgen_nl_close(d->nl);
+				d->nl = NULL;
+			}
+		}
+	}
+}
+
+static void subscribe(struct daemon *d)
+{
+	if (!strncmp(d->cfg.device, "sim:", 4))
+		return;
+	d->nl = idgen_nl_subscribe();
+	if (!d->nl)
+		log_warn("not watching the generator's netlink events; renewals "
+			 "follow the timer only");
+}
+
+static int run_standalone(struct daemon *d)
+{
+	struct standalone *s = &d->sa;
+	int err;
+
+	s->region = d->cfg.region;
+	s->worker = d->cfg.worker;
+	s->lease_ms = d->cfg.lease_ms;
+	s->state_file = d->cfg.state_file;
+	s->dev = &d->dev;
+	s->clock = &system_clock_ops;
+	s->clock_ctx = &d->clock;
+
+	err = standalone_start(s);
+	if (err == -EINTR)
+		return 0;
+	if (err)
+		return EXIT_FATAL;
+	for (uint64_t next = mono_ms() + d->cfg.renew_ms;;) {
+		if (wait_until(d, next))
+			break;
+		if (standalone_renew(s))
+			next = mono_ms() + RETRY_MS;
+		else
+			next = mono_ms() + d->cfg.renew_ms;
+	}
+	return standalone_stop(s) ? EXIT_FATAL : 0;
+}
+
+/* Claim or adopt at start, retrying an unreachable etcd for a while. */
+static int etcd_start(struct daemon *d)
+{
+	uint64_t give_up = mono_ms() + d->cfg.start_timeout_ms;
+	struct lease *l = &d->lease;
+	int err;
+
+	for (;;) {
+		err = lease_adopt(l);
+		if (!err && !l->held)
+			err = lease_claim(l);
+		if (!err)
+			return 0;
+		if (err == -EINTR)
+			return err;
+		if (err == -EBUSY || err == -EAGAIN)
+			return 0;	/* the main loop retries */
+		if (err != -ECONNREFUSED && err != -ETIMEDOUT)
+			return err;
+		if (mono_ms() >= give_up) {
+			log_err("etcd is unreachable (%s); giving up after %" PRIu64
+				" ms (start_timeout_ms)", l->store->error(l->store_ctx),
+				d->cfg.start_timeout_ms);
+			return err;
+		}
+		if (wait_until(d, mono_ms() + RETRY_MS))
+			return -EINTR;
+	}
+}
+
+static int run_etcd(struct daemon *d)
+{
+	struct lease_config *lc = &d->lease_cfg;
+	struct lease *l = &d->lease;
+	struct device_held h;
+	struct etcd *e;
+	int err, status = 0;
+
+	err = d->dev.ops->held(d->dev.ctx, &h);
+	if (err) {
+		log_err("cannot read the generator's state: %s", strerror(-err));
+		return EXIT_FATAL;
+	}
+	if (d->cfg.region >= 1U << h.region_bits) {
+		log_err("region %" PRIu32 " does not fit the generator's %u region bits",
+			d->cfg.region, h.region_bits);
+		return EXIT_CONFIG;
+	}
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		log_err("cannot initialise libcurl");
+		return EXIT_FATAL;
+	}
+	e = etcd_new((const char *const *)d->cfg.endpoints, d->cfg.nr_endpoints,
+		     d->cfg.prefix, d->cfg.timeout_ms);
+	if (!e) {
+		log_err("out of memory");
+		curl_global_cleanup();
+		return EXIT_FATAL;
+	}
+
+	lc->owner = d->cfg.owner;
+	lc->region = d->cfg.region;
+	lc->workers = 1U << h.worker_bits;
+	lc->lease_ms = d->cfg.lease_ms;
+	lc->floor_wait_ms = 1000;
+	lc->require_sync = d->cfg.require_clock_sync;
+	lc->claim_attempts = 8;
+	l->cfg = lc;
+	l->store = &etcd_store_ops;
+	l->store_ctx = e;
+	l->dev = &d->dev;
+	l->clock = &system_clock_ops;
+	l->clock_ctx = &d->clock;
+	if (getrandom(&l->rng, sizeof(l->rng), 0) != sizeof(l->rng))
+		l->rng = mono_ms() ^ ((uint64_t)getpid() << 32);
+
+	log_info("etcd mode: owner '%s', region %" PRIu32 " (%" PRIu32 " numbers), "
+		 "lease %" PRIu64 " ms renewed every %" PRIu64 " ms, %u endpoint(s) "
+		 "starting with %s", lc->owner, lc->region, lc->workers,
+		 lc->lease_ms, d->cfg.renew_ms, d->cfg.nr_endpoints,
+		 d->cfg.endpoints[0]);
+
+	err = etcd_start(d);
+	if (err == -EINTR)
+		goto out;
+	if (err) {
+		status = EXIT_FATAL;
+		goto out;
+	}
+	/* An adopted lease is renewed at once: its fence may be close. */
+	for (uint64_t next = l->held ? 0 : mono_ms() + d->cfg.claim_retry_ms;;) {
+		if (wait_until(d, next))
+			break;
+		if (l->held) {
+			err = lease_renew(l);
+			if (!err)
+				next = mono_ms() + d->cfg.renew_ms;
+			else if (err == -ESTALE)
+				next = mono_ms() + d->cfg.claim_retry_ms;
+			else
+				next = mono_ms() + RETRY_MS;
+		} else {
+			err = lease_claim(l);
+			if (err == -EINTR)
+				break;
+			next = mono_ms() + (err ? d->cfg.claim_retry_ms : d->cfg.renew_ms);
+		}
+	}
+	if (l->held && lease_release(l))
+		status = EXIT_FATAL;
+out:
+	etcd_free(e);
+	curl_global_cleanup();
+	return status;
+}
+
+int main(int argc, char *argv[])
+{
+	struct daemon d;
+	int ret, status;
+
+	memset(&d, 0, sizeof(d));
+	log_init("idgend");
+	ret = config_load(&d.cfg, argc, argv);
+	if (ret) {
+		config_free(&d.cfg);
+		return ret > 0 ? 0 : EXIT_CONFIG;
+	}
+	if (d.cfg.check_only) {
+		printf("%s: configuration is valid\n", d.cfg.path ? d.cfg.path : "defaults");
+		config_free(&d.cfg);
+		return 0;
+	}
+	ret = setup_signals(&d);
+	if (ret) {
+		log_err("signals: %s", strerror(-ret));
+		return EXIT_FATAL;
+	}
+	ret = device_open(&d.dev, d.cfg.device);
+	if (ret) {
+		log_err("cannot open the generator %s: %s", d.cfg.device, strerror(-ret));
+		config_free(&d.cfg);
+		return EXIT_FATAL;
+	}
+	subscribe(&d);
+	if (d.cfg.mode == MODE_ETCD)
+		status = run_etcd(&d);
+	else
+		status = run_standalone(&d);
+	if (d.nl)
+		idgen_nl_close(d.nl);
+	device_close(&d.dev);
+	close(d.sig_fd);
+	log_info("stopped");
+	config_free(&d.cfg);
+	return status;
+}

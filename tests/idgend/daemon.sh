@@ -1,0 +1,340 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# daemon.sh IDGEND: idgend against real etcd 3.4 members on this host's
+# loopback, a single member and a 3-member cluster, and against a fake
+# endpoint that answers garbage.  The host's kernel must not load idgen.ko,
+# so each daemon drives a simulated generator (--device sim:FILE, which
+# logs every push and revoke to FILE.log); the guest test drives the real
+# one.  Prints TAP.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+idgend=${1:-$top/helper/idgend/idgend}
+# shellcheck source=../lib/tap.sh
+. "$top/tests/lib/tap.sh"
+# shellcheck source=etcd-lib.sh
+. "$here/etcd-lib.sh"
+
+work=$(mktemp -d "$top/build/idgend-daemon.XXXXXX")
+declare -A PID
+
+cleanup() {
+	local p
+	for p in "${PID[@]}"; do
+		kill -CONT "$p" 2>/dev/null
+		kill -KILL "$p" 2>/dev/null
+	done
+	[ -n "${fake_pid:-}" ] && kill "$fake_pid" 2>/dev/null
+	etcd_cleanup
+	wait 2>/dev/null
+	if [ "$status" -eq 0 ]; then
+		rm -rf "$work"
+	else
+		echo "# kept for inspection: ${work#"$top"/}"
+	fi
+}
+trap cleanup EXIT
+
+EPOCH_MS=1767225600000
+gnow() { echo $(($(date +%s%3N) - EPOCH_MS)); }
+
+# start NAME ARGS...: an idgend on a simulated generator of its own.
+start() {
+	local name=$1
+	shift
+	"$idgend" --mode etcd --device "sim:$work/$name.gen" --owner "$name" \
+		--require-clock-sync no "$@" >>"$work/$name.log" 2>&1 &
+	PID[$name]=$!
+}
+
+# wait_log NAME REGEX SECONDS
+wait_log() {
+	local t
+	for ((t = 0; t < $3 * 10; t++)); do
+		grep -Eq "$2" "$work/$1.log" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	echo "# $1: no '$2' in ${3}s; its log:"
+	tail -n 15 "$work/$1.log" | sed 's/^/#   /'
+	return 1
+}
+
+# stop NAME: SIGTERM, and its exit status.
+stop() {
+	local rc
+	kill -TERM "${PID[$1]}"
+	wait "${PID[$1]}"
+	rc=$?
+	unset "PID[$1]"
+	return $rc
+}
+
+# The worker number a daemon claimed or adopted, from its log.
+worker_of() {
+	grep -Eo 'lease (claimed|adopted): r[0-9]+/w[0-9]+' "$work/$1.log" |
+		tail -n 1 | sed 's/.*w//'
+}
+
+# Fields of a daemon's simulated generator log.
+pushes() {
+	local c
+	c=$(grep -c ' push ' "$work/$1.gen.log" 2>/dev/null)
+	echo "${c:-0}"
+}
+last_push_field() {
+	grep ' push ' "$work/$1.gen.log" | tail -n 1 | grep -Eo "$2=[0-9]+" | cut -d= -f2
+}
+first_push_field() {
+	grep ' push ' "$work/$1.gen.log" | head -n 1 | grep -Eo "$2=[0-9]+" | cut -d= -f2
+}
+
+# record PREFIX WORKER FIELD: a field of the record's JSON value.
+record() {
+	etcdctl_ get --print-value-only "$1/r0/w/$2" |
+		/usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['$3'])"
+}
+
+# fill PREFIX UNTIL [EXCEPT]: every number held by "other" until UNTIL.
+fill() {
+	local w
+	for ((w = 0; w < 128; w++)); do
+		[ "$w" = "${3:-}" ] && continue
+		echo "put $1/r0/w/$w {\"owner\":\"other\",\"valid_until_ms\":$2}"
+	done | etcdctl_ txn >/dev/null 2>&1 ||
+		for ((w = 0; w < 128; w++)); do
+			[ "$w" = "${3:-}" ] && continue
+			etcdctl_ put "$1/r0/w/$w" "{\"owner\":\"other\",\"valid_until_ms\":$2}" >/dev/null
+		done
+}
+
+fast=(--lease-ms 4000 --renew-ms 1000 --timeout-ms 400 --claim-retry-ms 500)
+
+echo "TAP version 13"
+
+# --- configuration and start-up errors -------------------------------------
+
+out=$("$idgend" --mode etcd --lease-ms 1000 --renew-ms 800 2>&1)
+check "bad configuration: exit 2 naming the rule broken" \
+	test $? -eq 2 -a -n "$(grep -F 'renew_ms (800) must be at most half of lease_ms' <<<"$out")"
+printf '[idgend]\nmode = etcd\nlease_ms = soon\n' >"$work/bad.conf"
+out=$("$idgend" --config "$work/bad.conf" 2>&1)
+check "bad configuration file: exit 2 naming file, line and key" \
+	test $? -eq 2 -a -n "$(grep -F "bad.conf:3: [idgend] lease_ms: 'soon' is not a whole number" <<<"$out")"
+printf '[etcd]\nendpoint = http://x\n' >"$work/typo.conf"
+out=$("$idgend" --config "$work/typo.conf" 2>&1)
+check "unknown key: exit 2" \
+	test $? -eq 2 -a -n "$(grep -F "unknown key 'endpoint' in section [etcd]" <<<"$out")"
+
+port=$(etcd_free_port)
+start unreachable "${fast[@]}" --endpoints "http://127.0.0.1:$port" --start-timeout-ms 1500
+wait "${PID[unreachable]}"
+rc=$?
+unset "PID[unreachable]"
+check "etcd unreachable at start: exit 1 after start_timeout_ms" test "$rc" -eq 1
+check "... with a line naming the endpoint, and nothing pushed" \
+	grep -q "etcd is unreachable (.*127.0.0.1:$port.*); giving up" "$work/unreachable.log"
+check "... nothing pushed" test "$(pushes unreachable)" -eq 0
+
+# --- a single member ---------------------------------------------------------
+
+if ! etcd_cluster one 1; then
+	not_ok "start a single etcd member"
+	exit 1
+fi
+ep=$(etcd_endpoints)
+
+start a "${fast[@]}" --endpoints "$ep" --prefix /t1
+if wait_log a 'lease claimed' 10; then
+	ok "claim: lease claimed"
+	w=$(worker_of a)
+	check "claim: the record names the owner" test "$(record /t1 "$w" owner)" = a
+	check "claim: pushed the fence the record holds, floor 0" \
+		test "$(record /t1 "$w" valid_until_ms)" = "$(last_push_field a until)" \
+		-a "$(first_push_field a floor)" = 0
+	sleep 2.5
+	check "renew: the fence moved forward at least twice" test "$(pushes a)" -ge 3
+	check "renew: the record holds the fence pushed last" \
+		test "$(record /t1 "$w" valid_until_ms)" = "$(last_push_field a until)"
+	stop a
+	check "release: SIGTERM exits 0" test $? -eq 0
+	last=$(grep -Eo 'revoke last=[0-9]+' "$work/a.gen.log" | tail -n 1 | cut -d= -f2)
+	check "release: revoked, and the returned last ms written as valid_until" \
+		test -n "$last" -a "$(record /t1 "$w" valid_until_ms)" = "$last"
+	check "release: the number is free at once" test "$last" -le "$(gnow)"
+
+	# The same host again, every other number held: the floor is the
+	# last ms released.
+	fill /t1 $(($(gnow) + 600000)) "$w"
+	start a2 "${fast[@]}" --endpoints "$ep" --prefix /t1 --owner a
+	wait_log a2 'lease claimed' 10
+	check "claim after release: floor is the last ms released" \
+		test "$(first_push_field a2 floor)" = "$last"
+	# Restart without a clean stop: the generator still holds the lease.
+	w=$(worker_of a2)
+	kill -KILL "${PID[a2]}"
+	wait "${PID[a2]}" 2>/dev/null
+	unset "PID[a2]"
+	start a2 "${fast[@]}" --endpoints "$ep" --prefix /t1 --owner a
+	check "restart: the lease the generator holds is adopted" \
+		wait_log a2 "lease adopted: r0/w$w," 10
+	check "restart: ... and not claimed anew" \
+		test "$(grep -c 'lease claimed' "$work/a2.log")" -eq 1
+	stop a2
+else
+	not_ok "claim: lease claimed"
+fi
+
+# 50 daemons race for the 128 numbers of one region.
+for ((i = 0; i < 50; i++)); do
+	start "r$i" --lease-ms 60000 --renew-ms 10000 --endpoints "$ep" --prefix /race
+done
+claimed=0
+for ((i = 0; i < 50; i++)); do
+	wait_log "r$i" 'lease claimed' 60 >/dev/null && claimed=$((claimed + 1))
+done
+check "race: all 50 daemons claimed a number ($claimed)" test "$claimed" -eq 50
+dups=$(for ((i = 0; i < 50; i++)); do worker_of "r$i"; done | sort | uniq -d | wc -l)
+check "race: no number was claimed twice" test "$dups" -eq 0
+owners=$(etcdctl_ get --prefix /race/r0/w/ --print-value-only |
+	/usr/bin/python3 -c 'import json,sys; print(len({json.loads(l)["owner"] for l in sys.stdin if l.strip()}))')
+check "race: the store holds 50 records, 50 owners" test "$owners" -eq 50
+pushed=$(for ((i = 0; i < 50; i++)); do last_push_field "r$i" w; done | sort -u | wc -l)
+check "race: 50 generators hold 50 different numbers" test "$pushed" -eq 50
+for ((i = 0; i < 50; i++)); do kill -TERM "${PID[r$i]}"; done
+rcs=0
+for ((i = 0; i < 50; i++)); do
+	wait "${PID[r$i]}" || rcs=$((rcs + 1))
+	unset "PID[r$i]"
+done
+check "race: all 50 released cleanly" test "$rcs" -eq 0
+
+# Pool exhaustion: a clear error, then a retry that succeeds.
+fill /full $(($(gnow) + 600000)) 77
+etcdctl_ put /full/r0/w/77 "{\"owner\":\"other\",\"valid_until_ms\":$(($(gnow) + 3000))}" >/dev/null
+start x "${fast[@]}" --endpoints "$ep" --prefix /full
+check "exhaustion: a clear error" \
+	wait_log x 'no free worker number: all 128 are held; the first frees at ms' 10
+check "exhaustion: the daemon stays up, nothing pushed" \
+	test -e "/proc/${PID[x]}" -a "$(pushes x)" -eq 0
+check "exhaustion: retried, it claims the number that freed" \
+	wait_log x 'lease claimed: r0/w77,' 15
+stop x
+
+# Takeover after the holder froze: the new floor is the old fence.
+fill /take $(($(gnow) + 600000)) 5
+start h "${fast[@]}" --endpoints "$ep" --prefix /take --owner frozen
+wait_log h 'lease claimed: r0/w5,' 10
+sleep 1.5
+kill -STOP "${PID[h]}"
+fence=$(last_push_field h until)
+start n "${fast[@]}" --endpoints "$ep" --prefix /take --owner newhost
+if wait_log n 'lease claimed: r0/w5,' 20; then
+	floor=$(first_push_field n floor)
+	check "takeover: the new owner's floor ($floor) is at least the frozen holder's last fence ($fence)" \
+		test "$floor" -ge "$fence"
+	check "takeover: no push before the frozen fence passed" \
+		test "$(grep ' push ' "$work/n.gen.log" | head -n 1 | cut -d' ' -f1)" -ge "$fence"
+else
+	not_ok "takeover: the new owner claimed the frozen holder's number"
+fi
+kill -CONT "${PID[h]}"
+check "takeover: the old holder, thawed, finds the record lost and revokes" \
+	wait_log h 'lease lost: r0/w5 is held by .newhost.' 10
+check "... its generator was revoked" grep -q ' revoke ' "$work/h.gen.log"
+check "... and it did not push after the takeover" \
+	test "$(last_push_field h until)" = "$fence"
+stop h
+stop n
+etcd_cleanup
+
+# --- three members -----------------------------------------------------------
+
+if ! etcd_cluster three 3; then
+	not_ok "start a 3-member etcd cluster"
+	exit 1
+fi
+ep=$(etcd_endpoints)
+start c --lease-ms 6000 --renew-ms 1000 --timeout-ms 400 --endpoints "$ep" --prefix /c
+wait_log c 'lease claimed' 15
+leader=$(etcd_leader)
+if [ -n "$leader" ]; then
+	etcd_stop "$leader"
+	killed=$(gnow)
+	sleep 6
+	after=$(awk -v t="$killed" '$2 == "push" && $1 > t + 2000' "$work/c.gen.log" | wc -l)
+	check "leader killed: renewals go on through the other members ($after)" \
+		test "$after" -ge 2
+	check "leader killed: the lease never lapsed" \
+		test "$(last_push_field c until)" -gt "$(gnow)"
+	etcd_start "$leader"
+	etcd_wait "$leader"
+else
+	not_ok "leader killed: find the leader"
+fi
+
+# Every member down for less than a lease: minting goes on, no push.
+n0=$(pushes c)
+for i in 0 1 2; do etcd_stop "$i"; done
+down=$(gnow)
+sleep 3
+check "short outage: nothing pushed while etcd is down" test "$(pushes c)" -eq "$n0"
+check "short outage: the generator's fence is still ahead (minting goes on)" \
+	test "$(last_push_field c until)" -gt "$(gnow)"
+check "short outage: nothing revoked" test "$(grep -c ' revoke ' "$work/c.gen.log")" -eq 0
+for i in 0 1 2; do etcd_start "$i"; done
+for i in 0 1 2; do etcd_wait "$i"; done
+sleep 4
+check "short outage: renewals resume" test "$(pushes c)" -gt "$n0"
+
+# Longer than a lease: the fence runs out, nothing new is pushed.
+for i in 0 1 2; do etcd_stop "$i"; done
+down=$(gnow)
+n0=$(pushes c)
+fence=$(last_push_field c until)
+sleep 8
+check "long outage: nothing pushed" test "$(pushes c)" -eq "$n0"
+check "long outage: the fence ($fence) ran out; the generator stops by itself" \
+	test "$fence" -le "$(gnow)"
+check "long outage: logged that the fence has passed" \
+	grep -q 'has passed: not minting' "$work/c.log"
+for i in 0 1 2; do etcd_start "$i"; done
+for i in 0 1 2; do etcd_wait "$i"; done
+check "long outage: the record unchanged, the lease renews when etcd is back" \
+	wait_log c "lease renewed: .* valid until ms" 15
+stop c
+check "long outage: clean stop after" test $? -eq 0
+etcd_cleanup
+
+# --- a fake endpoint ------------------------------------------------------------
+
+port=$(etcd_free_port)
+/usr/bin/python3 "$here/fake_etcd.py" "$port" >"$work/fake.out" 2>"$work/fake.log" &
+fake_pid=$!
+for ((t = 0; t < 50; t++)); do grep -q ready "$work/fake.out" && break; sleep 0.1; done
+for scenario in garbage truncated; do
+	start "f-$scenario" "${fast[@]}" --endpoints "http://127.0.0.1:$port/$scenario" \
+		--prefix /f --start-timeout-ms 0
+	wait "${PID[f-$scenario]}"
+	rc=$?
+	unset "PID[f-$scenario]"
+	check "fake endpoint, $scenario JSON: exit 1" test "$rc" -eq 1
+	check "fake endpoint, $scenario JSON: a clear error, nothing pushed" \
+		test -n "$(grep -E 'cannot list the worker numbers: .*(JSON|truncated)' "$work/f-$scenario.log")" \
+		-a "$(pushes "f-$scenario")" -eq 0
+done
+
+# Default-omitted answers (no kvs, no count, no succeeded) are valid: all
+# numbers read as free, and every claim as lost to another claimer.
+start f-minimal "${fast[@]}" --endpoints "http://127.0.0.1:$port/minimal" \
+	--prefix /f --start-timeout-ms 0
+check "fake endpoint, default-omitted JSON: read as free numbers and lost races" \
+	wait_log f-minimal 'another claimer was first' 10
+check "fake endpoint, default-omitted JSON: nothing pushed, the daemon stays up" \
+	test "$(pushes f-minimal)" -eq 0 -a -e "/proc/${PID[f-minimal]}"
+stop f-minimal
+check "fake endpoint, default-omitted JSON: clean stop" test $? -eq 0
+
+echo "1..$n"
+exit "$status"

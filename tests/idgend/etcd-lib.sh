@@ -1,0 +1,121 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# etcd-lib.sh: sourced by the idgend tests.  Starts real etcd members on
+# loopback, each in its own data directory under $work, and stops them.
+#
+#   etcd_cluster NAME N      start an N-member cluster; sets the arrays
+#                            ETCD_URLS (client URLs) and ETCD_PIDS
+#   etcd_stop I / etcd_start I   stop (SIGKILL) or restart member I
+#   etcd_leader              the index of the current leader
+#   etcd_endpoints           "url,url,..." for idgend --endpoints
+#   etcdctl_ ARGS...         etcdctl against the running members
+#   etcd_cleanup             kill every member (also on EXIT)
+#
+# Ports are probed free from a range of this process's own.
+
+ETCD_URLS=()
+ETCD_PIDS=()
+ETCD_ARGS=()
+
+etcd_free_port() {
+	local port
+	while :; do
+		port=$((20000 + RANDOM % 20000))
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			echo "$port"
+			return
+		fi
+	done
+}
+
+etcd_cluster() {
+	local name=$1 count=$2 i cluster="" peers=() clients=()
+	ETCD_URLS=()
+	ETCD_PIDS=()
+	ETCD_ARGS=()
+	for ((i = 0; i < count; i++)); do
+		clients[i]=$(etcd_free_port)
+		peers[i]=$(etcd_free_port)
+		cluster+="${cluster:+,}$name$i=http://127.0.0.1:${peers[i]}"
+	done
+	for ((i = 0; i < count; i++)); do
+		ETCD_URLS[i]=http://127.0.0.1:${clients[i]}
+		ETCD_ARGS[i]="--name $name$i --data-dir $work/etcd-$name$i
+			--listen-client-urls ${ETCD_URLS[i]}
+			--advertise-client-urls ${ETCD_URLS[i]}
+			--listen-peer-urls http://127.0.0.1:${peers[i]}
+			--initial-advertise-peer-urls http://127.0.0.1:${peers[i]}
+			--initial-cluster $cluster --initial-cluster-token $name
+			--initial-cluster-state new"
+		etcd_start "$i"
+	done
+	for ((i = 0; i < count; i++)); do
+		etcd_wait "$i" || return 1
+	done
+}
+
+etcd_start() {
+	local i=$1
+	# shellcheck disable=SC2086 # the arguments are words
+	/usr/bin/etcd ${ETCD_ARGS[i]} >>"$work/etcd-$i.log" 2>&1 &
+	ETCD_PIDS[i]=$!
+}
+
+# Until the member answers a serialised read (no quorum needed).
+etcd_wait() {
+	local i=$1 t
+	for ((t = 0; t < 300; t++)); do
+		if curl -sf -m 1 -X POST "${ETCD_URLS[i]}/v3/kv/range" \
+			-d '{"key":"AA==","serializable":true}' >/dev/null; then
+			return 0
+		fi
+		sleep 0.1
+	done
+	echo "# etcd member $i did not come up; its log:"
+	tail -n 20 "$work/etcd-$i.log" | sed 's/^/#   /'
+	return 1
+}
+
+etcd_stop() {
+	local i=$1
+	kill -KILL "${ETCD_PIDS[i]}" 2>/dev/null
+	wait "${ETCD_PIDS[i]}" 2>/dev/null
+	ETCD_PIDS[i]=
+}
+
+etcd_endpoints() {
+	local IFS=,
+	echo "${ETCD_URLS[*]}"
+}
+
+etcdctl_() {
+	ETCDCTL_API=3 /usr/bin/etcdctl --endpoints "$(etcd_endpoints)" \
+		--dial-timeout 2s --command-timeout 5s "$@"
+}
+
+# The leader's index: the member whose status says it is the leader.
+etcd_leader() {
+	local i status
+	for i in "${!ETCD_URLS[@]}"; do
+		[ -n "${ETCD_PIDS[i]}" ] || continue
+		status=$(ETCDCTL_API=3 /usr/bin/etcdctl --endpoints "${ETCD_URLS[i]}" \
+			endpoint status -w json 2>/dev/null) || continue
+		if /usr/bin/python3 -c '
+import json, sys
+s = json.load(sys.stdin)[0]["Status"]
+sys.exit(0 if s["header"]["member_id"] == s["leader"] else 1)' <<<"$status"; then
+			echo "$i"
+			return 0
+		fi
+	done
+	return 1
+}
+
+etcd_cleanup() {
+	local pid
+	for pid in "${ETCD_PIDS[@]}"; do
+		[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
+	done
+	wait 2>/dev/null
+	ETCD_PIDS=()
+}

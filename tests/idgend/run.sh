@@ -1,0 +1,68 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# run.sh: every host-side test of idgend, as one TAP stream.
+#   - the lease logic against an in-memory store and fake generators
+#   - the etcd client against a real etcd 3.4 member on loopback (under
+#     valgrind when installed) and against fake_etcd.py's broken answers
+#   - the daemon itself against real etcd members (daemon.sh)
+# The guest test (tests/vm/idgend-suite.sh) drives the real module.
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+out=$top/build/idgend-test
+# shellcheck source=../lib/tap.sh
+. "$top/tests/lib/tap.sh"
+# shellcheck source=etcd-lib.sh
+. "$here/etcd-lib.sh"
+
+mkdir -p "$top/build"
+work=$(mktemp -d "$top/build/idgend-run.XXXXXX") || exit 1
+fake_pid=
+cleanup() {
+	[ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null
+	etcd_cleanup
+	rm -rf "$work"
+}
+trap cleanup EXIT
+bail() { echo "1..$n"; exit 1; }
+
+echo "TAP version 13"
+tap_step "build helper/idgend" make -s -C "$top/helper/idgend" || bail
+tap_step "build the idgend tests" make -s -C "$here" OUT="$out" || bail
+
+tap_run lease "$out/lease_test"
+
+# Under valgrind, when there is one, for leaks on the error paths too.
+vg=()
+if command -v valgrind >/dev/null; then
+	vg=(valgrind -q --leak-check=full --error-exitcode=99)
+else
+	echo "# valgrind not found: etcd_test runs without it"
+fi
+if tap_step "start an etcd member on loopback" etcd_cluster client 1; then
+	tap_run "etcd client, real" "${vg[@]}" "$out/etcd_test" real "${ETCD_URLS[0]}"
+fi
+etcd_cleanup
+
+port=$(etcd_free_port)
+/usr/bin/python3 "$here/fake_etcd.py" "$port" >"$work/fake.log" 2>&1 &
+fake_pid=$!
+fake_up() {
+	local t
+	for ((t = 0; t < 50; t++)); do
+		grep -q ready "$work/fake.log" && return 0
+		sleep 0.1
+	done
+	cat "$work/fake.log"
+	return 1
+}
+if tap_step "start fake_etcd.py on 127.0.0.1:$port" fake_up; then
+	tap_run "etcd client, fake" "${vg[@]}" "$out/etcd_test" fake "http://127.0.0.1:$port"
+fi
+
+tap_run daemon "$here/daemon.sh" "$top/helper/idgend/idgend"
+
+echo "1..$n"
+exit "$status"
