@@ -4,8 +4,8 @@
 # demo.sh: the main job, from a fresh Debian 12 machine, as root.  Installs
 # what it needs, builds idgen.ko and idgenctl, boots a QEMU guest on a
 # Debian kernel (this machine's own kernel is never touched), loads the
-# module, gives the host a fixed node with a manual lease (the embedded
-# default: no etcd), then mints IDs and decodes them.
+# module, starts idgend in standalone mode (the embedded default: a fixed
+# node and a state file, no etcd), then mints IDs and decodes them.
 #
 # IDGEN_SKIP_DEPS=1 skips the package install; IDGEN_KERNEL picks the
 # guest kernel (default: the newest supported one installed).
@@ -18,15 +18,25 @@ cd "$top"
 kver=${IDGEN_KERNEL:-$(tests/vm/kernels.sh | tail -n 1)}
 scripts/build-module.sh "$kver"
 make -s -C helper
+make -s -C helper/idgend
 
 echo "== booting a $kver guest (software emulation: about 20 s)"
 tests/vm/run-guest.sh "$kver" sh -c "
 set -e
 insmod build/$kver/kmod/idgen.ko
-echo '\$ idgenctl lease set --region 1 --worker 42 --valid-for 600000'
-helper/idgenctl lease set --region 1 --worker 42 --valid-for 600000
+echo '\$ idgend --mode standalone --region 1 --worker 42 --state-file /tmp/idgend.state &'
+helper/idgend/idgend --mode standalone --region 1 --worker 42 --state-file /tmp/idgend.state &
+pid=\$!
+until helper/idgenctl lease show 2>/dev/null | grep -q 'lease: in force'; do sleep 0.2; done
 echo '\$ idgenctl mint -n 8'
 helper/idgenctl mint -n 8
+echo '\$ idgenctl decode \$(idgenctl mint --raw)'
+helper/idgenctl decode \$(helper/idgenctl mint --raw)
 echo '\$ idgenctl lease show'
 helper/idgenctl lease show
+echo '\$ kill -TERM %1   # idgend revokes and stores the last ms'
+kill -TERM \$pid
+wait \$pid
+echo '\$ cat /tmp/idgend.state'
+cat /tmp/idgend.state
 " | grep -av -e '^\[ *[0-9]*\.[0-9]*\]' -e '^SeaBIOS' -e '^Booting from ROM' -e '^IDGEN-VM-'

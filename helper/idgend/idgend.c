@@ -41,6 +41,9 @@
 
 /* While etcd does not answer, renewals are retried this often. */
 #define RETRY_MS	2000
+/* Events ask for a renewal at most this often (a fence-near threshold
+ * longer than the lease would otherwise ask after every renewal). */
+#define EVENT_RENEW_MIN_MS	1000
 
 struct daemon {
 	struct config cfg;
@@ -49,6 +52,7 @@ struct daemon {
 	int sig_fd;
 	struct idgen_nl *nl;
 	bool renew_now;
+	uint64_t renewed_at;	/* monotonic ms of the last renewal */
 
 	/* One of the two, by mode. */
 	struct lease lease;
@@ -106,6 +110,8 @@ static int on_event(const struct idgen_nl_event *ev, void *ctx)
 
 	switch (ev->event) {
 	case IDGEN_EVENT_FENCE_NEAR:
+		if (mono_ms() - d->renewed_at < EVENT_RENEW_MIN_MS)
+			break;
 		log_warn("the generator nears its fence, ms %" PRIu64 ": renewing now",
 			 ev->valid_until_ms);
 		d->renew_now = true;
@@ -184,14 +190,38 @@ static bool wait_until(struct daemon *d, uint64_t deadline)
 	}
 }
 
+/*
+ * "Fence near" should mean that renewals have been failing, not that one
+ * is due: the module is told to warn once two renewal periods are missed
+ * (never earlier than one), so a healthy host sees no such event.
+ */
+static uint32_t fence_near_ms(const struct config *cfg)
+{
+	uint64_t near = cfg->lease_ms - 2 * cfg->renew_ms;
+
+	if (near < cfg->renew_ms)
+		near = cfg->renew_ms;
+	return near > 3600000 ? 3600000 : near;
+}
+
 static void subscribe(struct daemon *d)
 {
+	uint32_t near = fence_near_ms(&d->cfg);
+
 	if (!strncmp(d->cfg.device, "sim:", 4))
 		return;
 	d->nl = idgen_nl_subscribe();
-	if (!d->nl)
+	if (!d->nl) {
 		log_warn("not watching the generator's netlink events; renewals "
 			 "follow the timer only");
+		return;
+	}
+	if (idgen_nl_set_fence_near(near))
+		log_warn("cannot set the module's fence-near threshold to %" PRIu32
+			 " ms; a fence-near event may come while renewals are well",
+			 near);
+	else
+		log_info("the module warns %" PRIu32 " ms before its fence", near);
 }
 
 static int run_standalone(struct daemon *d)
@@ -215,6 +245,7 @@ static int run_standalone(struct daemon *d)
 	for (uint64_t next = mono_ms() + d->cfg.renew_ms;;) {
 		if (wait_until(d, next))
 			break;
+		d->renewed_at = mono_ms();
 		if (standalone_renew(s))
 			next = mono_ms() + RETRY_MS;
 		else
@@ -316,6 +347,7 @@ static int run_etcd(struct daemon *d)
 	for (uint64_t next = l->held ? 0 : mono_ms() + d->cfg.claim_retry_ms;;) {
 		if (wait_until(d, next))
 			break;
+		d->renewed_at = mono_ms();
 		if (l->held) {
 			err = lease_renew(l);
 			if (!err)
