@@ -16,16 +16,13 @@ idgend=${1:-$top/helper/idgend/idgend}
 . "$top/tests/lib/tap.sh"
 # shellcheck source=etcd-lib.sh
 . "$here/etcd-lib.sh"
+# shellcheck source=daemon-lib.sh
+. "$here/daemon-lib.sh"
 
 work=$(mktemp -d "$top/build/idgend-daemon.XXXXXX")
-declare -A PID
 
 cleanup() {
-	local p
-	for p in "${PID[@]}"; do
-		kill -CONT "$p" 2>/dev/null
-		kill -KILL "$p" 2>/dev/null
-	done
+	daemon_kill_all
 	[ -n "${fake_pid:-}" ] && kill "$fake_pid" 2>/dev/null
 	etcd_cleanup
 	wait 2>/dev/null
@@ -37,38 +34,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-EPOCH_MS=1767225600000
-gnow() { echo $(($(date +%s%3N) - EPOCH_MS)); }
-
 # start NAME ARGS...: an idgend on a simulated generator of its own.
 start() {
 	local name=$1
 	shift
-	"$idgend" --mode etcd --device "sim:$work/$name.gen" --owner "$name" \
-		--require-clock-sync no "$@" >>"$work/$name.log" 2>&1 &
-	PID[$name]=$!
-}
-
-# wait_log NAME REGEX SECONDS
-wait_log() {
-	local t
-	for ((t = 0; t < $3 * 10; t++)); do
-		grep -Eq "$2" "$work/$1.log" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	echo "# $1: no '$2' in ${3}s; its log:"
-	tail -n 15 "$work/$1.log" | sed 's/^/#   /'
-	return 1
-}
-
-# stop NAME: SIGTERM, and its exit status.
-stop() {
-	local rc
-	kill -TERM "${PID[$1]}"
-	wait "${PID[$1]}"
-	rc=$?
-	unset "PID[$1]"
-	return $rc
+	daemon_start "$name" --mode etcd --device "sim:$work/$name.gen" \
+		--require-clock-sync no "$@"
 }
 
 # The worker number a daemon claimed or adopted, from its log.
@@ -127,6 +98,20 @@ out=$("$idgend" --config "$work/typo.conf" 2>&1)
 check "unknown key: exit 2" \
 	test $? -eq 2 -a -n "$(grep -F "unknown key 'endpoint' in section [etcd]" <<<"$out")"
 
+out=$("$idgend" --config "$top/helper/idgend/idgend.conf" --check-config 2>&1)
+check "the example idgend.conf is valid (--check-config)" \
+	test $? -eq 0 -a -n "$(grep -F 'configuration is valid' <<<"$out")"
+installs() {
+	local root=$work/root
+	make -s -C "$top/helper/idgend" install DESTDIR="$root" PREFIX=/usr \
+		UNITDIR=/lib/systemd/system &&
+		test -x "$root/usr/sbin/idgend" &&
+		test -f "$root/usr/share/man/man8/idgend.8" &&
+		grep -qx 'ExecStart=/usr/sbin/idgend' "$root/lib/systemd/system/idgend.service" &&
+		test -f "$root/etc/idgen/idgend.conf.example"
+}
+check "make install: binary, man page, unit (ExecStart at the prefix), example configuration" installs
+
 port=$(etcd_free_port)
 start unreachable "${fast[@]}" --endpoints "http://127.0.0.1:$port" --start-timeout-ms 1500
 wait "${PID[unreachable]}"
@@ -145,8 +130,12 @@ if ! etcd_cluster one 1; then
 fi
 ep=$(etcd_endpoints)
 
+# The first daemon under valgrind: its exit status is 99 on a leak or error.
+command -v valgrind >/dev/null &&
+	IDGEND_WRAP=(valgrind -q --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99)
 start a "${fast[@]}" --endpoints "$ep" --prefix /t1
-if wait_log a 'lease claimed' 10; then
+IDGEND_WRAP=()
+if wait_log a 'lease claimed' 20; then
 	ok "claim: lease claimed"
 	w=$(worker_of a)
 	check "claim: the record names the owner" test "$(record /t1 "$w" owner)" = a
@@ -158,7 +147,7 @@ if wait_log a 'lease claimed' 10; then
 	check "renew: the record holds the fence pushed last" \
 		test "$(record /t1 "$w" valid_until_ms)" = "$(last_push_field a until)"
 	stop a
-	check "release: SIGTERM exits 0" test $? -eq 0
+	check "release: SIGTERM exits 0 (and valgrind found nothing)" test $? -eq 0
 	last=$(grep -Eo 'revoke last=[0-9]+' "$work/a.gen.log" | tail -n 1 | cut -d= -f2)
 	check "release: revoked, and the returned last ms written as valid_until" \
 		test -n "$last" -a "$(record /t1 "$w" valid_until_ms)" = "$last"
@@ -277,7 +266,6 @@ fi
 # Every member down for less than a lease: minting goes on, no push.
 n0=$(pushes c)
 for i in 0 1 2; do etcd_stop "$i"; done
-down=$(gnow)
 sleep 3
 check "short outage: nothing pushed while etcd is down" test "$(pushes c)" -eq "$n0"
 check "short outage: the generator's fence is still ahead (minting goes on)" \
@@ -289,8 +277,8 @@ sleep 4
 check "short outage: renewals resume" test "$(pushes c)" -gt "$n0"
 
 # Longer than a lease: the fence runs out, nothing new is pushed.
+from=$(log_lines c)
 for i in 0 1 2; do etcd_stop "$i"; done
-down=$(gnow)
 n0=$(pushes c)
 fence=$(last_push_field c until)
 sleep 8
@@ -298,11 +286,12 @@ check "long outage: nothing pushed" test "$(pushes c)" -eq "$n0"
 check "long outage: the fence ($fence) ran out; the generator stops by itself" \
 	test "$fence" -le "$(gnow)"
 check "long outage: logged that the fence has passed" \
-	grep -q 'has passed: not minting' "$work/c.log"
+	wait_log c 'has passed: not minting' 1 "$from"
+from=$(log_lines c)
 for i in 0 1 2; do etcd_start "$i"; done
 for i in 0 1 2; do etcd_wait "$i"; done
 check "long outage: the record unchanged, the lease renews when etcd is back" \
-	wait_log c "lease renewed: .* valid until ms" 15
+	wait_log c "lease renewed: .* valid until ms" 15 "$from"
 stop c
 check "long outage: clean stop after" test $? -eq 0
 etcd_cleanup

@@ -315,6 +315,17 @@ static void setup(struct fixture *f, const char *owner, uint64_t seed)
 	gens[0] = &f->gen;
 }
 
+/* A restarted daemon: its own state gone, store and generator kept. */
+static void restart(struct fixture *f)
+{
+	memset(&f->l, 0, sizeof(f->l));
+	f->l.cfg = &f->cfg;
+	f->l.store = &fake_store_ops;
+	f->l.store_ctx = &f->store;
+	f->l.dev = &f->dev;
+	f->l.clock = &fake_clock;
+}
+
 /* Every number held by someone else until later, but the one given. */
 static void fill_others(struct fake_store *s, int except, uint64_t except_until)
 {
@@ -583,13 +594,7 @@ static void test_adopt(void)
 	setup(&f, "me", 43);
 	lease_claim(&f.l);
 	w = f.l.worker;
-	/* A restarted daemon: new state, same store and generator. */
-	memset(&f.l, 0, sizeof(f.l));
-	f.l.cfg = &f.cfg;
-	f.l.store = &fake_store_ops;
-	f.l.store_ctx = &f.store;
-	f.l.dev = &f.dev;
-	f.l.clock = &fake_clock;
+	restart(&f);
 	check(!lease_adopt(&f.l) && f.l.held && f.l.worker == w &&
 	      !f.gen.revokes && f.l.rev == f.store.rec[w].mod_revision,
 	      "adopt: the generator's lease that the store says is ours is kept");
@@ -599,12 +604,7 @@ static void test_adopt(void)
 
 	/* Someone else's now: revoke. */
 	fs_write(&f.store, w, "other", fake_now + LEASE_MS * 2);
-	memset(&f.l, 0, sizeof(f.l));
-	f.l.cfg = &f.cfg;
-	f.l.store = &fake_store_ops;
-	f.l.store_ctx = &f.store;
-	f.l.dev = &f.dev;
-	f.l.clock = &fake_clock;
+	restart(&f);
 	check(!lease_adopt(&f.l) && !f.l.held && f.gen.revokes == 1 &&
 	      !f.gen.h.leased,
 	      "adopt: a lease the store gives to another owner is revoked");

@@ -21,6 +21,8 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/lib/tap.sh"
 # shellcheck source=../idgend/etcd-lib.sh
 . "$top/tests/idgend/etcd-lib.sh"
+# shellcheck source=../idgend/daemon-lib.sh
+. "$top/tests/idgend/daemon-lib.sh"
 module=${1:?usage: idgend-suite.sh MODULE}
 idgend=$top/helper/idgend/idgend
 idgenctl=$top/helper/idgenctl
@@ -32,47 +34,14 @@ if [ "${IDGEN_GUEST:-}" != 1 ]; then
 fi
 
 work=$(mktemp -d /tmp/idgend-suite.XXXXXX)
-declare -A PID
 cleanup() {
-	local p
-	for p in "${PID[@]}"; do
-		kill -CONT "$p" 2>/dev/null
-		kill -KILL "$p" 2>/dev/null
-	done
+	daemon_kill_all
 	etcd_cleanup
-	wait 2>/dev/null
 }
 trap cleanup EXIT
 
 # TCG is slow: leases of seconds, not minutes.
 timing=(--lease-ms 10000 --renew-ms 4000 --timeout-ms 1500 --claim-retry-ms 1000)
-
-start() {
-	local name=$1
-	shift
-	"$idgend" --owner "$name" "$@" >>"$work/$name.log" 2>&1 &
-	PID[$name]=$!
-}
-
-wait_log() {
-	local t
-	for ((t = 0; t < $3 * 10; t++)); do
-		grep -Eq "$2" "$work/$1.log" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	echo "# $1: no '$2' in ${3}s; its log:"
-	tail -n 15 "$work/$1.log" | sed 's/^/#   /'
-	return 1
-}
-
-stop() {
-	local rc
-	kill -TERM "${PID[$1]}"
-	wait "${PID[$1]}"
-	rc=$?
-	unset "PID[$1]"
-	return $rc
-}
 
 # A field of the module's state, through netlink.
 state() {
@@ -112,9 +81,6 @@ json.load(urllib.request.urlopen(req, timeout=30))
 EOF
 }
 
-EPOCH_MS=1767225600000
-gnow() { echo $(($(date +%s%3N) - EPOCH_MS)); }
-
 echo "TAP version 13"
 check "insmod $(basename "$module")" insmod "$module"
 check "build/idgend-test/clock_sync is there (tests/idgend/run.sh builds it)" test -x "$clock_sync"
@@ -129,7 +95,7 @@ check "all numbers but w9 held by another owner" test "$(record 0 owner)" = othe
 # --- claim, gated on a synchronised clock --------------------------------------
 
 "$clock_sync" unsync >/dev/null
-start host-a --mode etcd --endpoints "$(etcd_endpoints)" --prefix /g "${timing[@]}"
+daemon_start host-a --mode etcd --endpoints "$(etcd_endpoints)" --prefix /g "${timing[@]}"
 check "unsynchronised clock: idgend waits, and says why" \
 	wait_log host-a 'waiting for the wall clock to be synchronised' 20
 check "unsynchronised clock: nothing pushed" test "$(state lease)" = none
@@ -189,7 +155,7 @@ check "... no ID at or past the fence ($fence)" test "$(max_ms "$work/a.ids")" -
 
 # --- takeover by another owner ----------------------------------------------------
 
-start host-b --mode etcd --endpoints "$(etcd_endpoints)" --prefix /g "${timing[@]}"
+daemon_start host-b --mode etcd --endpoints "$(etcd_endpoints)" --prefix /g "${timing[@]}"
 if wait_log host-b 'lease claimed: r0/w9,' 40; then
 	floor=$(grep -Eo 'lease claimed: r0/w9, floor ms [0-9]+' "$work/host-b.log" | grep -Eo '[0-9]+$')
 	check "takeover: floor ($floor) = at least the frozen owner's fence ($fence)" \
@@ -220,9 +186,10 @@ done
 check "etcd down past the fence: the module stops" grep -q 'EKEYEXPIRED' "$work/mint.err"
 check "... idgend logs the fence reached as an alert" \
 	wait_log host-b 'alert: the generator reached its fence' 10
+from=$(log_lines host-b)
 etcd_start 0
 etcd_wait 0
-check "etcd back: the unchanged record renews" wait_log host-b 'lease renewed' 30
+check "etcd back: the unchanged record renews" wait_log host-b 'lease renewed' 30 "$from"
 check "... and minting resumes" mint 100 "$work/b.ids"
 
 # --- SIGTERM frees the number at once ---------------------------------------------
@@ -234,7 +201,7 @@ check "SIGTERM: the module's lease is revoked" test "$(state lease)" = none
 check "SIGTERM: the record's valid_until is the last ms ($last)" \
 	test -n "$last" -a "$(record 9 valid_until_ms)" = "$last"
 check "SIGTERM: no ID above the last ms" test "$(max_ms "$work/b.ids")" -le "$last"
-start host-c --mode etcd --endpoints "$(etcd_endpoints)" --prefix /g "${timing[@]}"
+daemon_start host-c --mode etcd --endpoints "$(etcd_endpoints)" --prefix /g "${timing[@]}"
 check "released: the next owner claims w9 at once, floor = the last ms" \
 	wait_log host-c "lease claimed: r0/w9, floor ms $last," 20
 stop host-c
@@ -247,7 +214,7 @@ sa=(--mode standalone --worker 3 --state-file "$work/sa.state" --lease-ms 5000 -
 reload() { rmmod idgen && insmod "$module"; }
 rounds_ok=0
 for round in clean crash; do
-	start "sa-$round" "${sa[@]}"
+	daemon_start "sa-$round" "${sa[@]}"
 	wait_log "sa-$round" 'lease (set|adopted)' 30 >/dev/null
 	before=$(max_ms "$work/sa.ids")
 	: >"$work/round.ids"
@@ -269,7 +236,7 @@ for round in clean crash; do
 done
 check "standalone: each run's IDs lie above the last run's, below the stored fence" \
 	test "$rounds_ok" -eq 2
-start sa "${sa[@]}"
+daemon_start sa "${sa[@]}"
 wait_log sa 'lease set' 30 >/dev/null
 : >"$work/round.ids"
 mint 500 "$work/round.ids"

@@ -1,0 +1,61 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# daemon-lib.sh: sourced by the idgend tests that run the daemon.  Each
+# daemon has a NAME, its log in $work/NAME.log and its pid in PID[NAME].
+#
+#   daemon_start NAME ARGS...   run "$idgend" --owner NAME ARGS... in the
+#                               background, under "${IDGEND_WRAP[@]}" if set
+#   wait_log NAME REGEX SECS [FROM]
+#                               until its log matches, from line FROM on
+#                               (the log's tail on failure, as comments)
+#   log_lines NAME              how many lines its log has: a FROM
+#   stop NAME                   SIGTERM; returns its exit status
+#   daemon_kill_all             SIGKILL whatever still runs (thawed first)
+#   gnow                        the wall clock in ms since the idgen epoch
+
+declare -A PID
+IDGEND_WRAP=()
+
+daemon_start() {
+	local name=$1
+	shift
+	"${IDGEND_WRAP[@]}" "$idgend" --owner "$name" "$@" >>"$work/$name.log" 2>&1 &
+	PID[$name]=$!
+}
+
+wait_log() {
+	local t from=${4:-1}
+	for ((t = 0; t < $3 * 10; t++)); do
+		tail -n "+$from" "$work/$1.log" 2>/dev/null | grep -Eq "$2" && return 0
+		sleep 0.1
+	done
+	echo "# $1: no '$2' in ${3}s; its log:"
+	tail -n 15 "$work/$1.log" | sed 's/^/#   /'
+	return 1
+}
+
+log_lines() {
+	echo $(($(wc -l <"$work/$1.log") + 1))
+}
+
+stop() {
+	local rc
+	kill -TERM "${PID[$1]}"
+	wait "${PID[$1]}"
+	rc=$?
+	unset "PID[$1]"
+	return $rc
+}
+
+daemon_kill_all() {
+	local p
+	for p in "${PID[@]}"; do
+		kill -CONT "$p" 2>/dev/null
+		kill -KILL "$p" 2>/dev/null
+		wait "$p" 2>/dev/null
+	done
+	PID=()
+}
+
+EPOCH_MS=1767225600000
+gnow() { echo $(($(date +%s%3N) - EPOCH_MS)); }
