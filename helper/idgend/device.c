@@ -14,6 +14,7 @@
 
 #include "device.h"
 #include "device_sim.h"
+#include "log.h"
 
 struct idgen_dev {
 	int fd;
@@ -93,7 +94,7 @@ int device_open(struct device *dev, const char *spec)
 	d->fd = open(spec, O_RDONLY | O_CLOEXEC);
 	if (d->fd < 0) {
 		err = -errno;
-		fprintf(stderr, "idgend: cannot open %s: %s%s\n", spec,
+		log_err("cannot open the generator %s: %s%s", spec,
 			strerror(-err), err == -ENOENT ?
 			" (is idgen.ko loaded? 'modprobe idgen')" : "");
 		free(d);

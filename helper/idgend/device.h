@@ -46,8 +46,8 @@ struct device {
 
 /*
  * "/dev/idgen" (or another path of the device), or "sim:<file>" for the
- * simulation.  Returns 0 or a negative errno, with a message on stderr
- * naming the path.
+ * simulation.  Returns 0 or a negative errno, with a log line naming the
+ * path.
  */
 int device_open(struct device *dev, const char *spec);
 void device_close(struct device *dev);

@@ -13,6 +13,7 @@
 #include <linux/idgen.h>
 
 #include "device_sim.h"
+#include "log.h"
 
 #define SIM_REGION_BITS	3
 #define SIM_WORKER_BITS	7
@@ -192,7 +193,7 @@ int device_sim_open(struct device *dev, const char *file)
 	}
 	err = sim_load(s);
 	if (err) {
-		fprintf(stderr, "idgend: simulated generator %s: %s\n", file,
+		log_err("simulated generator %s: %s", file,
 			err == -EIO ? "not a state file" : strerror(-err));
 		device_sim_close(&(struct device){ .ctx = s });
 		return err;

@@ -395,7 +395,6 @@ int main(int argc, char *argv[])
 	}
 	ret = device_open(&d.dev, d.cfg.device);
 	if (ret) {
-		log_err("cannot open the generator %s: %s", d.cfg.device, strerror(-ret));
 		config_free(&d.cfg);
 		return EXIT_FATAL;
 	}

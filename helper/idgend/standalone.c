@@ -43,7 +43,9 @@ int standalone_start(struct standalone *s)
 	uint64_t stored, floor_ms, now;
 	int err;
 
-	err = state_file_read(s->state_file, &stored);
+	err = state_file_prepare(s->state_file);
+	if (!err)
+		err = state_file_read(s->state_file, &stored);
 	if (err)
 		return err;
 	err = s->dev->ops->held(s->dev->ctx, &h);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -46,6 +47,26 @@ int state_file_read(const char *path, uint64_t *valid_until_ms)
 	}
 	*valid_until_ms = v;
 	return 0;
+}
+
+int state_file_prepare(const char *path)
+{
+	char *copy = strdup(path);
+	const char *dir;
+	int err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	dir = dirname(copy);
+	if (mkdir(dir, 0755) && errno != EEXIST)
+		err = -errno;
+	else if (access(dir, W_OK))
+		err = -errno;
+	if (err)
+		log_err("state file %s: its directory %s: %s", path, dir,
+			strerror(-err));
+	free(copy);
+	return err;
 }
 
 static int fsync_dir(const char *path)

@@ -14,6 +14,12 @@
 #include <stdint.h>
 
 /*
+ * At start: create the file's directory if it is missing (one level, as
+ * /var/lib/idgen), and fail early, with a log line, if it is not writable.
+ */
+int state_file_prepare(const char *path);
+
+/*
  * 0 and *valid_until_ms (0 if the file does not exist yet), or a negative
  * errno: -EBADMSG for a file that is not a state file (logged, with the
  * line), which the daemon refuses to guess past.
