@@ -127,6 +127,20 @@ int device_open(void)
 	return fd;
 }
 
+int device_ioctl(const char *what, unsigned long cmd, void *arg)
+{
+	int fd = device_open(), ret = 0;
+
+	if (fd < 0)
+		return -1;
+	if (ioctl(fd, cmd, arg)) {
+		report_errno(what, errno);
+		ret = -1;
+	}
+	close(fd);
+	return ret;
+}
+
 int device_get_state(int fd, struct idgen_state *st)
 {
 	memset(st, 0, sizeof(*st));

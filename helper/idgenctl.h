@@ -53,6 +53,9 @@ int no_args(const char *usage, int argc, char *argv[]);
 /* Open the device read-only; reports and returns -1 on failure. */
 int device_open(void);
 
+/* Open, one ioctl, close; reports (as "what") and returns -1 on failure. */
+int device_ioctl(const char *what, unsigned long cmd, void *arg);
+
 /* IDGEN_IOC_GET_STATE; reports and returns -1 on failure. */
 int device_get_state(int fd, struct idgen_state *st);
 

@@ -243,21 +243,13 @@ int lease_show_main(int argc, char *argv[])
 int lease_revoke_main(int argc, char *argv[])
 {
 	__u64 last_ms;
-	int fd, ret;
+	int ret;
 
 	ret = no_args("lease revoke", argc, argv);
 	if (ret)
 		return ret < 0 ? 0 : ret;
-	fd = device_open();
-	if (fd < 0)
+	if (device_ioctl("revoke lease", IDGEN_IOC_REVOKE, &last_ms))
 		return 1;
-	ret = 0;
-	if (ioctl(fd, IDGEN_IOC_REVOKE, &last_ms)) {
-		report_errno("revoke lease", errno);
-		ret = 1;
-	} else {
-		printf("%llu\n", last_ms);
-	}
-	close(fd);
-	return ret;
+	printf("%llu\n", last_ms);
+	return 0;
 }
