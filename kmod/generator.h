@@ -15,8 +15,6 @@
 #include <linux/ratelimit.h>
 #include <uapi/linux/idgen.h>
 
-struct idgen_state;
-struct idgen_lease_args;
 struct idgen_stats;
 
 /**

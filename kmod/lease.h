@@ -51,7 +51,7 @@ struct idgen_range {
 	u64 node_bits;
 };
 
-/* Why no ID can be reserved, as errnos the device returns. */
+/* Reserve IDs, or tell why none can be had now (kernel-doc in lease.c). */
 int idgen_lease_reserve(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
 			u32 want, struct idgen_range *r, u64 *wait_ms,
 			u64 *borrowed_ms);
