@@ -14,14 +14,17 @@ ok() { n=$((n + 1)); echo "ok $n $1"; }
 not_ok() { n=$((n + 1)); echo "not ok $n $1"; status=1; }
 check() { local name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name"; fi; }
 
+# (Their locals start with _tap_: bash's scoping would hand a plain "out"
+# to the functions they run.)
+#
 # tap_run PREFIX CMD...: run a command that prints TAP and renumber its
 # results into ours as "PREFIX: name"; anything else it prints becomes a
 # comment.  Its exit status counts too.
 tap_run() {
-	local prefix=$1 line rc out
+	local prefix=$1 line rc _tap_log
 	shift
-	out=$(mktemp) || { not_ok "$prefix: mktemp"; return 1; }
-	"$@" >"$out" 2>&1
+	_tap_log=$(mktemp) || { not_ok "$prefix: mktemp"; return 1; }
+	"$@" >"$_tap_log" 2>&1
 	rc=$?
 	[ $rc -eq 0 ] || status=1
 	while IFS= read -r line; do
@@ -36,8 +39,8 @@ tap_run() {
 		else
 			echo "# $line"
 		fi
-	done <"$out"
-	rm -f "$out"
+	done <"$_tap_log"
+	rm -f "$_tap_log"
 	[ $rc -eq 0 ] || echo "# $prefix exited with status $rc"
 	return $rc
 }
@@ -45,17 +48,17 @@ tap_run() {
 # tap_step DESC CMD...: one result from CMD; its output is shown only when
 # it failed.
 tap_step() {
-	local desc=$1 rc out
+	local desc=$1 rc _tap_log
 	shift
-	out=$(mktemp) || { not_ok "$desc: mktemp"; return 1; }
-	"$@" >"$out" 2>&1
+	_tap_log=$(mktemp) || { not_ok "$desc: mktemp"; return 1; }
+	"$@" >"$_tap_log" 2>&1
 	rc=$?
 	if [ $rc -eq 0 ]; then
 		ok "$desc"
 	else
 		not_ok "$desc"
-		sed 's/^/# /' "$out"
+		sed 's/^/# /' "$_tap_log"
 	fi
-	rm -f "$out"
+	rm -f "$_tap_log"
 	return $rc
 }
