@@ -24,6 +24,8 @@ packages=(
 	# against, and valgrind over the etcd client
 	libcurl4-openssl-dev libjson-c-dev libssl-dev libinih-dev
 	etcd-server etcd-client curl valgrind
+	# the etcd client's fuzz target: libFuzzer and the sanitizers
+	clang libclang-rt-14-dev
 )
 
 if [ "$(id -u)" -ne 0 ]; then
