@@ -301,34 +301,19 @@ static int lost(struct lease *l, const struct store_record *cur)
 	return -ESTALE;
 }
 
-/* Push a fence the store confirmed. */
+/*
+ * Push a fence the store confirmed.  Should the generator no longer hold
+ * our lease (revoked behind our back), this sets it anew, and the module
+ * starts it above every ms it ever used (G2): no floor to fix up here.
+ * It cannot have been reloaded under us: our open file pins it.
+ */
 static int push_confirmed(struct lease *l)
 {
-	struct device_held h;
-	bool synced = l->clock->synced(l->clock_ctx);
-	uint64_t floor_ms = l->floor_ms;
 	int err;
 
 	err = l->dev->ops->push(l->dev->ctx, l->cfg->region, l->worker,
-				floor_ms, l->confirmed_ms, synced);
-	if (err && !l->dev->ops->held(l->dev->ctx, &h) &&
-	    (!h.leased || h.region != l->cfg->region || h.worker != l->worker)) {
-		/*
-		 * The generator no longer holds our lease: the module was
-		 * reloaded, or someone revoked it.  IDs minted before may
-		 * reach up to the fence it last held: start above that.
-		 */
-		if (l->pushed_ms > floor_ms)
-			floor_ms = l->pushed_ms - 1;
-		log_err("r%" PRIu32 "/w%" PRIu32 ": the generator lost the lease (%s); "
-			"setting it again with floor ms %" PRIu64,
-			l->cfg->region, l->worker, strerror(-err), floor_ms);
-		err = l->dev->ops->push(l->dev->ctx, l->cfg->region,
-					l->worker, floor_ms, l->confirmed_ms,
-					synced);
-		if (!err)
-			l->floor_ms = floor_ms;
-	}
+				l->floor_ms, l->confirmed_ms,
+				l->clock->synced(l->clock_ctx));
 	if (err) {
 		log_err("r%" PRIu32 "/w%" PRIu32 ": the generator refused the renewal (%s); "
 			"it stops at ms %" PRIu64, l->cfg->region, l->worker,
