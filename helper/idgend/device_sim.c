@@ -8,10 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <linux/idgen.h>
 
+#include "clock.h"
 #include "device_sim.h"
 #include "log.h"
 
@@ -25,13 +25,10 @@ struct sim {
 	struct device_held h;
 };
 
+/* The host's wall clock, as idgend's clock reads it. */
 static uint64_t sim_now(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 -
-	       IDGEN_EPOCH_UNIX_MS;
+	return system_clock_ops.now_ms(NULL);
 }
 
 /* Everything below the fence and up to now counts as minted. */

@@ -289,6 +289,17 @@ struct fixture {
 	struct lease l;
 };
 
+/* A restarted daemon: its own state gone, store and generator kept. */
+static void restart(struct fixture *f)
+{
+	memset(&f->l, 0, sizeof(f->l));
+	f->l.cfg = &f->cfg;
+	f->l.store = &fake_store_ops;
+	f->l.store_ctx = &f->store;
+	f->l.dev = &f->dev;
+	f->l.clock = &fake_clock;
+}
+
 static void setup(struct fixture *f, const char *owner, uint64_t seed)
 {
 	memset(f, 0, sizeof(*f));
@@ -303,27 +314,12 @@ static void setup(struct fixture *f, const char *owner, uint64_t seed)
 	f->cfg.floor_wait_ms = 1000;
 	f->cfg.require_sync = true;
 	f->cfg.claim_attempts = 8;
-	f->l.cfg = &f->cfg;
-	f->l.store = &fake_store_ops;
-	f->l.store_ctx = &f->store;
-	f->l.dev = &f->dev;
-	f->l.clock = &fake_clock;
+	restart(f);
 	f->l.rng = seed;
 	fake_synced = true;
 	sync_after_sleeps = -1;
 	nr_gens = 1;
 	gens[0] = &f->gen;
-}
-
-/* A restarted daemon: its own state gone, store and generator kept. */
-static void restart(struct fixture *f)
-{
-	memset(&f->l, 0, sizeof(f->l));
-	f->l.cfg = &f->cfg;
-	f->l.store = &fake_store_ops;
-	f->l.store_ctx = &f->store;
-	f->l.dev = &f->dev;
-	f->l.clock = &fake_clock;
 }
 
 /* Every number held by someone else until later, but the one given. */
