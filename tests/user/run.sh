@@ -63,6 +63,13 @@ cli "min-id-at past the range" 1 "lies after the last millisecond" min-id-at 209
 cli "mint --raw --json" 1 "exclude each other" mint --raw --json
 cli "a bad layouts file names the line" 1 "line 1: bad widths 3/10/8" \
 	--layouts <(echo "2 1000 3 10 8") decode 0
+for bad in 007 +8 " 8" 8x; do
+	cli "mint -n '$bad' is refused (the shared decimal rule)" 1 \
+		"invalid -n '$bad': not a decimal number" mint -n "$bad"
+done
+cli "mint -n 0 is out of range" 1 "invalid -n '0': out of range (1 to" mint -n 0
+cli "lease set --layout 03/7/12 is refused" 1 "invalid --layout '03/7/12'" \
+	lease set --layout 03/7/12 --region 0 --worker 0 --valid-for 1000
 cli "mint without a device" 1 "no idgen device" --device /nonexistent mint
 tap_step "idgenctl decode: the edges" bash -c "
 	out=\$('$idgenctl' decode 0 9223372036854775807) &&
