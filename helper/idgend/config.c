@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "decimal.h"
 
 #ifndef IDGEND_VERSION
 #define IDGEND_VERSION "0.1.0"
@@ -74,18 +75,6 @@ static void *field(struct config *cfg, const struct opt *o)
 	return (char *)cfg + o->off;
 }
 
-/* Strict decimal: digits only, no sign, no overflow. */
-static bool parse_uint(const char *s, uint64_t *out)
-{
-	char *end;
-
-	if (*s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	return !errno && !*end;
-}
-
 static int set_list(struct config *cfg, const char *value)
 {
 	char *copy = strdup(value), *tok, *save = NULL;
@@ -144,9 +133,9 @@ static int set_opt(struct config *cfg, const struct opt *o, const char *value)
 	}
 	case T_U32:
 	case T_U64:
-		if (!parse_uint(value, &v) || v < o->min || v > o->max) {
+		if (idgen_decimal_str(value, o->min, o->max, &v)) {
 			snprintf(errbuf, sizeof(errbuf),
-				 "'%s' is not a whole number from %" PRIu64 " to %" PRIu64,
+				 "'%.200s' is not a whole number from %" PRIu64 " to %" PRIu64,
 				 value, o->min, o->max);
 			return -EINVAL;
 		}
