@@ -21,9 +21,10 @@ packages=(
 	nodejs postgresql
 	# idgend: etcd's JSON gateway through libcurl and json-c, base64 from
 	# libcrypto, its configuration file through inih; a real etcd to test
-	# against, and valgrind over the etcd client
+	# against, valgrind over the etcd client, and libfaketime for a wall
+	# clock before the epoch
 	libcurl4-openssl-dev libjson-c-dev libssl-dev libinih-dev
-	etcd-server etcd-client curl valgrind
+	etcd-server etcd-client curl valgrind faketime
 	# the etcd client's fuzz target: libFuzzer and the sanitizers
 	clang libclang-rt-14-dev
 )

@@ -53,7 +53,8 @@ static const struct opt opts[] = {
 #define NR_OPTS	(sizeof(opts) / sizeof(opts[0]))
 
 static const char usage[] =
-	"Usage: idgend [--config FILE] [--check-config] [--KEY VALUE]...\n"
+	"Usage: idgend [--config FILE] [--check-config] [--fresh-state]\n"
+	"              [--KEY VALUE]...\n"
 	"Lease this host's idgen worker number and keep /dev/idgen's lease\n"
 	"in force.  Every key of the configuration file (default "
 	CONFIG_DEFAULT_PATH ")\n"
@@ -64,6 +65,9 @@ static const char usage[] =
 	"  [standalone]  worker, state_file\n"
 	"  [etcd]        endpoints, prefix, timeout_ms, start_timeout_ms,\n"
 	"                claim_retry_ms\n"
+	"\n"
+	"--fresh-state: in standalone mode, start even though the state file\n"
+	"is missing from its directory (this host never minted as its worker).\n"
 	"\n"
 	"See idgend(8).\n";
 
@@ -352,6 +356,11 @@ int config_load(struct config *cfg, int argc, char *argv[])
 			continue;
 		if (!strcmp(arg, "--check-config")) {
 			cfg->check_only = true;
+			continue;
+		}
+		/* A flag only: a key in the file would outlive the one start. */
+		if (!strcmp(arg, "--fresh-state")) {
+			cfg->fresh_state = true;
 			continue;
 		}
 		if (strncmp(arg, "--", 2)) {

@@ -34,6 +34,7 @@ struct config {
 	uint64_t start_timeout_ms;	/* etcd unreachable at start: give up */
 	uint64_t claim_retry_ms;	/* pool exhausted: try again */
 	bool check_only;		/* --check-config */
+	bool fresh_state;		/* --fresh-state (standalone) */
 };
 
 /*

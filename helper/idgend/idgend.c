@@ -233,6 +233,7 @@ static int run_standalone(struct daemon *d)
 	s->worker = d->cfg.worker;
 	s->lease_ms = d->cfg.lease_ms;
 	s->state_file = d->cfg.state_file;
+	s->fresh_state = d->cfg.fresh_state;
 	s->dev = &d->dev;
 	s->clock = &system_clock_ops;
 	s->clock_ctx = &d->clock;
@@ -240,6 +241,9 @@ static int run_standalone(struct daemon *d)
 	err = standalone_start(s);
 	if (err == -EINTR)
 		return 0;
+	/* A bad number or state file: restarting will not mend it. */
+	if (err == -ERANGE || err == -EBADMSG || err == -ENOENT)
+		return EXIT_CONFIG;
 	if (err)
 		return EXIT_FATAL;
 	for (uint64_t next = mono_ms() + d->cfg.renew_ms;;) {
