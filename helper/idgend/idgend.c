@@ -388,7 +388,8 @@ int main(int argc, char *argv[])
 		return ret > 0 ? 0 : EXIT_CONFIG;
 	}
 	if (d.cfg.check_only) {
-		printf("%s: configuration is valid\n", d.cfg.path ? d.cfg.path : "defaults");
+		printf("# %s: configuration is valid\n", d.cfg.path ? d.cfg.path : "defaults");
+		config_print(&d.cfg, stdout);
 		config_free(&d.cfg);
 		return 0;
 	}

@@ -6,8 +6,8 @@
 #   - the etcd client against a real etcd 3.4 member on loopback (under
 #     valgrind when installed), against fake_etcd.py's broken answers, and
 #     under libFuzzer
-#   - standalone mode's start: state file, layout, a clock before the
-#     epoch (standalone.sh)
+#   - the daemon's configuration (config.sh) and standalone mode's start:
+#     state file, layout, a clock before the epoch (standalone.sh)
 #   - the daemon itself against real etcd members (daemon.sh)
 # The guest test (tests/vm/idgend-suite.sh) drives the real module.
 set -uo pipefail
@@ -78,6 +78,7 @@ if tap_step "build the etcd client's fuzz target (clang, libFuzzer, ASan, UBSan)
 	tap_step "etcd client: 200000 fuzzed answers, no crash, leak or false success" fuzz
 fi
 
+tap_run config "$here/config.sh" "$top/helper/idgend/idgend"
 tap_run standalone "$here/standalone.sh" "$top/helper/idgend/idgend"
 tap_run daemon "$here/daemon.sh" "$top/helper/idgend/idgend"
 
