@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # run.sh: build libidgen, idgenctl and the user-space tests, then run every
-# host-side test (no /dev/idgen needed): the C unit tests, the JavaScript
-# round trip (node) and the PostgreSQL range query.  Prints one TAP stream,
-# numbered across all of them; exits non-zero if anything failed.
+# host-side test (no /dev/idgen needed): the C unit tests, the examples
+# the documentation shows, the JavaScript round trip (node) and the
+# PostgreSQL range query.  Prints one TAP stream, numbered across all of
+# them; exits non-zero if anything failed.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -88,6 +89,9 @@ tap_step "idgenctl --layouts: decoding picks the layout by the ID's time" bash -
 	'$idgenctl' --layouts '$tmp/layouts' decode \$id | grep -q 'region 5 worker 1000 seq 511 layout 2' &&
 	id=\$(( (999 << 22) | (5 << 19) | (100 << 12) | 7 )) &&
 	'$idgenctl' --layouts '$tmp/layouts' decode \$id | grep -q 'region 5 worker 100 seq 7 layout 1'"
+
+# Every example output the README and the man pages show, run.
+tap_run docs /usr/bin/python3 "$user/doc_examples.py" "$idgenctl" "$top"
 
 # JavaScript: JSON from idgenctl parsed by JSON.parse, decoded with BigInt.
 printf '%s\n' \
