@@ -114,8 +114,8 @@ for bad in 060000 +60000 " 6e4" 60000x 18446744073709551616; do
 		refused num "[idgend]\nlease_ms = $bad\n" \
 		"num.conf:2: [idgend] lease_ms: '${bad# }' is not a whole number from 1000 to 86400000"
 done
-tap_step "--region 0256: a leading zero is refused" \
-	flag_refused "--region: '0256' is not a whole number from 0 to 255" --region 0256
+tap_step "--region 07: a leading zero is refused" \
+	flag_refused "--region: '07' is not a whole number from 0 to 255" --region 07
 
 # Endpoints must be URLs that name a host.
 for url in http:// https:// http://:2379 http://h:0 http://h:65536 http://h:2379x \

@@ -108,8 +108,9 @@ check "state file missing from its directory: exit 2 ($rc)" test $rc -eq 2
 check "... a loud line that says what to do, nothing pushed" \
 	test -n "$(grep -F "alert: state file $work/gone/state is missing, but its directory exists" "$work/gone.log" |
 		grep -F -- '--fresh-state')" -a "$(pushes gone)" -eq 0
+from=$(log_lines gone)
 sa gone --fresh-state
-check "... --fresh-state starts it" wait_log gone 'lease set: r0/w0, floor ms 0,' 10
+check "... --fresh-state starts it" wait_log gone 'lease set: r0/w0, floor ms 0,' 10 "$from"
 stop gone
 check "... and a clean stop leaves the file" test -s "$work/gone/state"
 
