@@ -10,7 +10,9 @@
  * logged.
  *
  * Exit status: 0 after a clean stop, 1 when it cannot go on (etcd
- * unreachable at start, the device gone), 2 for a bad configuration.
+ * unreachable at start, the device gone), 2 for what a restart cannot mend:
+ * a bad configuration, a region or worker the generator's layout lacks, a
+ * standalone state file that is bad or missing.
  */
 #include <curl/curl.h>
 #include <errno.h>
