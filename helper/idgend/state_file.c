@@ -107,29 +107,7 @@ int state_file_read(const char *path, uint64_t *valid_until_ms)
 	return err;
 }
 
-int state_file_prepare(const char *path, bool *created)
-{
-	char *copy = strdup(path);
-	const char *dir;
-	int err = 0;
-
-	*created = false;
-	if (!copy)
-		return -ENOMEM;
-	dir = dirname(copy);
-	if (!mkdir(dir, 0755))
-		*created = true;
-	else if (errno != EEXIST)
-		err = -errno;
-	if (!err && access(dir, W_OK))
-		err = -errno;
-	if (err)
-		log_err("state file %s: its directory %s: %s", path, dir,
-			strerror(-err));
-	free(copy);
-	return err;
-}
-
+/* Make the entry of path in its directory durable. */
 static int fsync_dir(const char *path)
 {
 	char *copy = strdup(path);
@@ -142,6 +120,35 @@ static int fsync_dir(const char *path)
 		err = -errno;
 	if (fd >= 0)
 		close(fd);
+	free(copy);
+	return err;
+}
+
+int state_file_prepare(const char *path, bool *created)
+{
+	char *copy = strdup(path);
+	const char *dir;
+	int err = 0;
+
+	*created = false;
+	if (!copy)
+		return -ENOMEM;
+	dir = dirname(copy);
+	/*
+	 * A directory made now must last: lost in a crash after the first
+	 * push, it would make the next start a first start.
+	 */
+	if (!mkdir(dir, 0755)) {
+		*created = true;
+		err = fsync_dir(dir);
+	} else if (errno != EEXIST) {
+		err = -errno;
+	}
+	if (!err && access(dir, W_OK))
+		err = -errno;
+	if (err)
+		log_err("state file %s: its directory %s: %s", path, dir,
+			strerror(-err));
 	free(copy);
 	return err;
 }
