@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Strict parsing of command-line values: plain decimal, no sign, no
- * spaces, no trailing characters, no overflow.  On failure each reports
+ * Strict parsing of command-line values: plain decimal by libidgen's one
+ * rule (lib/decimal.h: digits only, no sign, no spaces, no leading zeros,
+ * no overflow).  On failure each reports
  * "idgenctl: invalid <name> '<arg>': <why>" on stderr and returns false.
  */
 #ifndef IDGENCTL_ARGS_H

@@ -22,10 +22,4 @@ static inline int idgen_widths_valid(unsigned int r, unsigned int w,
 	       r + w + s == LIBIDGEN_NODE_SEQ_BITS;
 }
 
-/*
- * Digits at *s up to the first non-digit, *s left there; no more than
- * max.  -EINVAL without a digit, -ERANGE above max.
- */
-int idgen_scan_u64(const char **s, uint64_t max, uint64_t *out);
-
 #endif /* LIBIDGEN_INTERNAL_H */

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "decimal.h"
 #include "internal.h"
 
 /* Layouts files are short; anything longer is not one. */
@@ -62,6 +63,7 @@ IDGEN_EXPORT int idgen_layouts_parse(const char *text, struct idgen_layouts **ou
 	const char *p = text;
 	unsigned int line = 0;
 	uint64_t v[5];
+	size_t len;
 	int i, ret;
 
 	t = malloc(sizeof(*t) + LAYOUTS_MAX * sizeof(t->l[0]));
@@ -100,17 +102,19 @@ IDGEN_EXPORT int idgen_layouts_parse(const char *text, struct idgen_layouts **ou
 					   names[i]);
 				goto err;
 			}
-			ret = idgen_scan_u64(&p, max[i], &v[i]);
+			len = strcspn(p, " \t\n#");
+			ret = idgen_decimal(p, len, 0, max[i], &v[i]);
 			if (ret == -ERANGE) {
 				ret = fail(err, errlen, line, "%s is out of range (at most %llu)",
 					   names[i], (unsigned long long)max[i]);
 				goto err;
 			}
-			if (ret || (*p && *p != ' ' && *p != '\t' && *p != '\n' && *p != '#')) {
+			if (ret) {
 				ret = fail(err, errlen, line, "%s is not a decimal number",
 					   names[i]);
 				goto err;
 			}
+			p += len;
 		}
 		p = skip_blanks(p);
 		if (*p == '#')

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <time.h>
 
+#include "decimal.h"
 #include "internal.h"
 
 static int is_digit(char c)
@@ -13,46 +14,9 @@ static int is_digit(char c)
 	return c >= '0' && c <= '9';
 }
 
-int idgen_scan_u64(const char **s, uint64_t max, uint64_t *out)
-{
-	const char *p = *s;
-	uint64_t v = 0;
-	int overflow = 0;
-
-	if (!is_digit(*p))
-		return -EINVAL;
-	for (; is_digit(*p); p++) {
-		unsigned int d = *p - '0';
-
-		if (v > (max - d) / 10)
-			overflow = 1;
-		else
-			v = v * 10 + d;
-	}
-	*s = p;
-	if (overflow)
-		return -ERANGE;
-	*out = v;
-	return 0;
-}
-
 IDGEN_EXPORT int idgen_parse_id(const char *s, uint64_t *id)
 {
-	const char *p = s;
-	uint64_t v;
-	int ret;
-
-	if (s[0] == '0' && s[1])
-		return -EINVAL;		/* leading zero: not canonical */
-	ret = idgen_scan_u64(&p, LIBIDGEN_ID_MAX, &v);
-	if (ret == -ERANGE) {
-		/* All digits but too large, or garbage after: say which. */
-		return *p ? -EINVAL : -ERANGE;
-	}
-	if (ret || *p)
-		return -EINVAL;
-	*id = v;
-	return 0;
+	return idgen_decimal_str(s, 0, LIBIDGEN_ID_MAX, id);
 }
 
 IDGEN_EXPORT int idgen_format_id(uint64_t id, char buf[LIBIDGEN_ID_STRLEN])

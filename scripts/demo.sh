@@ -24,8 +24,8 @@ echo "== booting a $kver guest (software emulation: about 20 s)"
 tests/vm/run-guest.sh "$kver" sh -c "
 set -e
 insmod build/$kver/kmod/idgen.ko
-echo '\$ idgend --mode standalone --region 1 --worker 42 --state-file /tmp/idgend.state &'
-helper/idgend/idgend --mode standalone --region 1 --worker 42 --state-file /tmp/idgend.state &
+echo '\$ idgend --mode standalone --region 1 --worker 42 --state-file /tmp/idgen/standalone.state &'
+helper/idgend/idgend --mode standalone --region 1 --worker 42 --state-file /tmp/idgen/standalone.state &
 pid=\$!
 until helper/idgenctl lease show 2>/dev/null | grep -q 'lease: in force'; do sleep 0.2; done
 echo '\$ idgenctl mint -n 8'

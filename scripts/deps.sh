@@ -20,11 +20,11 @@ packages=(
 	# libidgen's tests: the JavaScript client and the PostgreSQL range query
 	nodejs postgresql
 	# idgend: etcd's JSON gateway through libcurl and json-c, base64 from
-	# libcrypto, its configuration file through inih; a real etcd to test
-	# against, and valgrind over the etcd client
-	libcurl4-openssl-dev libjson-c-dev libssl-dev libinih-dev
-	etcd-server etcd-client curl valgrind
-	# the etcd client's fuzz target: libFuzzer and the sanitizers
+	# libcrypto; a real etcd to test against, valgrind over the etcd
+	# client, and libfaketime for a wall clock before the epoch
+	libcurl4-openssl-dev libjson-c-dev libssl-dev
+	etcd-server etcd-client curl valgrind faketime
+	# idgend's fuzz targets: libFuzzer and the sanitizers
 	clang libclang-rt-14-dev
 )
 

@@ -5,15 +5,18 @@
  * cannot drift apart.
  */
 #include <errno.h>
-#include <ini.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
+#include "decimal.h"
+#include "inifile.h"
 
 #ifndef IDGEND_VERSION
 #define IDGEND_VERSION "0.1.0"
@@ -52,7 +55,8 @@ static const struct opt opts[] = {
 #define NR_OPTS	(sizeof(opts) / sizeof(opts[0]))
 
 static const char usage[] =
-	"Usage: idgend [--config FILE] [--check-config] [--KEY VALUE]...\n"
+	"Usage: idgend [--config FILE] [--check-config] [--fresh-state]\n"
+	"              [--KEY VALUE]...\n"
 	"Lease this host's idgen worker number and keep /dev/idgen's lease\n"
 	"in force.  Every key of the configuration file (default "
 	CONFIG_DEFAULT_PATH ")\n"
@@ -64,9 +68,16 @@ static const char usage[] =
 	"  [etcd]        endpoints, prefix, timeout_ms, start_timeout_ms,\n"
 	"                claim_retry_ms\n"
 	"\n"
+	"--fresh-state: in standalone mode, start even though the state file\n"
+	"is missing from its directory (this host never minted as its worker).\n"
+	"\n"
 	"See idgend(8).\n";
 
+/* Longer than any configuration: not one. */
+#define CONFIG_FILE_MAX		(1 << 20)
+
 static bool seen[NR_OPTS];
+static unsigned int file_line[NR_OPTS];	/* where the file gave each key */
 static char errbuf[512];
 
 static void *field(struct config *cfg, const struct opt *o)
@@ -74,16 +85,50 @@ static void *field(struct config *cfg, const struct opt *o)
 	return (char *)cfg + o->off;
 }
 
-/* Strict decimal: digits only, no sign, no overflow. */
-static bool parse_uint(const char *s, uint64_t *out)
+/*
+ * An etcd client URL: http:// or https://, a host (a name, an IPv4
+ * address or a bracketed IPv6 one), an optional port from 1 to 65535, and
+ * an optional path.  NULL, or why not.
+ */
+static const char *bad_url(const char *url)
 {
-	char *end;
+	const char *host, *end, *colon = NULL;
+	uint64_t port;
 
-	if (*s < '0' || *s > '9')
-		return false;
-	errno = 0;
-	*out = strtoull(s, &end, 10);
-	return !errno && !*end;
+	if (!strncmp(url, "http://", 7))
+		host = url + 7;
+	else if (!strncmp(url, "https://", 8))
+		host = url + 8;
+	else
+		return "is not an http:// or https:// URL";
+	end = host + strcspn(host, "/?#");
+	if (host == end)
+		return "names no host";
+	if (memchr(host, '@', end - host))
+		return "has user information, which idgend does not send";
+	if (*host == '[') {
+		const char *close = memchr(host, ']', end - host);
+
+		if (!close || close == host + 1)
+			return "has a bad [IPv6] host";
+		if (close + 1 < end) {
+			if (close[1] != ':')
+				return "has text after its [IPv6] host";
+			colon = close + 1;
+		}
+	} else {
+		colon = memchr(host, ':', end - host);
+		if (colon == host)
+			return "names no host";
+		for (const char *c = host; c < (colon ? colon : end); c++)
+			if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+			      (*c >= '0' && *c <= '9') || *c == '.' || *c == '-' ||
+			      *c == '_'))
+				return "has a bad host name";
+	}
+	if (colon && idgen_decimal(colon + 1, end - colon - 1, 1, 65535, &port))
+		return "has a bad port (want 1 to 65535)";
+	return NULL;
 }
 
 static int set_list(struct config *cfg, const char *value)
@@ -103,10 +148,9 @@ static int set_list(struct config *cfg, const char *value)
 			free(copy);
 			return -EINVAL;
 		}
-		if (strncmp(tok, "http://", 7) && strncmp(tok, "https://", 8)) {
-			snprintf(errbuf, sizeof(errbuf),
-				 "endpoint '%s' is not an http:// or https:// URL",
-				 tok);
+		if (bad_url(tok)) {
+			snprintf(errbuf, sizeof(errbuf), "endpoint '%.200s' %s", tok,
+				 bad_url(tok));
 			free(copy);
 			return -EINVAL;
 		}
@@ -144,9 +188,9 @@ static int set_opt(struct config *cfg, const struct opt *o, const char *value)
 	}
 	case T_U32:
 	case T_U64:
-		if (!parse_uint(value, &v) || v < o->min || v > o->max) {
+		if (idgen_decimal_str(value, o->min, o->max, &v)) {
 			snprintf(errbuf, sizeof(errbuf),
-				 "'%s' is not a whole number from %" PRIu64 " to %" PRIu64,
+				 "'%.200s' is not a whole number from %" PRIu64 " to %" PRIu64,
 				 value, o->min, o->max);
 			return -EINVAL;
 		}
@@ -182,31 +226,48 @@ static int set_opt(struct config *cfg, const struct opt *o, const char *value)
 	return -EINVAL;
 }
 
-static int config_line(void *user, const char *section, const char *name,
-		       const char *value)
+/* One section header or key of the file (inifile_fn). */
+static int config_line(void *user, unsigned int line, const char *section,
+		       const char *name, const char *value, bool continued,
+		       char *err, size_t errlen)
 {
 	struct config *cfg = user;
 	size_t i;
 
-	if (errbuf[0])
-		return 0;	/* report the first error, not the last */
 	for (i = 0; i < NR_OPTS; i++) {
-		if (strcmp(opts[i].section, section) || strcmp(opts[i].key, name))
+		if (strcmp(opts[i].section, section))
 			continue;
-		if (set_opt(cfg, &opts[i], value)) {
-			char why[sizeof(errbuf)];
-
-			snprintf(why, sizeof(why), "%s", errbuf);
-			snprintf(errbuf, sizeof(errbuf), "[%.32s] %.64s: %.400s", section,
-				 name, why);
-			return 0;
+		if (!name)
+			return 0;	/* a known section */
+		if (strcmp(opts[i].key, name))
+			continue;
+		if (file_line[i]) {
+			snprintf(err, errlen, "[%.32s] %.64s is given twice (line %u "
+				 "first)", section, name, file_line[i]);
+			return -1;
 		}
+		if (continued && opts[i].type != T_LIST) {
+			snprintf(err, errlen, "[%.32s] %.64s: an indented line "
+				 "continues its value, and only endpoints takes a "
+				 "list", section, name);
+			return -1;
+		}
+		errbuf[0] = '\0';
+		if (set_opt(cfg, &opts[i], value)) {
+			snprintf(err, errlen, "[%.32s] %.64s: %s", section, name,
+				 errbuf);
+			return -1;
+		}
+		file_line[i] = line;
 		seen[i] = true;
-		return 1;
+		return 0;
 	}
-	snprintf(errbuf, sizeof(errbuf), "unknown key '%s' in section [%s]",
-		 name, section);
-	return 0;
+	if (!name)
+		snprintf(err, errlen, "unknown section [%.64s]", section);
+	else
+		snprintf(err, errlen, "unknown key '%.64s' in section [%.64s]",
+			 name, section);
+	return -1;
 }
 
 /* "--lease-ms" -> the option "lease_ms". */
@@ -233,6 +294,8 @@ static void set_defaults(struct config *cfg)
 	char host[256];
 
 	memset(cfg, 0, sizeof(*cfg));
+	memset(seen, 0, sizeof(seen));
+	memset(file_line, 0, sizeof(file_line));
 	cfg->mode = MODE_STANDALONE;
 	cfg->device = strdup("/dev/idgen");
 	if (gethostname(host, sizeof(host)))
@@ -266,6 +329,22 @@ static void mode_defaults(struct config *cfg)
 	}
 }
 
+/* NULL, or why the owner cannot name this host in etcd's records. */
+static const char *bad_owner(const char *owner)
+{
+	const unsigned char *c;
+
+	if (strlen(owner) >= 128)
+		return "must be shorter than 128 bytes";
+	for (c = (const unsigned char *)owner; *c; c++) {
+		if (*c == '"')
+			return "must not contain '\"'";
+		if (*c < 0x20 || *c == 0x7f)
+			return "must not contain control characters";
+	}
+	return NULL;
+}
+
 static int check(struct config *cfg)
 {
 	const char *where = cfg->path ? cfg->path : "command line";
@@ -277,9 +356,9 @@ static int check(struct config *cfg)
 			cfg->lease_ms);
 		return -1;
 	}
-	if (strlen(cfg->owner) >= 128 || strchr(cfg->owner, '"')) {
-		fprintf(stderr, "idgend: %s: owner '%s' must be shorter than 128 "
-			"bytes\n", where, cfg->owner);
+	if (bad_owner(cfg->owner)) {
+		fprintf(stderr, "idgend: %s: owner '%.128s' %s\n", where,
+			cfg->owner, bad_owner(cfg->owner));
 		return -1;
 	}
 	if (cfg->prefix[0] != '/' || cfg->prefix[strlen(cfg->prefix) - 1] == '/') {
@@ -296,11 +375,99 @@ static int check(struct config *cfg)
 	return 0;
 }
 
+/*
+ * The file at path, whole, NUL-terminated: 0, or -1 after saying why.
+ * Only a regular file is a configuration (a directory reads as empty).
+ */
+static int read_file(const char *path, char **text, size_t *len)
+{
+	struct stat st;
+	ssize_t n;
+	char *buf;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "idgend: cannot read %s: %s\n", path,
+			strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st)) {
+		fprintf(stderr, "idgend: %s: %s\n", path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > CONFIG_FILE_MAX) {
+		fprintf(stderr, "idgend: %s: %s\n", path,
+			S_ISDIR(st.st_mode) ? "is a directory, not a configuration file" :
+			!S_ISREG(st.st_mode) ? "is not a regular file" :
+			"is longer than 1 MiB: not a configuration file");
+		close(fd);
+		return -1;
+	}
+	buf = malloc(st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		fprintf(stderr, "idgend: out of memory\n");
+		return -1;
+	}
+	*len = 0;
+	while (*len < (size_t)st.st_size) {
+		n = read(fd, buf + *len, st.st_size - *len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			fprintf(stderr, "idgend: cannot read %s: %s\n", path,
+				n ? strerror(errno) : "it shrank while being read");
+			free(buf);
+			close(fd);
+			return -1;
+		}
+		*len += n;
+	}
+	close(fd);
+	buf[*len] = '\0';
+	*text = buf;
+	return 0;
+}
+
+/* The configuration text, keys onto *cfg: 0, or -1 after saying why. */
+static int apply_text(struct config *cfg, const char *path, const char *text,
+		      size_t len)
+{
+	char err[sizeof(errbuf) + 200];
+	int line;
+
+	line = inifile_parse(text, len, config_line, cfg, err, sizeof(err));
+	if (line < 0) {
+		fprintf(stderr, "idgend: out of memory\n");
+		return -1;
+	}
+	if (line) {
+		fprintf(stderr, "idgend: %s:%d: %s\n", path, line, err);
+		return -1;
+	}
+	cfg->path = path;
+	return 0;
+}
+
+int config_load_text(struct config *cfg, const char *name, const char *text,
+		     size_t len)
+{
+	set_defaults(cfg);
+	if (!cfg->device || !cfg->owner || !cfg->state_file || !cfg->prefix)
+		return -1;
+	if (apply_text(cfg, name, text, len))
+		return -1;
+	mode_defaults(cfg);
+	return check(cfg);
+}
+
 int config_load(struct config *cfg, int argc, char *argv[])
 {
 	const char *path = NULL;
 	bool explicit_path = false;
-	int i, line;
+	int i;
 
 	set_defaults(cfg);
 	if (!cfg->device || !cfg->owner || !cfg->state_file || !cfg->prefix) {
@@ -332,22 +499,16 @@ int config_load(struct config *cfg, int argc, char *argv[])
 		path = CONFIG_DEFAULT_PATH;
 
 	if (explicit_path || access(path, F_OK) == 0) {
-		FILE *f = fopen(path, "re");
+		char *text;
+		size_t len;
+		int err;
 
-		if (!f) {
-			fprintf(stderr, "idgend: cannot read %s: %s\n", path,
-				strerror(errno));
+		if (read_file(path, &text, &len))
 			return -1;
-		}
-		errbuf[0] = '\0';
-		line = ini_parse_file(f, config_line, cfg);
-		fclose(f);
-		if (line) {
-			fprintf(stderr, "idgend: %s:%d: %s\n", path, line,
-				errbuf[0] ? errbuf : "not a 'key = value' line");
+		err = apply_text(cfg, path, text, len);
+		free(text);
+		if (err)
 			return -1;
-		}
-		cfg->path = path;
 	}
 
 	for (i = 1; i < argc; i++) {
@@ -363,6 +524,11 @@ int config_load(struct config *cfg, int argc, char *argv[])
 			continue;
 		if (!strcmp(arg, "--check-config")) {
 			cfg->check_only = true;
+			continue;
+		}
+		/* A flag only: a key in the file would outlive the one start. */
+		if (!strcmp(arg, "--fresh-state")) {
+			cfg->fresh_state = true;
 			continue;
 		}
 		if (strncmp(arg, "--", 2)) {
@@ -395,6 +561,45 @@ int config_load(struct config *cfg, int argc, char *argv[])
 	}
 	mode_defaults(cfg);
 	return check(cfg);
+}
+
+void config_print(const struct config *cfg, FILE *f)
+{
+	const char *section = "";
+	size_t i;
+
+	for (i = 0; i < NR_OPTS; i++) {
+		const struct opt *o = &opts[i];
+		const void *p = (const char *)cfg + o->off;
+
+		if (strcmp(section, o->section)) {
+			section = o->section;
+			fprintf(f, "%s[%s]\n", i ? "\n" : "", section);
+		}
+		fprintf(f, "%s = ", o->key);
+		switch (o->type) {
+		case T_STR:
+			fputs(*(char *const *)p, f);
+			break;
+		case T_U32:
+			fprintf(f, "%" PRIu32, *(const uint32_t *)p);
+			break;
+		case T_U64:
+			fprintf(f, "%" PRIu64, *(const uint64_t *)p);
+			break;
+		case T_BOOL:
+			fputs(*(const bool *)p ? "yes" : "no", f);
+			break;
+		case T_MODE:
+			fputs(cfg->mode == MODE_ETCD ? "etcd" : "standalone", f);
+			break;
+		case T_LIST:
+			for (unsigned int n = 0; n < cfg->nr_endpoints; n++)
+				fprintf(f, "%s%s", n ? "," : "", cfg->endpoints[n]);
+			break;
+		}
+		fputc('\n', f);
+	}
 }
 
 void config_free(struct config *cfg)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * idgend's configuration: /etc/idgen/idgend.conf (INI, read with inih),
+ * idgend's configuration: /etc/idgen/idgend.conf (INI, see inifile.h),
  * then command-line flags, which win.  Every key is also a flag:
  * "lease_ms" in the file is --lease-ms on the command line.  See
  * idgend(8) for each key and its default.
@@ -9,7 +9,9 @@
 #define IDGEND_CONFIG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #define CONFIG_DEFAULT_PATH	"/etc/idgen/idgend.conf"
 #define CONFIG_MAX_ENDPOINTS	16
@@ -34,6 +36,7 @@ struct config {
 	uint64_t start_timeout_ms;	/* etcd unreachable at start: give up */
 	uint64_t claim_retry_ms;	/* pool exhausted: try again */
 	bool check_only;		/* --check-config */
+	bool fresh_state;		/* --fresh-state (standalone) */
 };
 
 /*
@@ -41,6 +44,15 @@ struct config {
  * or -1 after printing "idgend: <where>: <what was wrong>" on stderr.
  */
 int config_load(struct config *cfg, int argc, char *argv[]);
+
+/*
+ * The same from a configuration file's text alone (no flags), for the
+ * tests and the fuzz target; name stands for the file in messages.
+ */
+int config_load_text(struct config *cfg, const char *name, const char *text,
+		     size_t len);
+/* The configuration in force, as a configuration file that gives it. */
+void config_print(const struct config *cfg, FILE *f);
 void config_free(struct config *cfg);
 
 #endif /* IDGEND_CONFIG_H */

@@ -23,6 +23,7 @@
 #include <json.h>
 #include <openssl/evp.h>
 
+#include "decimal.h"
 #include "etcd.h"
 
 /* Far above any range of one region; a bigger answer is not etcd's. */
@@ -121,23 +122,10 @@ static int b64_decode(const char *s, size_t len, unsigned char **out,
 
 /* --- JSON helpers -------------------------------------------------------- */
 
-/* Strict unsigned decimal: digits only, at least one, at most max. */
+/* Strict unsigned decimal (lib/decimal.h), at most max. */
 static bool parse_dec(const char *s, size_t len, uint64_t max, uint64_t *v)
 {
-	uint64_t x = 0;
-	size_t i;
-
-	if (!len)
-		return false;
-	for (i = 0; i < len; i++) {
-		unsigned int d = (unsigned char)s[i] - '0';
-
-		if (d > 9 || x > (max - d) / 10)
-			return false;
-		x = x * 10 + d;
-	}
-	*v = x;
-	return true;
+	return !idgen_decimal(s, len, 0, max, v);
 }
 
 /*

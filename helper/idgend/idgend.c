@@ -10,7 +10,9 @@
  * logged.
  *
  * Exit status: 0 after a clean stop, 1 when it cannot go on (etcd
- * unreachable at start, the device gone), 2 for a bad configuration.
+ * unreachable at start, the device gone), 2 for what a restart cannot mend:
+ * a bad configuration, a region or worker the generator's layout lacks, a
+ * standalone state file that is bad or missing.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -233,6 +235,7 @@ static int run_standalone(struct daemon *d)
 	s->worker = d->cfg.worker;
 	s->lease_ms = d->cfg.lease_ms;
 	s->state_file = d->cfg.state_file;
+	s->fresh_state = d->cfg.fresh_state;
 	s->dev = &d->dev;
 	s->clock = &system_clock_ops;
 	s->clock_ctx = &d->clock;
@@ -240,6 +243,9 @@ static int run_standalone(struct daemon *d)
 	err = standalone_start(s);
 	if (err == -EINTR)
 		return 0;
+	/* A bad number or state file: restarting will not mend it. */
+	if (err == -ERANGE || err == -EBADMSG || err == -ENOENT)
+		return EXIT_CONFIG;
 	if (err)
 		return EXIT_FATAL;
 	for (uint64_t next = mono_ms() + d->cfg.renew_ms;;) {
@@ -384,7 +390,8 @@ int main(int argc, char *argv[])
 		return ret > 0 ? 0 : EXIT_CONFIG;
 	}
 	if (d.cfg.check_only) {
-		printf("%s: configuration is valid\n", d.cfg.path ? d.cfg.path : "defaults");
+		printf("# %s: configuration is valid\n", d.cfg.path ? d.cfg.path : "defaults");
+		config_print(&d.cfg, stdout);
 		config_free(&d.cfg);
 		return 0;
 	}

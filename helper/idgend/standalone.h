@@ -20,6 +20,7 @@ struct standalone {
 	uint32_t worker;
 	uint64_t lease_ms;
 	const char *state_file;
+	bool fresh_state;		/* --fresh-state: a missing file is fine */
 	const struct device *dev;
 	const struct clock_ops *clock;
 	void *clock_ctx;
@@ -31,8 +32,11 @@ struct standalone {
 
 /*
  * Adopt the generator's lease if it holds ours; else wait until the clock
- * is past the stored fence and push a new lease above it.  0, -EINTR when
- * asked to stop while waiting, or an error (logged).
+ * is past the stored fence (and past the epoch) and push a new lease above
+ * it.  0, -EINTR when asked to stop while waiting, or an error (logged).
+ * Errors a restart cannot mend: -ERANGE when region or worker do not fit
+ * the generator's layout, -EBADMSG for a state file that is not one,
+ * -ENOENT for one missing where it should be (see read_state()).
  */
 int standalone_start(struct standalone *s);
 

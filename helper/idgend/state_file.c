@@ -10,65 +10,104 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <unistd.h>
 
+#include "decimal.h"
 #include "log.h"
 #include "state_file.h"
 
-int state_file_read(const char *path, uint64_t *valid_until_ms)
-{
-	char line[128], *end;
-	unsigned long long v;
-	FILE *f;
+/* Longer than anything state_file_write() writes: not a state file. */
+#define STATE_TEXT_MAX	64
 
-	*valid_until_ms = 0;
-	f = fopen(path, "re");
-	if (!f) {
-		if (errno == ENOENT)
-			return 0;
-		log_err("state file %s: %s", path, strerror(errno));
-		return -errno;
-	}
-	if (!fgets(line, sizeof(line), f) || strncmp(line, "valid_until_ms ", 15) ||
-	    line[15] < '0' || line[15] > '9') {
-		fclose(f);
-		log_err("state file %s is not an idgend state file (want "
-			"'valid_until_ms <N>'); it must hold the highest ms ever "
-			"fenced, so idgend will not guess: fix or remove it",
-			path);
+_Static_assert(STATE_FILE_MS_MAX == 2199023255551ULL,
+	       "the message below names the bound");
+
+int state_file_parse(const char *text, size_t len, uint64_t *valid_until_ms,
+		     const char **why)
+{
+	const size_t plen = strlen(STATE_FILE_KEY);
+	const char *nl;
+	int err;
+
+	if (!len) {
+		*why = "it is empty (a write that never completed?)";
 		return -EBADMSG;
 	}
-	fclose(f);
-	errno = 0;
-	v = strtoull(line + 15, &end, 10);
-	if (errno || (*end && strcmp(end, "\n"))) {
-		log_err("state file %s: bad number '%s'", path, line + 15);
+	if (len < plen || memcmp(text, STATE_FILE_KEY, plen)) {
+		*why = "it does not start with '" STATE_FILE_KEY "'";
 		return -EBADMSG;
 	}
-	*valid_until_ms = v;
+	nl = memchr(text + plen, '\n', len - plen);
+	if (!nl) {
+		*why = "its line has no newline: the file is truncated";
+		return -EBADMSG;
+	}
+	if ((size_t)(nl - text) + 1 != len) {
+		*why = "there is more after its one line";
+		return -EBADMSG;
+	}
+	err = idgen_decimal(text + plen, nl - (text + plen), 0, STATE_FILE_MS_MAX,
+			    valid_until_ms);
+	if (err == -ERANGE) {
+		*why = "the number is beyond the 41 bits of the IDs' time "
+		       "field (2199023255551 at most)";
+		return -EBADMSG;
+	}
+	if (err) {
+		*why = "the value is not a decimal number (digits only)";
+		return -EBADMSG;
+	}
 	return 0;
 }
 
-int state_file_prepare(const char *path)
+int state_file_read(const char *path, uint64_t *valid_until_ms)
 {
-	char *copy = strdup(path);
-	const char *dir;
-	int err = 0;
+	char text[STATE_TEXT_MAX + 1];
+	const char *why;
+	ssize_t n;
+	size_t len = 0;
+	int fd, err;
 
-	if (!copy)
-		return -ENOMEM;
-	dir = dirname(copy);
-	if (mkdir(dir, 0755) && errno != EEXIST)
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
 		err = -errno;
-	else if (access(dir, W_OK))
-		err = -errno;
+		if (err != -ENOENT)
+			log_err("state file %s: %s", path, strerror(-err));
+		return err;
+	}
+	/* One byte more than a state file holds tells a longer file apart. */
+	while (len < sizeof(text)) {
+		n = read(fd, text + len, sizeof(text) - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			err = -errno;
+			close(fd);
+			log_err("state file %s: %s", path, strerror(-err));
+			return err;
+		}
+		if (!n)
+			break;
+		len += n;
+	}
+	close(fd);
+	if (len > STATE_TEXT_MAX) {
+		why = "it is longer than a state file";
+		err = -EBADMSG;
+	} else {
+		err = state_file_parse(text, len, valid_until_ms, &why);
+	}
 	if (err)
-		log_err("state file %s: its directory %s: %s", path, dir,
-			strerror(-err));
-	free(copy);
+		log_err("state file %s is not what idgend writes ('"
+			STATE_FILE_KEY "<ms>' and a newline): %s.  It must hold "
+			"the highest millisecond ever fenced, and idgend will not "
+			"guess it: restore the file, or see idgend(8), STATE FILE",
+			path, why);
 	return err;
 }
 
+/* Make the entry of path in its directory durable. */
 static int fsync_dir(const char *path)
 {
 	char *copy = strdup(path);
@@ -85,14 +124,48 @@ static int fsync_dir(const char *path)
 	return err;
 }
 
+int state_file_prepare(const char *path, bool *created)
+{
+	char *copy = strdup(path);
+	const char *dir;
+	int err = 0;
+
+	*created = false;
+	if (!copy)
+		return -ENOMEM;
+	dir = dirname(copy);
+	/*
+	 * A directory made now must last: lost in a crash after the first
+	 * push, it would make the next start a first start.
+	 */
+	if (!mkdir(dir, 0755)) {
+		*created = true;
+		err = fsync_dir(dir);
+	} else if (errno != EEXIST) {
+		err = -errno;
+	}
+	if (!err && access(dir, W_OK))
+		err = -errno;
+	if (err)
+		log_err("state file %s: its directory %s: %s", path, dir,
+			strerror(-err));
+	free(copy);
+	return err;
+}
+
 int state_file_write(const char *path, uint64_t valid_until_ms)
 {
 	char tmp[4096], buf[64];
 	int fd, len, err = 0;
 
+	if (valid_until_ms > STATE_FILE_MS_MAX) {
+		log_err("state file %s: ms %" PRIu64 " is beyond the IDs' time "
+			"field", path, valid_until_ms);
+		return -ERANGE;
+	}
 	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
 		return -ENAMETOOLONG;
-	len = snprintf(buf, sizeof(buf), "valid_until_ms %" PRIu64 "\n",
+	len = snprintf(buf, sizeof(buf), STATE_FILE_KEY "%" PRIu64 "\n",
 		       valid_until_ms);
 	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 	if (fd < 0) {

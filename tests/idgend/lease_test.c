@@ -45,7 +45,10 @@ static void check(bool ok, const char *fmt, ...)
 static uint64_t fake_now = 1000000;
 static bool fake_synced = true;
 static int sync_after_sleeps = -1;	/* becomes synced after n sleeps */
+static int stop_after_sleeps = -1;	/* asked to stop after n sleeps */
+static bool clock_stopped;		/* sleeping does not move it */
 static unsigned int sleeps;
+static uint64_t slept_min_ms;		/* the shortest sleep */
 
 static uint64_t fc_now(void *ctx)
 {
@@ -62,10 +65,15 @@ static bool fc_synced(void *ctx)
 static int fc_sleep(void *ctx, uint64_t ms)
 {
 	(void)ctx;
-	fake_now += ms;
+	if (!clock_stopped)
+		fake_now += ms;
+	if (!sleeps || ms < slept_min_ms)
+		slept_min_ms = ms;
 	sleeps++;
 	if (sync_after_sleeps >= 0 && --sync_after_sleeps < 0)
 		fake_synced = true;
+	if (stop_after_sleeps >= 0 && --stop_after_sleeps < 0)
+		return 1;
 	return 0;
 }
 
@@ -688,7 +696,8 @@ static void test_standalone(void)
 		check(false, "standalone: mkdtemp: %s", strerror(errno));
 		return;
 	}
-	snprintf(path, sizeof(path), "%s/state", dir);
+	/* A directory idgend makes itself: a first start. */
+	snprintf(path, sizeof(path), "%s/sub/state", dir);
 	s.state_file = path;
 	g.state_file = path;
 	nr_gens = 0;
@@ -748,8 +757,178 @@ static void test_standalone(void)
 	g.pushes = 0;
 	check(standalone_start(&s) == -EBADMSG && !g.pushes,
 	      "standalone: a corrupt state file is an error, nothing pushed");
+
+	/* Deleted: not a first start, unless the operator says so. */
 	unlink(path);
+	g.h.last_ms = 5000;
+	check(standalone_start(&s) == -ENOENT && !g.pushes && !s.held,
+	      "standalone: a state file missing from its directory is refused, "
+	      "nothing pushed");
+	s.fresh_state = true;
+	check(!standalone_start(&s) && g.pushes == 1 && g.h.floor_ms == 5000 &&
+	      !state_file_read(path, &stored) && stored == g.h.valid_until_ms,
+	      "standalone: ... and with --fresh-state it starts above what the "
+	      "generator remembers");
+	s.fresh_state = false;
+
+	/* A region or worker the generator's layout has no room for. */
+	memset(&s.held, 0, sizeof(s) - offsetof(struct standalone, held));
+	memset(&g.h, 0, sizeof(g.h));
+	g.pushes = 0;
+	s.worker = 8;
+	check(standalone_start(&s) == -ERANGE && !g.pushes,
+	      "standalone: worker 8 on a generator of 3 worker bits is refused");
+	s.worker = 3;
+	s.region = 8;
+	check(standalone_start(&s) == -ERANGE && !g.pushes,
+	      "standalone: region 8 on a generator of 3 region bits is refused");
+	s.region = 1;
+
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	rmdir(path);
 	rmdir(dir);
+}
+
+/* Every way a state file can differ from what the writer writes. */
+static const struct {
+	const char *text;
+	size_t len;		/* 0: strlen(text) */
+	int ret;
+	uint64_t ms;
+} state_texts[] = {
+	{ "valid_until_ms 28\n", 0, 0, 28 },
+	{ "valid_until_ms 0\n", 0, 0, 0 },
+	{ "valid_until_ms 2199023255551\n", 0, 0, 2199023255551ULL },
+	{ "valid_until_ms 2199023255552\n", 0, -EBADMSG, 0 },
+	{ "valid_until_ms 18446744073709551615\n", 0, -EBADMSG, 0 },
+	{ "valid_until_ms 18446744073709551616\n", 0, -EBADMSG, 0 },
+	{ "valid_until_ms 28", 0, -EBADMSG, 0 },
+	{ "valid_until_ms ", 0, -EBADMSG, 0 },
+	{ "valid_until_ms", 0, -EBADMSG, 0 },
+	{ "", 0, -EBADMSG, 0 },
+	{ "valid_until_ms \n", 0, -EBADMSG, 0 },
+	{ "valid_until_ms 28\nx", 0, -EBADMSG, 0 },
+	{ "valid_until_ms 28\n\n", 0, -EBADMSG, 0 },
+	{ "valid_until_ms 28x\n", 0, -EBADMSG, 0 },
+	{ "valid_until_ms 28 \n", 0, -EBADMSG, 0 },
+	{ "valid_until_ms 28\r\n", 0, -EBADMSG, 0 },
+	{ "valid_until_ms 2\0" "8\n", 19, -EBADMSG, 0 },
+	{ "valid_until_ms 28\n\0", 19, -EBADMSG, 0 },
+	{ "valid_until_ms  28\n", 0, -EBADMSG, 0 },
+	{ "valid_until_ms +28\n", 0, -EBADMSG, 0 },
+	{ "valid_until_ms -28\n", 0, -EBADMSG, 0 },
+	{ "valid_until_ms 028\n", 0, -EBADMSG, 0 },
+	{ "valid_until_ms 0x1c\n", 0, -EBADMSG, 0 },
+	{ " valid_until_ms 28\n", 0, -EBADMSG, 0 },
+	{ "valid_until_ms\t28\n", 0, -EBADMSG, 0 },
+	{ "VALID_UNTIL_MS 28\n", 0, -EBADMSG, 0 },
+	{ "valid_until 28\n", 0, -EBADMSG, 0 },
+	{ "valid_until_ms 28\nvalid_until_ms 29\n", 0, -EBADMSG, 0 },
+	{ "valid_until_ms 28000000000000000000000000000000000000000000000000\n",
+	  0, -EBADMSG, 0 },
+};
+
+static void test_state_file(void)
+{
+	char dir[] = "/tmp/idgend-state-test.XXXXXX", path[256];
+	const char *why;
+	size_t i;
+
+	for (i = 0; i < sizeof(state_texts) / sizeof(state_texts[0]); i++) {
+		size_t len = state_texts[i].len ? state_texts[i].len :
+			     strlen(state_texts[i].text);
+		uint64_t ms = 12345;
+		int ret;
+
+		why = NULL;
+		ret = state_file_parse(state_texts[i].text, len, &ms, &why);
+		check(ret == state_texts[i].ret &&
+		      ms == (ret ? 12345 : state_texts[i].ms) && (!ret || why),
+		      "state file: '%.*s' (%zu bytes): %s", (int)strcspn(
+		      state_texts[i].text, "\n"), state_texts[i].text, len,
+		      state_texts[i].ret ? "refused, saying why" : "accepted");
+	}
+
+	/* Through the file: what the writer writes is what the reader reads. */
+	if (!mkdtemp(dir)) {
+		check(false, "state file: mkdtemp: %s", strerror(errno));
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/state", dir);
+	for (i = 0; i < sizeof(state_texts) / sizeof(state_texts[0]); i++) {
+		size_t len = state_texts[i].len ? state_texts[i].len :
+			     strlen(state_texts[i].text);
+		FILE *f = fopen(path, "w");
+		uint64_t ms = 12345, back = 0;
+		int ret;
+
+		fwrite(state_texts[i].text, 1, len, f);
+		fclose(f);
+		ret = state_file_read(path, &ms);
+		if (state_texts[i].ret) {
+			check(ret == state_texts[i].ret && ms == 12345,
+			      "state file read: #%zu refused", i);
+			continue;
+		}
+		check(!ret && ms == state_texts[i].ms && !state_file_write(path, ms) &&
+		      !state_file_read(path, &back) && back == ms,
+		      "state file read: #%zu, written back the same", i);
+	}
+	check(state_file_write(path, STATE_FILE_MS_MAX + 1) == -ERANGE,
+	      "state file: the writer refuses what the reader would refuse");
+	unlink(path);
+	check(state_file_read(path, &(uint64_t){ 0 }) == -ENOENT,
+	      "state file: a missing file is -ENOENT");
+	rmdir(dir);
+}
+
+/*
+ * A clock before the epoch (now reads 0): standalone waits for it to be
+ * set, looking every second, instead of giving up; a stop request ends
+ * the wait.
+ */
+static void test_standalone_clock_before_epoch(void)
+{
+	char dir[] = "/tmp/idgend-epoch-test.XXXXXX", path[256];
+	struct fake_gen g = { .owner = "me" };
+	struct device dev = { .ops = &fake_gen_ops, .ctx = &g };
+	struct standalone s = {
+		.region = 1, .worker = 3, .lease_ms = LEASE_MS,
+		.dev = &dev, .clock = &fake_clock,
+	};
+	uint64_t saved_now = fake_now;
+
+	if (!mkdtemp(dir)) {
+		check(false, "clock before the epoch: mkdtemp: %s", strerror(errno));
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/sub/state", dir);
+	s.state_file = path;
+	g.state_file = path;
+	nr_gens = 0;
+
+	fake_now = 0;
+	sleeps = 0;
+	clock_stopped = true;
+	stop_after_sleeps = 5;
+	check(standalone_start(&s) == -EINTR && !g.pushes && sleeps == 6 &&
+	      slept_min_ms >= 1000,
+	      "clock before the epoch: standalone waits, looking every second, "
+	      "nothing pushed, until asked to stop");
+	clock_stopped = false;
+	stop_after_sleeps = -1;
+
+	fake_now = 0;
+	sleeps = 0;
+	check(!standalone_start(&s) && g.pushes == 1 && g.h.floor_ms == 0 &&
+	      sleeps == 1 && g.h.valid_until_ms == 1000 + LEASE_MS && !g.violation,
+	      "clock before the epoch: once the clock is past it, the lease is set");
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	rmdir(path);
+	rmdir(dir);
+	fake_now = saved_now;
 }
 
 int main(void)
@@ -772,6 +951,8 @@ int main(void)
 	test_adopt();
 	test_walk();
 	test_standalone();
+	test_state_file();
+	test_standalone_clock_before_epoch();
 	printf("1..%d\n", tests);
 	return failures ? 1 : 0;
 }

@@ -5,7 +5,10 @@
 #   - the lease logic against an in-memory store and fake generators
 #   - the etcd client against a real etcd 3.4 member on loopback (under
 #     valgrind when installed), against fake_etcd.py's broken answers, and
-#     under libFuzzer
+#     under libFuzzer, as are the configuration file, the state file and
+#     the decimal parser
+#   - the daemon's configuration (config.sh) and standalone mode's start:
+#     state file, layout, a clock before the epoch (standalone.sh)
 #   - the daemon itself against real etcd members (daemon.sh)
 # The guest test (tests/vm/idgend-suite.sh) drives the real module.
 set -uo pipefail
@@ -63,19 +66,32 @@ if tap_step "start fake_etcd.py on 127.0.0.1:$port" fake_up; then
 	tap_run "etcd client, fake" "${vg[@]}" "$out/etcd_test" fake "http://127.0.0.1:$port"
 fi
 
-# libFuzzer over the client's answers, from the seeds in corpus/: a fixed
-# seed and number of runs, so a run is repeatable.  New inputs it finds go
-# to the work directory, never into the tree.
+# libFuzzer, from the seeds in the tree: a fixed seed and number of runs,
+# so a run is repeatable and takes seconds.  New inputs it finds go to the
+# work directory, never into the tree.  The parsers' own messages go to a
+# closed stderr (-close_fd_mask=2); libFuzzer's and the sanitizers' reports
+# still show.
 fuzz() {
-	mkdir -p "$work/fuzz" &&
-		"$out/fuzz_etcd" -seed=1 -runs=200000 -max_len=4096 \
-			"$work/fuzz" "$here/corpus"
+	local target=$1 seeds=$2 runs=$3
+	shift 3
+	mkdir -p "$work/$target" &&
+		"$out/$target" -seed=1 -runs="$runs" -max_len=4096 "$@" \
+			"$work/$target" "$here/$seeds"
 }
-if tap_step "build the etcd client's fuzz target (clang, libFuzzer, ASan, UBSan)" \
+if tap_step "build the fuzz targets (clang, libFuzzer, ASan, UBSan)" \
 	make -s -C "$here" OUT="$out" fuzz; then
-	tap_step "etcd client: 200000 fuzzed answers, no crash, leak or false success" fuzz
+	tap_step "etcd client: 200000 fuzzed answers, no crash, leak or false success" \
+		fuzz fuzz_etcd corpus 200000
+	tap_step "idgend.conf: 300000 fuzzed files, no crash or leak; what is accepted prints and reads back the same" \
+		fuzz fuzz_config corpus-config 300000 -close_fd_mask=2
+	tap_step "state file: 1000000 fuzzed files; only what the writer writes is accepted" \
+		fuzz fuzz_state_file corpus-state 1000000
+	tap_step "decimal parser: 1000000 fuzzed numbers and bounds agree with a reference" \
+		fuzz fuzz_decimal corpus-decimal 1000000
 fi
 
+tap_run config "$here/config.sh" "$top/helper/idgend/idgend"
+tap_run standalone "$here/standalone.sh" "$top/helper/idgend/idgend"
 tap_run daemon "$here/daemon.sh" "$top/helper/idgend/idgend"
 
 echo "1..$n"

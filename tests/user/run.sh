@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # run.sh: build libidgen, idgenctl and the user-space tests, then run every
-# host-side test (no /dev/idgen needed): the C unit tests, the JavaScript
-# round trip (node) and the PostgreSQL range query.  Prints one TAP stream,
-# numbered across all of them; exits non-zero if anything failed.
+# host-side test (no /dev/idgen needed): the C unit tests, the examples
+# the documentation shows, the JavaScript round trip (node) and the
+# PostgreSQL range query.  Prints one TAP stream, numbered across all of
+# them; exits non-zero if anything failed.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -63,6 +64,13 @@ cli "min-id-at past the range" 1 "lies after the last millisecond" min-id-at 209
 cli "mint --raw --json" 1 "exclude each other" mint --raw --json
 cli "a bad layouts file names the line" 1 "line 1: bad widths 3/10/8" \
 	--layouts <(echo "2 1000 3 10 8") decode 0
+for bad in 007 +8 " 8" 8x; do
+	cli "mint -n '$bad' is refused (the shared decimal rule)" 1 \
+		"invalid -n '$bad': not a decimal number" mint -n "$bad"
+done
+cli "mint -n 0 is out of range" 1 "invalid -n '0': out of range (1 to" mint -n 0
+cli "lease set --layout 03/7/12 is refused" 1 "invalid --layout '03/7/12'" \
+	lease set --layout 03/7/12 --region 0 --worker 0 --valid-for 1000
 cli "mint without a device" 1 "no idgen device" --device /nonexistent mint
 tap_step "idgenctl decode: the edges" bash -c "
 	out=\$('$idgenctl' decode 0 9223372036854775807) &&
@@ -81,6 +89,9 @@ tap_step "idgenctl --layouts: decoding picks the layout by the ID's time" bash -
 	'$idgenctl' --layouts '$tmp/layouts' decode \$id | grep -q 'region 5 worker 1000 seq 511 layout 2' &&
 	id=\$(( (999 << 22) | (5 << 19) | (100 << 12) | 7 )) &&
 	'$idgenctl' --layouts '$tmp/layouts' decode \$id | grep -q 'region 5 worker 100 seq 7 layout 1'"
+
+# Every example output the README and the man pages show, run.
+tap_run docs /usr/bin/python3 "$user/doc_examples.py" "$idgenctl" "$top"
 
 # JavaScript: JSON from idgenctl parsed by JSON.parse, decoded with BigInt.
 printf '%s\n' \

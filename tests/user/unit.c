@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decimal.h"
 #include "idgen.h"
 #include "../selftests/kselftest_harness.h"
 
@@ -163,6 +164,120 @@ TEST(parse_id_table)
 			TH_LOG("'%s': got %d, want %d", ids[i].s, ret, ids[i].ret);
 		EXPECT_EQ(ids[i].ret, ret);
 		EXPECT_EQ(ids[i].ret ? 12345 : ids[i].id, v);
+	}
+}
+
+/* lib/decimal.h, the one decimal parser: every edge of its rule. */
+static const struct {
+	const char *s;
+	size_t len;		/* 0: strlen(s) */
+	uint64_t min, max;
+	int ret;
+	uint64_t v;
+} decimals[] = {
+	{ "0", 0, 0, 9, 0, 0 },
+	{ "9", 0, 0, 9, 0, 9 },
+	{ "10", 0, 0, 10, 0, 10 },
+	{ "10", 0, 0, 9, -ERANGE, 0 },
+	{ "5", 0, 5, 5, 0, 5 },
+	{ "4", 0, 5, 5, -ERANGE, 0 },
+	{ "6", 0, 5, 5, -ERANGE, 0 },
+	{ "0", 0, 1, 9, -ERANGE, 0 },
+	{ "18446744073709551615", 0, 0, UINT64_MAX, 0, UINT64_MAX },
+	{ "18446744073709551614", 0, 0, UINT64_MAX - 1, 0, UINT64_MAX - 1 },
+	{ "18446744073709551615", 0, 0, UINT64_MAX - 1, -ERANGE, 0 },
+	{ "18446744073709551616", 0, 0, UINT64_MAX, -ERANGE, 0 },
+	{ "18446744073709551620", 0, 0, UINT64_MAX, -ERANGE, 0 },
+	{ "99999999999999999999", 0, 0, UINT64_MAX, -ERANGE, 0 },
+	{ "184467440737095516150", 0, 0, UINT64_MAX, -ERANGE, 0 },
+	{ "1000000000000000000000000000000", 0, 0, UINT64_MAX, -ERANGE, 0 },
+	{ "9223372036854775807", 0, 0, INT64_MAX, 0, INT64_MAX },
+	{ "9223372036854775808", 0, 0, INT64_MAX, -ERANGE, 0 },
+	{ "4294967295", 0, 0, UINT32_MAX, 0, UINT32_MAX },
+	{ "4294967296", 0, 0, UINT32_MAX, -ERANGE, 0 },
+	/* Not decimal numbers, whatever the range. */
+	{ "", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "00", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "007", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "0123456789", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "+1", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "-1", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "-0", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ " 1", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "1 ", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "\t1", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "1\n", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "1\r", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "1a", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "a1", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "0x10", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "1e3", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "1.0", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "1,000", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "1_000", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "/", 0, 0, UINT64_MAX, -EINVAL, 0 },	/* '0' - 1 */
+	{ ":", 0, 0, UINT64_MAX, -EINVAL, 0 },	/* '9' + 1 */
+	{ "1/", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "1:", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "\xd9\xa1", 0, 0, UINT64_MAX, -EINVAL, 0 },	/* ARABIC-INDIC ONE */
+	{ "\xef\xbc\x91", 0, 0, UINT64_MAX, -EINVAL, 0 },	/* FULLWIDTH ONE */
+	{ "1\xb9", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	/* Garbage is garbage even after an overflow, or out of range. */
+	{ "99999999999999999999x", 0, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "10x", 0, 0, 9, -EINVAL, 0 },
+	/* Exactly len bytes: a NUL inside, or a prefix of a longer string. */
+	{ "1\0" "2", 3, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "1\0", 2, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "\0", 1, 0, UINT64_MAX, -EINVAL, 0 },
+	{ "123", 2, 0, UINT64_MAX, 0, 12 },
+	{ "0123", 1, 0, UINT64_MAX, 0, 0 },
+};
+
+TEST(decimal_table)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(decimals) / sizeof(decimals[0]); i++) {
+		size_t len = decimals[i].len ? decimals[i].len : strlen(decimals[i].s);
+		uint64_t v = 12345;
+		int ret = idgen_decimal(decimals[i].s, len, decimals[i].min,
+					decimals[i].max, &v);
+
+		if (ret != decimals[i].ret)
+			TH_LOG("#%zu '%.*s': got %d, want %d", i, (int)len,
+			       decimals[i].s, ret, decimals[i].ret);
+		EXPECT_EQ(decimals[i].ret, ret);
+		EXPECT_EQ(decimals[i].ret ? 12345 : decimals[i].v, v);
+		if (!decimals[i].len) {
+			v = 12345;
+			EXPECT_EQ(ret, idgen_decimal_str(decimals[i].s, decimals[i].min,
+							 decimals[i].max, &v));
+			EXPECT_EQ(decimals[i].ret ? 12345 : decimals[i].v, v);
+		}
+	}
+}
+
+/* Every value from 0 to 100 000 reads back from its canonical spelling. */
+TEST(decimal_round_trip)
+{
+	char buf[32];
+	uint64_t i, v;
+
+	for (i = 0; i <= 100000; i++) {
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)i);
+		ASSERT_EQ(0, idgen_decimal_str(buf, 0, UINT64_MAX, &v));
+		ASSERT_EQ(i, v);
+		if (i) {
+			snprintf(buf, sizeof(buf), "0%llu", (unsigned long long)i);
+			ASSERT_EQ(-EINVAL, idgen_decimal_str(buf, 0, UINT64_MAX, &v));
+		}
+	}
+	for (i = 0; i < 64; i++) {
+		snprintf(buf, sizeof(buf), "%llu", (unsigned long long)(1ULL << i));
+		ASSERT_EQ(0, idgen_decimal_str(buf, 0, UINT64_MAX, &v));
+		ASSERT_EQ(1ULL << i, v);
+		ASSERT_EQ(-ERANGE, idgen_decimal_str(buf, 0, (1ULL << i) - 1, &v));
+		ASSERT_EQ(-ERANGE, idgen_decimal_str(buf, (1ULL << i) + 1, UINT64_MAX, &v));
 	}
 }
 
@@ -327,6 +442,10 @@ static const struct {
 	{ "2 1000 3 10 9\n1 0 3 7 12\n", "line 2: version 1 must come first" },
 	{ "0 1000 3 10 9\n", "line 1: version 0 is not above" },
 	{ "2,1000,3,10,9\n", "line 1: version is not a decimal number" },
+	{ "2 01000 3 10 9\n", "line 1: cutover_ms is not a decimal number" },
+	{ "2 1000 3 10 +9\n", "line 1: seq_bits is not a decimal number" },
+	{ "2 1000 3 10 9x\n", "line 1: seq_bits is not a decimal number" },
+	{ "2 1000 3 10 256\n", "line 1: seq_bits is out of range" },
 };
 
 TEST(layouts_file_errors)

@@ -214,7 +214,10 @@ sa=(--mode standalone --worker 3 --state-file "$work/sa.state" --lease-ms 5000 -
 reload() { rmmod idgen && insmod "$module"; }
 rounds_ok=0
 for round in clean crash; do
-	daemon_start "sa-$round" "${sa[@]}"
+	# $work exists: the first start says the state is fresh.
+	fresh=()
+	[ "$round" = clean ] && fresh=(--fresh-state)
+	daemon_start "sa-$round" "${sa[@]}" "${fresh[@]}"
 	wait_log "sa-$round" 'lease (set|adopted)' 30 >/dev/null
 	before=$(max_ms "$work/sa.ids")
 	: >"$work/round.ids"
