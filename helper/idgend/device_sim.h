@@ -9,6 +9,10 @@
  *   <ms> revoke last=<ms>
  *   <ms> revoke-idle last=<ms>     (no lease held: succeeds, as the module)
  *
+ * A push is logged before it takes effect and a revoke after, so the log
+ * bounds what the generator could ever have minted, even for a daemon
+ * killed in the middle of either.
+ *
  * It checks a push as the module does (F4) and takes every millisecond up
  * to now (below the fence) as minted, the worst case for the next holder.
  * A lease is a renewal only for the same region, worker and layout.
