@@ -282,7 +282,7 @@ check "twins (b): ... with the loud line" \
 check "twins (b): ... and X never adopted" \
 	test "$(grep -c 'lease adopted' "$work/xb.log")" -eq 0
 sleep 2
-out=$("$idgend" --mode etcd --runtime-dir "$work/yb.run" --device "sim:$work/yb2.gen" \
+out=$(timeout 20 "$idgend" --mode etcd --runtime-dir "$work/yb.run" --device "sim:$work/yb2.gen" \
 	--require-clock-sync no "${fast[@]}" --endpoints "$ep" --prefix /twb 2>&1)
 rc=$?
 check "one host, two idgend: the second exits 1 naming the first one's pid" \
