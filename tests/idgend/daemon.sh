@@ -98,6 +98,13 @@ out=$("$idgend" --config "$work/typo.conf" 2>&1)
 check "unknown key: exit 2" \
 	test $? -eq 2 -a -n "$(grep -F "unknown key 'endpoint' in section [etcd]" <<<"$out")"
 
+out=$("$idgend" --mode etcd --layout 3/7/11 --check-config 2>&1)
+check "a layout that is not 22 bits: exit 2 naming the rule" \
+	test $? -eq 2 -a -n "$(grep -F 'layout 3/7/11: the three must add up to 22' <<<"$out")"
+out=$("$idgend" --mode etcd --layout 3/10/9 --region 8 --check-config 2>&1)
+check "a region beyond the layout's region bits: exit 2" \
+	test $? -eq 2 -a -n "$(grep -F 'region 8 does not fit layout 3/10/9' <<<"$out")"
+
 out=$("$idgend" --config "$top/helper/idgend/idgend.conf" --check-config 2>&1)
 check "the example idgend.conf is valid (--check-config)" \
 	test $? -eq 0 -a -n "$(grep -F 'configuration is valid' <<<"$out")"

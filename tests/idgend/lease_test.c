@@ -949,9 +949,15 @@ static void test_layout(void)
 	      lease_claim(&b.l) == -EMEDIUMTYPE,
 	      "layout: a held lease of another layout is revoked at start");
 
-	/* The cut-over: fenced by every lease of the old layout. */
+	/*
+	 * The cut-over: fenced by every lease of the old layout.  The old
+	 * host holds w6, a number the new layout (4 numbers) does not have:
+	 * only from_ms keeps the new layout's claims above its IDs.
+	 */
 	setup(&a, "old-host", 97);
+	fill_others(&a.store, 6, 0);
 	lease_claim(&a.l);
+	check(a.l.worker == 6, "cut-over: the old layout's host holds w6");
 	fake_now += 1000;
 	lease_renew(&a.l);
 	fence = a.store.rec[a.l.worker].valid_until_ms;
@@ -984,9 +990,10 @@ static void test_layout(void)
 	check(lease_claim(&b.l) == -EBUSY && !b.gen.pushes,
 	      "cut-over: a claim under the new layout waits for its from_ms");
 	fake_now = fence - 500;
-	check(!lease_claim(&b.l) && b.gen.h.floor_ms >= fence && fake_now > fence,
-	      "cut-over: ... then mints only above it (floor %" PRIu64 ")",
-	      b.gen.h.floor_ms);
+	err = lease_claim(&b.l);
+	check(!err && b.gen.h.floor_ms >= fence && fake_now > fence,
+	      "cut-over: ... then mints only above it (floor %" PRIu64 ", from_ms %"
+	      PRIu64 ")", b.gen.h.floor_ms, fence);
 
 	/* A renewal between the cut-over's listing and its write. */
 	setup(&a, "old-host", 103);
