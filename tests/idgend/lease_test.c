@@ -751,7 +751,7 @@ static void test_adopt(void)
 
 /* ---- two daemons, one store, random faults ---- */
 
-static void test_walk(void)
+static void test_walk(const char *name_a, const char *name_b)
 {
 	struct fixture a, b;
 	struct lease *ls[2];
@@ -759,8 +759,8 @@ static void test_walk(void)
 	uint64_t rng = 0x1234567;
 	int step, i, lost = 0, claims = 0, violations = 0;
 
-	setup(&a, "host-a", 51);
-	setup(&b, "host-b", 53);
+	setup(&a, name_a, 51);
+	setup(&b, name_b, 53);
 	/* One store for both. */
 	b.gen.store = &a.store;
 	b.l.store_ctx = &a.store;
@@ -800,10 +800,11 @@ static void test_walk(void)
 		if (violations)
 			break;
 	}
-	check(!violations, "walk: 20000 steps of two daemons with faults: no "
-	      "(worker, ms) two generators could both mint, no unconfirmed push "
-	      "(%d claims, %d losses)", claims, lost);
-	check(claims > 100 && lost > 0, "walk: the walk claimed and lost leases");
+	check(!violations, "walk (%s, %s): 20000 steps of two daemons with faults: "
+	      "no (worker, ms) two generators could both mint, no unconfirmed "
+	      "push (%d claims, %d losses)", name_a, name_b, claims, lost);
+	check(claims > 100 && lost > 0, "walk (%s, %s): the walk claimed and lost "
+	      "leases", name_a, name_b);
 }
 
 
@@ -1130,7 +1131,9 @@ int main(void)
 	test_renew_lost();
 	test_release();
 	test_adopt();
-	test_walk();
+	test_walk("host-a", "host-b");
+	/* Two hosts with one owner name: only their tokens tell them apart. */
+	test_walk("twin", "twin");
 	test_token();
 	test_layout();
 	test_standalone();
