@@ -27,10 +27,16 @@
  * R4 Floor.  A claim's floor is max(the record's valid_until as the
  *    claiming txn compared it, the layout's from_ms).  The generator is
  *    pushed (floor, now + lease) only after the txn succeeded and the
- *    clock is past the floor (F2: it mints only above the floor).
+ *    clock is past the floor (F2: it mints only above the floor); if the
+ *    clock is not past it within floor_wait_ms, the claim is given back
+ *    by writing valid_until = floor (R2), never pushed.  A from_ms more
+ *    than floor_wait_ms ahead defers the claim (-EBUSY).
  * R5 Renewal moves valid_until forward by CAS (R2); it is pushed only
- *    after the store confirmed it.  A failed compare whose record is no
- *    longer ours (R1), or whose layout record changed, revokes at once.
+ *    after the store confirmed it.  A failed compare whose layout record
+ *    changed, or whose record is no longer ours (R1), revokes at once; one
+ *    whose record is still ours at another revision (our write whose
+ *    answer was lost) takes that revision and its valid_until, revoking
+ *    if that is below the fence already pushed.
  * R6 Release revokes first, then writes the last ms returned as
  *    valid_until (R2); if that write fails the number frees at its fence.
  * R7 Adopt after a restart: the lease the generator holds is kept only if
