@@ -40,6 +40,8 @@ static const struct opt opts[] = {
 	O("idgend", device, T_STR, device, 0, 0),
 	O("idgend", owner, T_STR, owner, 0, 0),
 	O("idgend", region, T_U32, region, 0, 255),
+	O("idgend", layout, T_STR, layout_name, 0, 0),
+	O("idgend", runtime_dir, T_STR, runtime_dir, 0, 0),
 	O("idgend", lease_ms, T_U64, lease_ms, 1000, 86400000),
 	O("idgend", renew_ms, T_U64, renew_ms, 100, 43200000),
 	O("idgend", require_clock_sync, T_BOOL, require_clock_sync, 0, 0),
@@ -57,13 +59,14 @@ static const struct opt opts[] = {
 static const char usage[] =
 	"Usage: idgend [--config FILE] [--check-config] [--fresh-state]\n"
 	"              [--KEY VALUE]...\n"
+	"       idgend --cut-over-layout R/W/S [--config FILE] [--KEY VALUE]...\n"
 	"Lease this host's idgen worker number and keep /dev/idgen's lease\n"
 	"in force.  Every key of the configuration file (default "
 	CONFIG_DEFAULT_PATH ")\n"
 	"is also a flag, with '-' for '_': --mode etcd --endpoints URL,URL ...\n"
 	"\n"
-	"  [idgend]      mode (standalone|etcd), device, owner, region,\n"
-	"                lease_ms, renew_ms, require_clock_sync (yes|no)\n"
+	"  [idgend]      mode (standalone|etcd), device, owner, region, layout,\n"
+	"                runtime_dir, lease_ms, renew_ms, require_clock_sync (yes|no)\n"
 	"  [standalone]  worker, state_file\n"
 	"  [etcd]        endpoints, prefix, timeout_ms, start_timeout_ms,\n"
 	"                claim_retry_ms\n"
@@ -302,7 +305,9 @@ static void set_defaults(struct config *cfg)
 		strcpy(host, "localhost");
 	host[sizeof(host) - 1] = '\0';
 	cfg->owner = strdup(host);
-	cfg->state_file = strdup("/var/lib/idgen/standalone.state");
+	cfg->state_file = strdup("/var/lib/idgen/standalone/state");
+	cfg->layout_name = strdup("3/7/12");
+	cfg->runtime_dir = strdup("/run/idgen");
 	cfg->prefix = strdup("/idgen");
 	cfg->timeout_ms = 2000;
 	cfg->start_timeout_ms = 30000;
@@ -359,6 +364,33 @@ static int check(struct config *cfg)
 	if (bad_owner(cfg->owner)) {
 		fprintf(stderr, "idgend: %s: owner '%.128s' %s\n", where,
 			cfg->owner, bad_owner(cfg->owner));
+		return -1;
+	}
+	if (layout_parse(cfg->layout_name, &cfg->layout, errbuf, sizeof(errbuf))) {
+		fprintf(stderr, "idgend: %s: layout: %s\n", where, errbuf);
+		return -1;
+	}
+	if (cfg->region >> cfg->layout.region_bits) {
+		fprintf(stderr, "idgend: %s: region %" PRIu32 " does not fit layout %s "
+			"(%u region bits)\n", where, cfg->region, cfg->layout_name,
+			cfg->layout.region_bits);
+		return -1;
+	}
+	if (cfg->mode == MODE_STANDALONE && cfg->worker >> cfg->layout.worker_bits) {
+		fprintf(stderr, "idgend: %s: worker %" PRIu32 " does not fit layout %s "
+			"(%u worker bits)\n", where, cfg->worker, cfg->layout_name,
+			cfg->layout.worker_bits);
+		return -1;
+	}
+	if (cfg->cut_over &&
+	    cfg->cut_over_layout.region_bits != cfg->layout.region_bits) {
+		fprintf(stderr, "idgend: --cut-over-layout: a cut-over keeps the region "
+			"bits (%u): every region shares them\n", cfg->layout.region_bits);
+		return -1;
+	}
+	if (cfg->runtime_dir[0] != '/') {
+		fprintf(stderr, "idgend: %s: runtime_dir '%s' must be an absolute path\n",
+			where, cfg->runtime_dir);
 		return -1;
 	}
 	if (cfg->prefix[0] != '/' || cfg->prefix[strlen(cfg->prefix) - 1] == '/') {
@@ -470,7 +502,8 @@ int config_load(struct config *cfg, int argc, char *argv[])
 	int i;
 
 	set_defaults(cfg);
-	if (!cfg->device || !cfg->owner || !cfg->state_file || !cfg->prefix) {
+	if (!cfg->device || !cfg->owner || !cfg->state_file || !cfg->prefix ||
+	    !cfg->layout_name || !cfg->runtime_dir) {
 		fprintf(stderr, "idgend: out of memory\n");
 		return -1;
 	}
@@ -529,6 +562,20 @@ int config_load(struct config *cfg, int argc, char *argv[])
 		/* A flag only: a key in the file would outlive the one start. */
 		if (!strcmp(arg, "--fresh-state")) {
 			cfg->fresh_state = true;
+			continue;
+		}
+		if (!strcmp(arg, "--cut-over-layout")) {
+			if (i + 1 == argc) {
+				fprintf(stderr, "idgend: --cut-over-layout needs a layout "
+					"(region/worker/sequence bits, e.g. 3/10/9)\n");
+				return -1;
+			}
+			if (layout_parse(argv[++i], &cfg->cut_over_layout, errbuf,
+					 sizeof(errbuf))) {
+				fprintf(stderr, "idgend: --cut-over-layout: %s\n", errbuf);
+				return -1;
+			}
+			cfg->cut_over = true;
 			continue;
 		}
 		if (strncmp(arg, "--", 2)) {
@@ -608,6 +655,8 @@ void config_free(struct config *cfg)
 	free(cfg->owner);
 	free(cfg->state_file);
 	free(cfg->prefix);
+	free(cfg->layout_name);
+	free(cfg->runtime_dir);
 	while (cfg->nr_endpoints)
 		free(cfg->endpoints[--cfg->nr_endpoints]);
 }

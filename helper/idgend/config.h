@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "layout.h"
+
 #define CONFIG_DEFAULT_PATH	"/etc/idgen/idgend.conf"
 #define CONFIG_MAX_ENDPOINTS	16
 
@@ -24,6 +26,9 @@ struct config {
 	char *device;
 	char *owner;
 	uint32_t region;
+	char *layout_name;		/* "3/7/12", as given */
+	struct lease_layout layout;	/* parsed from it */
+	char *runtime_dir;		/* lock and owner token: runtime.h */
 	uint32_t worker;		/* standalone */
 	uint64_t lease_ms;
 	uint64_t renew_ms;
@@ -37,6 +42,8 @@ struct config {
 	uint64_t claim_retry_ms;	/* pool exhausted: try again */
 	bool check_only;		/* --check-config */
 	bool fresh_state;		/* --fresh-state (standalone) */
+	bool cut_over;			/* --cut-over-layout R/W/S */
+	struct lease_layout cut_over_layout;
 };
 
 /*

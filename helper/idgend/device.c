@@ -18,6 +18,7 @@
 
 struct idgen_dev {
 	int fd;
+	struct lease_layout layout;
 };
 
 static int ioctl_errno(int fd, unsigned long cmd, void *arg)
@@ -37,6 +38,9 @@ static int idgen_push(void *ctx, uint32_t region, uint32_t worker,
 	args.region = region;
 	args.worker = worker;
 	args.flags = synced ? IDGEN_LEASE_CLOCK_SYNCED : 0;
+	args.region_bits = d->layout.region_bits;
+	args.worker_bits = d->layout.worker_bits;
+	args.seq_bits = d->layout.seq_bits;
 	return ioctl_errno(d->fd, IDGEN_IOC_SET_LEASE, &args);
 }
 
@@ -80,13 +84,14 @@ static const struct device_ops idgen_device_ops = {
 	.held = idgen_held,
 };
 
-int device_open(struct device *dev, const char *spec)
+int device_open(struct device *dev, const char *spec,
+		const struct lease_layout *layout)
 {
 	struct idgen_dev *d;
 	int err;
 
 	if (!strncmp(spec, "sim:", 4))
-		return device_sim_open(dev, spec + 4);
+		return device_sim_open(dev, spec + 4, layout);
 
 	d = malloc(sizeof(*d));
 	if (!d)
@@ -100,6 +105,7 @@ int device_open(struct device *dev, const char *spec)
 		free(d);
 		return err;
 	}
+	d->layout = *layout;
 	dev->ops = &idgen_device_ops;
 	dev->ctx = d;
 	return 0;

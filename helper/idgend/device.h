@@ -11,6 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "layout.h"
+
 /* What the generator holds now. */
 struct device_held {
 	bool leased;
@@ -26,8 +28,9 @@ struct device_held {
 
 /*
  * All return 0 or a negative errno (those of include/uapi/linux/idgen.h:
- * -EINVAL for a lease the generator refuses, -ENOKEY for revoke without a
- * lease, -ENODEV when the module is gone, -EPERM without CAP_SYS_ADMIN).
+ * -EINVAL for a lease the generator refuses, -ENODEV when the module is
+ * gone, -EPERM without CAP_SYS_ADMIN).  Revoke without a lease succeeds
+ * and returns the host's last ms, as the module does.
  */
 struct device_ops {
 	/* Set, or renew when region and worker are those held; synced sets
@@ -46,10 +49,12 @@ struct device {
 
 /*
  * "/dev/idgen" (or another path of the device), or "sim:<file>" for the
- * simulation.  Returns 0 or a negative errno, with a log line naming the
- * path.
+ * simulation.  Every lease is pushed with *layout (copied), never with the
+ * module's load-time default.  Returns 0 or a negative errno, with a log
+ * line naming the path.
  */
-int device_open(struct device *dev, const char *spec);
+int device_open(struct device *dev, const char *spec,
+		const struct lease_layout *layout);
 void device_close(struct device *dev);
 
 #endif /* IDGEND_DEVICE_H */

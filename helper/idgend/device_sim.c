@@ -15,14 +15,18 @@
 #include "device_sim.h"
 #include "log.h"
 
-#define SIM_REGION_BITS	3
-#define SIM_WORKER_BITS	7
+/* The load-time layout, as the module's default: version 1. */
+#define SIM_REGION_BITS	IDGEN_V1_REGION_BITS
+#define SIM_WORKER_BITS	IDGEN_V1_WORKER_BITS
+#define SIM_SEQ_BITS	IDGEN_V1_SEQ_BITS
 
 struct sim {
 	char *file;
 	char *tmp;
 	char *log;
+	struct lease_layout push_layout;	/* what this daemon pushes */
 	struct device_held h;
+	unsigned int seq_bits;			/* the held lease's */
 };
 
 /* The host's wall clock, as idgend's clock reads it. */
@@ -43,23 +47,35 @@ static void sim_advance(struct sim *s)
 		s->h.last_ms = top;
 }
 
+static void sim_default_layout(struct sim *s)
+{
+	s->h.region_bits = SIM_REGION_BITS;
+	s->h.worker_bits = SIM_WORKER_BITS;
+	s->seq_bits = SIM_SEQ_BITS;
+}
+
 static int sim_load(struct sim *s)
 {
-	unsigned int leased;
+	unsigned int leased, rb, wb, sb;
 	FILE *f;
 	int n;
 
 	memset(&s->h, 0, sizeof(s->h));
+	sim_default_layout(s);
 	f = fopen(s->file, "r");
 	if (!f)
 		return errno == ENOENT ? 0 : -errno;
-	n = fscanf(f, "%u %" SCNu32 " %" SCNu32 " %" SCNu64 " %" SCNu64 " %" SCNu64,
-		   &leased, &s->h.region, &s->h.worker, &s->h.floor_ms,
-		   &s->h.valid_until_ms, &s->h.last_ms);
+	n = fscanf(f, "%u %" SCNu32 " %" SCNu32 " %" SCNu64 " %" SCNu64 " %" SCNu64
+		   " %u %u %u", &leased, &s->h.region, &s->h.worker,
+		   &s->h.floor_ms, &s->h.valid_until_ms, &s->h.last_ms, &rb, &wb,
+		   &sb);
 	fclose(f);
-	if (n != 6)
+	if (n != 9 || rb + wb + sb != IDGEN_NODE_SEQ_BITS)
 		return -EIO;
 	s->h.leased = leased;
+	s->h.region_bits = rb;
+	s->h.worker_bits = wb;
+	s->seq_bits = sb;
 	return 0;
 }
 
@@ -69,9 +85,10 @@ static int sim_store(struct sim *s)
 
 	if (!f)
 		return -errno;
-	fprintf(f, "%u %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu64 " %" PRIu64 "\n",
-		s->h.leased, s->h.region, s->h.worker, s->h.floor_ms,
-		s->h.valid_until_ms, s->h.last_ms);
+	fprintf(f, "%u %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu64 " %" PRIu64
+		" %u %u %u\n", s->h.leased, s->h.region, s->h.worker,
+		s->h.floor_ms, s->h.valid_until_ms, s->h.last_ms,
+		s->h.region_bits, s->h.worker_bits, s->seq_bits);
 	if (fclose(f) || rename(s->tmp, s->file))
 		return -errno;
 	return 0;
@@ -99,6 +116,7 @@ static int sim_push(void *ctx, uint32_t region, uint32_t worker,
 		    uint64_t floor_ms, uint64_t valid_until_ms, bool synced)
 {
 	struct sim *s = ctx;
+	const struct lease_layout *lay = &s->push_layout;
 	int err;
 
 	(void)synced;
@@ -106,10 +124,12 @@ static int sim_push(void *ctx, uint32_t region, uint32_t worker,
 	if (err)
 		return err;
 	sim_advance(s);
-	if (region >= 1U << SIM_REGION_BITS || worker >= 1U << SIM_WORKER_BITS ||
+	if (region >= 1U << lay->region_bits || worker >= 1U << lay->worker_bits ||
 	    floor_ms >= valid_until_ms || valid_until_ms > IDGEN_MS_MAX + 1)
 		return -EINVAL;
-	if (s->h.leased && s->h.region == region && s->h.worker == worker) {
+	if (s->h.leased && s->h.region == region && s->h.worker == worker &&
+	    s->h.region_bits == lay->region_bits &&
+	    s->h.worker_bits == lay->worker_bits) {
 		if (valid_until_ms < s->h.valid_until_ms)
 			return -EINVAL;
 		if (floor_ms > s->h.floor_ms)
@@ -123,12 +143,19 @@ static int sim_push(void *ctx, uint32_t region, uint32_t worker,
 	s->h.region = region;
 	s->h.worker = worker;
 	s->h.valid_until_ms = valid_until_ms;
-	err = sim_store(s);
-	if (!err)
-		sim_log(s, "push r=%" PRIu32 " w=%" PRIu32 " floor=%" PRIu64
-			" until=%" PRIu64, region, worker, floor_ms,
-			valid_until_ms);
-	return err;
+	s->h.region_bits = lay->region_bits;
+	s->h.worker_bits = lay->worker_bits;
+	s->seq_bits = lay->seq_bits;
+	/*
+	 * Logged before it is stored: a daemon killed in between leaves a
+	 * log that says more than the generator holds, never less, so the
+	 * windows the tests derive from the log are never too small.
+	 */
+	sim_log(s, "push r=%" PRIu32 " w=%" PRIu32 " floor=%" PRIu64
+		" until=%" PRIu64 " layout=%u/%u/%u", region, worker, floor_ms,
+		valid_until_ms, lay->region_bits, lay->worker_bits,
+		lay->seq_bits);
+	return sim_store(s);
 }
 
 static int sim_revoke(void *ctx, uint64_t *last_ms)
@@ -139,8 +166,12 @@ static int sim_revoke(void *ctx, uint64_t *last_ms)
 	err = sim_load(s);
 	if (err)
 		return err;
-	if (!s->h.leased)
-		return -ENOKEY;
+	if (!s->h.leased) {
+		/* As the module: a retried revoke is safe. */
+		*last_ms = s->h.last_ms;
+		sim_log(s, "revoke-idle last=%" PRIu64, s->h.last_ms);
+		return 0;
+	}
 	sim_advance(s);
 	s->h.leased = false;
 	err = sim_store(s);
@@ -160,10 +191,10 @@ static int sim_held(void *ctx, struct device_held *out)
 	if (err)
 		return err;
 	sim_advance(s);
+	if (!s->h.leased)
+		sim_default_layout(s);	/* the default's, as the module */
 	*out = s->h;
 	out->now_ms = sim_now();
-	out->region_bits = SIM_REGION_BITS;
-	out->worker_bits = SIM_WORKER_BITS;
 	return 0;
 }
 
@@ -173,7 +204,8 @@ static const struct device_ops sim_device_ops = {
 	.held = sim_held,
 };
 
-int device_sim_open(struct device *dev, const char *file)
+int device_sim_open(struct device *dev, const char *file,
+		    const struct lease_layout *layout)
 {
 	struct sim *s = calloc(1, sizeof(*s));
 	int err;
@@ -188,6 +220,7 @@ int device_sim_open(struct device *dev, const char *file)
 		free(s);
 		return -ENOMEM;
 	}
+	s->push_layout = *layout;
 	err = sim_load(s);
 	if (err) {
 		log_err("simulated generator %s: %s", file,

@@ -255,19 +255,21 @@ static void rec_absent(struct store_record *r, uint32_t worker)
 }
 
 /*
- * Our value, {"owner": "...", "valid_until_ms": N}.  Someone else's value
- * is not a protocol error: the record is then held by nobody we know of.
+ * Our value, {"owner": "...", "token": "...", "valid_until_ms": N}; the
+ * token is absent in values older idgend wrote.  Someone else's value is
+ * not a protocol error: the record is then held by nobody we know of.
  */
 static void parse_value(const unsigned char *v, size_t len,
 			struct store_record *r)
 {
-	struct json_object *root = NULL, *owner, *until;
+	struct json_object *root = NULL, *owner, *token = NULL, *until;
 	char why[64];
 	uint64_t ms;
-	size_t olen;
+	size_t olen, tlen = 0;
 
 	r->valid = false;
 	r->owner[0] = '\0';
+	r->token[0] = '\0';
 	r->valid_until_ms = 0;
 	if (parse_json((const char *)v, len, &root, why, sizeof(why)))
 		return;
@@ -280,6 +282,14 @@ static void parse_value(const unsigned char *v, size_t len,
 	if (olen >= STORE_OWNER_MAX ||
 	    memchr(json_object_get_string(owner), '\0', olen))
 		goto out;
+	if (json_object_object_get_ex(root, "token", &token)) {
+		if (!json_object_is_type(token, json_type_string))
+			goto out;
+		tlen = json_object_get_string_len(token);
+		if (!tlen || tlen >= STORE_TOKEN_MAX ||
+		    memchr(json_object_get_string(token), '\0', tlen))
+			goto out;
+	}
 	if (json_object_is_type(until, json_type_int)) {
 		/* json-c saturates out-of-range numbers at UINT64_MAX. */
 		if (json_object_get_int64(until) < 0)
@@ -296,6 +306,8 @@ static void parse_value(const unsigned char *v, size_t len,
 		goto out;
 	}
 	memcpy(r->owner, json_object_get_string(owner), olen + 1);
+	if (token)
+		memcpy(r->token, json_object_get_string(token), tlen + 1);
 	r->valid_until_ms = ms;
 	r->valid = true;
 out:
@@ -772,28 +784,62 @@ static struct json_object *add_new(struct json_object *o, const char *name,
 	return v;
 }
 
+/* The key of a region's layout record: "/idgen/r0/layout". */
+static char *layout_key(struct etcd *e, uint32_t region)
+{
+	char *k;
+
+	if (asprintf(&k, "%s/r%" PRIu32 "/layout", e->prefix, region) < 0)
+		return NULL;
+	return k;
+}
+
+/* Appends {"target": "MOD", "key": key, "mod_revision": rev, "result": res}. */
+static int add_compare(struct json_object *a, const char *key, int64_t rev,
+		       const char *result)
+{
+	struct json_object *c = add_new(a, NULL, false);
+	char s[24];
+
+	snprintf(s, sizeof(s), "%" PRId64, rev);
+	if (!c || add_str(c, "target", "MOD") ||
+	    add_b64(c, "key", key, strlen(key)) ||
+	    add_str(c, "mod_revision", s) || add_str(c, "result", result))
+		return -ENOMEM;
+	return 0;
+}
+
+/* Appends {"request_range": {"key": key}} to array a. */
+static int add_range_op(struct json_object *a, const char *key)
+{
+	struct json_object *op = add_new(a, NULL, false);
+
+	op = op ? add_new(op, "request_range", false) : NULL;
+	if (!op || add_b64(op, "key", key, strlen(key)))
+		return -ENOMEM;
+	return 0;
+}
+
 /*
- * The txn: if mod_revision(key) == expect_rev then put else range.  etcd
- * compares a missing key's mod_revision as 0, so expect_rev 0 is "does not
- * exist yet" (also after a delete) without a second compare.
+ * The txn: if mod_revision(key) == expect_rev [and mod_revision(lkey) ==
+ * layout_rev] then put else range key [and range lkey].  etcd compares a
+ * missing key's mod_revision as 0, so expect_rev 0 is "does not exist yet"
+ * (also after a delete) without a second compare.
  */
 static struct json_object *cas_request(const char *key, int64_t expect_rev,
+				       const char *lkey, int64_t layout_rev,
 				       const char *value)
 {
-	struct json_object *req, *a, *c, *op;
+	struct json_object *req, *a, *op;
 	size_t klen = strlen(key);
-	char rev[24];
 
-	snprintf(rev, sizeof(rev), "%" PRId64, expect_rev);
 	req = json_object_new_object();
 	if (!req)
 		return NULL;
 
 	a = add_new(req, "compare", true);
-	c = a ? add_new(a, NULL, false) : NULL;
-	if (!c || add_str(c, "target", "MOD") ||
-	    add_b64(c, "key", key, klen) ||
-	    add_str(c, "mod_revision", rev) || add_str(c, "result", "EQUAL"))
+	if (!a || add_compare(a, key, expect_rev, "EQUAL") ||
+	    (lkey && add_compare(a, lkey, layout_rev, "EQUAL")))
 		goto nomem;
 
 	a = add_new(req, "success", true);
@@ -804,9 +850,7 @@ static struct json_object *cas_request(const char *key, int64_t expect_rev,
 		goto nomem;
 
 	a = add_new(req, "failure", true);
-	op = a ? add_new(a, NULL, false) : NULL;
-	op = op ? add_new(op, "request_range", false) : NULL;
-	if (!op || add_b64(op, "key", key, klen))
+	if (!a || add_range_op(a, key) || (lkey && add_range_op(a, lkey)))
 		goto nomem;
 	return req;
 nomem:
@@ -814,16 +858,54 @@ nomem:
 	return NULL;
 }
 
+/* Element i of a failed txn's "responses": its response_range. */
+static struct json_object *failed_range(struct json_object *resp, size_t i,
+					size_t n)
+{
+	struct json_object *rs, *r, *rr;
+
+	if (!get_typed(resp, "responses", json_type_array, &rs) || !rs ||
+	    json_object_array_length(rs) != n ||
+	    !(r = json_object_array_get_idx(rs, i)) ||
+	    !json_object_is_type(r, json_type_object) ||
+	    !json_object_object_get_ex(r, "response_range", &rr) ||
+	    !json_object_is_type(rr, json_type_object))
+		return NULL;
+	return rr;
+}
+
+/* {"owner": ..., "token": ..., "valid_until_ms": N}, or NULL. */
+static char *value_json(const struct store_value *val)
+{
+	struct json_object *o, *v;
+	char *s = NULL;
+
+	o = json_object_new_object();
+	if (!o || add_str(o, "owner", val->owner) ||
+	    (val->token && val->token[0] && add_str(o, "token", val->token)))
+		goto out;
+	v = json_object_new_uint64(val->valid_until_ms);
+	if (!v || json_object_object_add(o, "valid_until_ms", v)) {
+		json_object_put(v);
+		goto out;
+	}
+	s = strdup(to_string(o));
+out:
+	json_object_put(o);
+	return s;
+}
+
 static int etcd_cas(void *ctx, uint32_t region, uint32_t worker,
-		    int64_t expect_rev, const char *owner,
-		    uint64_t valid_until_ms, int64_t *new_rev,
+		    int64_t expect_rev, int64_t layout_rev,
+		    const struct store_value *val, int64_t *new_rev,
 		    struct store_record *now)
 {
 	struct etcd *e = ctx;
-	struct json_object *val, *v, *req = NULL, *resp = NULL;
-	struct json_object *ok, *rs, *r0, *rr;
-	struct store_record cur;
+	struct json_object *req = NULL, *resp = NULL, *ok, *rr;
+	struct store_record cur, lay;
 	const char *key = etcd_key(e, region, worker);
+	char *lkey = NULL, *value = NULL;
+	bool fenced = layout_rev != STORE_ANY_LAYOUT;
 	const char *ep;
 	int64_t rev;
 	int ret;
@@ -831,24 +913,17 @@ static int etcd_cas(void *ctx, uint32_t region, uint32_t worker,
 	e->err[0] = '\0';
 	if (new_rev)
 		*new_rev = 0;
-	if (expect_rev < 0 || strlen(owner) >= STORE_OWNER_MAX) {
+	if (expect_rev < 0 || (fenced && layout_rev < 0) ||
+	    strlen(val->owner) >= STORE_OWNER_MAX ||
+	    (val->token && strlen(val->token) >= STORE_TOKEN_MAX)) {
 		set_err(e, "%s: bad cas arguments", key);
 		ret = -EINVAL;
 		goto fail;
 	}
-	val = json_object_new_object();
-	if (!val || add_str(val, "owner", owner)) {
-		json_object_put(val);
+	value = value_json(val);
+	if (!value || (fenced && !(lkey = layout_key(e, region))))
 		goto nomem;
-	}
-	v = json_object_new_uint64(valid_until_ms);
-	if (!v || json_object_object_add(val, "valid_until_ms", v)) {
-		json_object_put(v);
-		json_object_put(val);
-		goto nomem;
-	}
-	req = cas_request(key, expect_rev, to_string(val));
-	json_object_put(val);
+	req = cas_request(key, expect_rev, lkey, layout_rev, value);
 	if (!req)
 		goto nomem;
 	ret = call(e, "/v3/kv/txn", to_string(req), true, &resp, &rev);
@@ -871,17 +946,15 @@ static int etcd_cas(void *ctx, uint32_t region, uint32_t worker,
 			goto fail;
 		}
 		json_object_put(resp);
+		free(lkey);
+		free(value);
 		if (new_rev)
 			*new_rev = rev;
 		return 0;
 	}
 
-	if (!get_typed(resp, "responses", json_type_array, &rs) || !rs ||
-	    json_object_array_length(rs) != 1 ||
-	    !(r0 = json_object_array_get_idx(rs, 0)) ||
-	    !json_object_is_type(r0, json_type_object) ||
-	    !json_object_object_get_ex(r0, "response_range", &rr) ||
-	    !json_object_is_type(rr, json_type_object)) {
+	rr = failed_range(resp, 0, fenced ? 2 : 1);
+	if (!rr) {
 		set_err(e, "%s: failed txn without its response_range", ep);
 		ret = -EPROTO;
 		goto fail;
@@ -889,9 +962,28 @@ static int etcd_cas(void *ctx, uint32_t region, uint32_t worker,
 	ret = parse_range_one(e, ep, rr, key, worker, &cur);
 	if (ret)
 		goto fail;
+	cur.layout_rev = STORE_ANY_LAYOUT;
+	if (fenced) {
+		rr = failed_range(resp, 1, 2);
+		if (!rr) {
+			set_err(e, "%s: failed txn without the layout's response_range", ep);
+			ret = -EPROTO;
+			goto fail;
+		}
+		ret = parse_range_one(e, ep, rr, lkey, 0, &lay);
+		if (ret)
+			goto fail;
+		cur.layout_rev = lay.mod_revision;
+	}
 	json_object_put(resp);
-	set_err(e, "%s: revision is %" PRId64 ", not %" PRId64, key,
-		cur.mod_revision, expect_rev);
+	if (fenced && cur.layout_rev != layout_rev)
+		set_err(e, "%s: revision %" PRId64 ", not %" PRId64 " (the layout changed)",
+			lkey, cur.layout_rev, layout_rev);
+	else
+		set_err(e, "%s: revision is %" PRId64 ", not %" PRId64, key,
+			cur.mod_revision, expect_rev);
+	free(lkey);
+	free(value);
 	if (now)
 		*now = cur;
 	return -ECANCELED;
@@ -900,10 +992,253 @@ nomem:
 	ret = -ENOMEM;
 fail:
 	json_object_put(resp);
+	free(lkey);
+	free(value);
 	if (new_rev)
 		*new_rev = 0;
 	if (now)
 		rec_unknown(now, worker);
+	return ret;
+}
+
+/* --- the layout record --------------------------------------------------- */
+
+/* A member that must be a JSON integer from 0 to max. */
+static bool get_uint(struct json_object *o, const char *name, uint64_t max,
+		     uint64_t *v)
+{
+	struct json_object *m;
+
+	if (!json_object_object_get_ex(o, name, &m) ||
+	    !json_object_is_type(m, json_type_int) ||
+	    json_object_get_int64(m) < 0)
+		return false;
+	*v = json_object_get_uint64(m);
+	return *v <= max;
+}
+
+/* {"region_bits": R, "worker_bits": W, "seq_bits": S, "from_ms": N}. */
+static void parse_layout(const unsigned char *v, size_t len,
+			 struct store_layout *l)
+{
+	struct json_object *root = NULL;
+	uint64_t rb, wb, sb, from;
+	char why[64];
+
+	l->valid = false;
+	if (parse_json((const char *)v, len, &root, why, sizeof(why)))
+		return;
+	if (json_object_is_type(root, json_type_object) &&
+	    get_uint(root, "region_bits", 64, &rb) &&
+	    get_uint(root, "worker_bits", 64, &wb) &&
+	    get_uint(root, "seq_bits", 64, &sb) &&
+	    get_uint(root, "from_ms", UINT64_MAX - 1, &from)) {
+		l->region_bits = rb;
+		l->worker_bits = wb;
+		l->seq_bits = sb;
+		l->from_ms = from;
+		l->valid = true;
+	}
+	json_object_put(root);
+}
+
+static int etcd_layout_get(void *ctx, uint32_t region, struct store_layout *out)
+{
+	struct etcd *e = ctx;
+	struct json_object *req = NULL, *resp = NULL, *kvs, *kv;
+	unsigned char *val = NULL;
+	char *key = layout_key(e, region);
+	size_t n, val_len;
+	const char *ep;
+	int64_t rev;
+	int ret;
+
+	e->err[0] = '\0';
+	memset(out, 0, sizeof(*out));
+	req = key ? json_object_new_object() : NULL;
+	if (!req || add_b64(req, "key", key, strlen(key))) {
+		set_err(e, "out of memory");
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = call(e, "/v3/kv/range", to_string(req), false, &resp, &rev);
+	if (ret)
+		goto out;
+	ep = e->endpoints[e->current];
+	ret = -EPROTO;
+	if (!get_typed(resp, "kvs", json_type_array, &kvs)) {
+		set_err(e, "%s: kvs is not an array", ep);
+		goto out;
+	}
+	n = kvs ? json_object_array_length(kvs) : 0;
+	if (n > 1) {
+		set_err(e, "%s: %zu kvs for the one key %s", ep, n, key);
+		goto out;
+	}
+	ret = 0;
+	if (!n)
+		goto out;
+	kv = json_object_array_get_idx(kvs, 0);
+	if (!json_object_is_type(kv, json_type_object) ||
+	    !get_i64(kv, "mod_revision", &out->mod_revision) ||
+	    get_bytes(kv, "value", &val, &val_len)) {
+		set_err(e, "%s: %s: not a kv with a revision and a value", ep, key);
+		ret = -EPROTO;
+		goto out;
+	}
+	out->exists = true;
+	parse_layout(val, val_len, out);
+	if (!out->valid)
+		set_err(e, "%s: %s holds a value that is not a layout", ep, key);
+out:
+	free(val);
+	json_object_put(req);
+	json_object_put(resp);
+	free(key);
+	if (ret) {
+		memset(out, 0, sizeof(*out));
+		out->exists = true;	/* unknown: never "absent" */
+	}
+	return ret;
+}
+
+/*
+ * if MOD(layout) == expect_rev [and MOD(every worker key) < workers_rev + 1]
+ * then put layout.
+ */
+static int etcd_layout_cas(void *ctx, uint32_t region, int64_t expect_rev,
+			   int64_t workers_rev, const struct store_layout *l,
+			   int64_t *new_rev)
+{
+	struct etcd *e = ctx;
+	struct json_object *req = NULL, *resp = NULL, *val = NULL, *a, *op, *c, *ok;
+	char *key = layout_key(e, region), *end = NULL;
+	char rev[24];
+	int64_t r;
+	int ret;
+
+	e->err[0] = '\0';
+	*new_rev = 0;
+	if (!key)
+		goto nomem;
+	val = json_object_new_object();
+	if (!val ||
+	    json_object_object_add(val, "region_bits", json_object_new_int(l->region_bits)) ||
+	    json_object_object_add(val, "worker_bits", json_object_new_int(l->worker_bits)) ||
+	    json_object_object_add(val, "seq_bits", json_object_new_int(l->seq_bits)) ||
+	    json_object_object_add(val, "from_ms", json_object_new_uint64(l->from_ms)))
+		goto nomem;
+	req = json_object_new_object();
+	a = req ? add_new(req, "compare", true) : NULL;
+	if (!a || add_compare(a, key, expect_rev, "EQUAL"))
+		goto nomem;
+	if (workers_rev) {
+		/* Every key in [.../w/, .../w0): '/' + 1 is '0'. */
+		if (asprintf(&end, "%s/r%" PRIu32 "/w/", e->prefix, region) < 0) {
+			end = NULL;
+			goto nomem;
+		}
+		snprintf(rev, sizeof(rev), "%" PRId64, workers_rev + 1);
+		c = add_new(a, NULL, false);
+		if (!c || add_str(c, "target", "MOD") ||
+		    add_b64(c, "key", end, strlen(end)))
+			goto nomem;
+		end[strlen(end) - 1]++;
+		if (add_b64(c, "range_end", end, strlen(end)) ||
+		    add_str(c, "mod_revision", rev) || add_str(c, "result", "LESS"))
+			goto nomem;
+	}
+	a = add_new(req, "success", true);
+	op = a ? add_new(a, NULL, false) : NULL;
+	op = op ? add_new(op, "request_put", false) : NULL;
+	if (!op || add_b64(op, "key", key, strlen(key)) ||
+	    add_b64(op, "value", to_string(val), strlen(to_string(val))))
+		goto nomem;
+	ret = call(e, "/v3/kv/txn", to_string(req), true, &resp, &r);
+	if (ret)
+		goto out;
+	if (!get_typed(resp, "succeeded", json_type_boolean, &ok)) {
+		set_err(e, "%s: succeeded is not a boolean", e->endpoints[e->current]);
+		ret = -EPROTO;
+	} else if (ok && json_object_get_boolean(ok)) {
+		*new_rev = r;
+	} else {
+		set_err(e, "%s: changed since it was read", key);
+		ret = -ECANCELED;
+	}
+	goto out;
+nomem:
+	set_err(e, "out of memory");
+	ret = -ENOMEM;
+out:
+	json_object_put(val);
+	json_object_put(req);
+	json_object_put(resp);
+	free(key);
+	free(end);
+	return ret;
+}
+
+/* Every worker record of the region, in one range read. */
+static int etcd_region_scan(void *ctx, uint32_t region, uint64_t *max_until,
+			    uint32_t *garbled, int64_t *revision)
+{
+	struct etcd *e = ctx;
+	struct json_object *req = NULL, *resp = NULL, *kvs;
+	char *pfx = NULL;
+	size_t plen, i, nkv;
+	int ret;
+
+	e->err[0] = '\0';
+	*max_until = 0;
+	*garbled = 0;
+	*revision = 0;
+	if (asprintf(&pfx, "%s/r%" PRIu32 "/w/", e->prefix, region) < 0) {
+		pfx = NULL;
+		goto nomem;
+	}
+	plen = strlen(pfx);
+	req = json_object_new_object();
+	if (!req || add_b64(req, "key", pfx, plen))
+		goto nomem;
+	pfx[plen - 1]++;
+	ret = add_b64(req, "range_end", pfx, plen);
+	pfx[plen - 1]--;
+	if (ret)
+		goto nomem;
+	ret = call(e, "/v3/kv/range", to_string(req), false, &resp, revision);
+	if (ret)
+		goto out;
+	if (!get_typed(resp, "kvs", json_type_array, &kvs)) {
+		set_err(e, "%s: kvs is not an array", e->endpoints[e->current]);
+		ret = -EPROTO;
+		goto out;
+	}
+	nkv = kvs ? json_object_array_length(kvs) : 0;
+	for (i = 0; i < nkv; i++) {
+		struct store_record r = { 0 };
+		unsigned char *k;
+		size_t klen;
+
+		ret = parse_kv(e, e->endpoints[e->current],
+			       json_object_array_get_idx(kvs, i), &k, &klen, &r);
+		if (ret)
+			goto out;
+		free(k);
+		if (!r.valid)
+			(*garbled)++;
+		else if (r.valid_until_ms > *max_until)
+			*max_until = r.valid_until_ms;
+	}
+	ret = 0;
+	goto out;
+nomem:
+	set_err(e, "out of memory");
+	ret = -ENOMEM;
+out:
+	json_object_put(req);
+	json_object_put(resp);
+	free(pfx);
 	return ret;
 }
 
@@ -918,6 +1253,9 @@ const struct store_ops etcd_store_ops = {
 	.list = etcd_list,
 	.get = etcd_get,
 	.cas = etcd_cas,
+	.layout_get = etcd_layout_get,
+	.layout_cas = etcd_layout_cas,
+	.region_scan = etcd_region_scan,
 	.error = etcd_error,
 };
 

@@ -10,9 +10,14 @@
  * logged.
  *
  * Exit status: 0 after a clean stop, 1 when it cannot go on (etcd
- * unreachable at start, the device gone), 2 for what a restart cannot mend:
- * a bad configuration, a region or worker the generator's layout lacks, a
- * standalone state file that is bad or missing.
+ * unreachable at start, the device gone, another idgend running), 2 for
+ * what a restart cannot mend: a bad configuration, a region or worker the
+ * generator's layout lacks, a standalone state file that is bad or
+ * missing, a region whose layout record is not this host's layout (or
+ * that was cut over to another layout).
+ *
+ * idgend --cut-over-layout R/W/S changes the region's layout record and
+ * exits (lease_cut_over()).
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -36,6 +41,7 @@
 #include "etcd.h"
 #include "lease.h"
 #include "log.h"
+#include "runtime.h"
 #include "standalone.h"
 
 #define EXIT_FATAL	1
@@ -59,6 +65,7 @@ struct daemon {
 	/* One of the two, by mode. */
 	struct lease lease;
 	struct lease_config lease_cfg;
+	char token[RUNTIME_TOKEN_LEN + 1];
 	struct standalone sa;
 };
 
@@ -277,6 +284,8 @@ static int etcd_start(struct daemon *d)
 			return err;
 		if (err == -EBUSY || err == -EAGAIN)
 			return 0;	/* the main loop retries */
+		if (err == -EMEDIUMTYPE)
+			return err;
 		if (err != -ECONNREFUSED && err != -ETIMEDOUT)
 			return err;
 		if (mono_ms() >= give_up) {
@@ -290,39 +299,60 @@ static int etcd_start(struct daemon *d)
 	}
 }
 
+static struct etcd *etcd_open(const struct config *cfg)
+{
+	struct etcd *e;
+
+	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
+		log_err("cannot initialise libcurl");
+		return NULL;
+	}
+	e = etcd_new((const char *const *)cfg->endpoints, cfg->nr_endpoints,
+		     cfg->prefix, cfg->timeout_ms);
+	if (!e) {
+		log_err("out of memory");
+		curl_global_cleanup();
+	}
+	return e;
+}
+
+/* idgend --cut-over-layout R/W/S: change the region's layout record. */
+static int run_cut_over(struct daemon *d)
+{
+	struct lease_config *lc = &d->lease_cfg;
+	struct etcd *e;
+	int err;
+
+	e = etcd_open(&d->cfg);
+	if (!e)
+		return EXIT_FATAL;
+	lc->region = d->cfg.region;
+	lc->layout = d->cfg.layout;
+	err = lease_cut_over(lc, &etcd_store_ops, e, &d->cfg.cut_over_layout);
+	etcd_free(e);
+	curl_global_cleanup();
+	return !err ? 0 : err == -EINVAL ? EXIT_CONFIG : EXIT_FATAL;
+}
+
 static int run_etcd(struct daemon *d)
 {
 	struct lease_config *lc = &d->lease_cfg;
 	struct lease *l = &d->lease;
-	struct device_held h;
 	struct etcd *e;
 	int err, status = 0;
 
-	err = d->dev.ops->held(d->dev.ctx, &h);
-	if (err) {
-		log_err("cannot read the generator's state: %s", strerror(-err));
+	err = runtime_token(d->cfg.runtime_dir, d->token);
+	if (err)
+		return err == -EBADMSG ? EXIT_CONFIG : EXIT_FATAL;
+	e = etcd_open(&d->cfg);
+	if (!e)
 		return EXIT_FATAL;
-	}
-	if (d->cfg.region >= 1U << h.region_bits) {
-		log_err("region %" PRIu32 " does not fit the generator's %u region bits",
-			d->cfg.region, h.region_bits);
-		return EXIT_CONFIG;
-	}
-	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
-		log_err("cannot initialise libcurl");
-		return EXIT_FATAL;
-	}
-	e = etcd_new((const char *const *)d->cfg.endpoints, d->cfg.nr_endpoints,
-		     d->cfg.prefix, d->cfg.timeout_ms);
-	if (!e) {
-		log_err("out of memory");
-		curl_global_cleanup();
-		return EXIT_FATAL;
-	}
 
 	lc->owner = d->cfg.owner;
+	lc->token = d->token;
+	lc->layout = d->cfg.layout;
 	lc->region = d->cfg.region;
-	lc->workers = 1U << h.worker_bits;
+	lc->workers = 1U << lc->layout.worker_bits;
 	lc->lease_ms = d->cfg.lease_ms;
 	lc->floor_wait_ms = 1000;
 	lc->require_sync = d->cfg.require_clock_sync;
@@ -336,9 +366,10 @@ static int run_etcd(struct daemon *d)
 	if (getrandom(&l->rng, sizeof(l->rng), 0) != sizeof(l->rng))
 		l->rng = mono_ms() ^ ((uint64_t)getpid() << 32);
 
-	log_info("etcd mode: owner '%s', region %" PRIu32 " (%" PRIu32 " numbers), "
-		 "lease %" PRIu64 " ms renewed every %" PRIu64 " ms, %u endpoint(s) "
-		 "starting with %s", lc->owner, lc->region, lc->workers,
+	log_info("etcd mode: owner '%s', region %" PRIu32 " of layout %s (%" PRIu32
+		 " numbers), lease %" PRIu64 " ms renewed every %" PRIu64 " ms, %u "
+		 "endpoint(s) starting with %s", lc->owner, lc->region,
+		 d->cfg.layout_name, lc->workers,
 		 lc->lease_ms, d->cfg.renew_ms, d->cfg.nr_endpoints,
 		 d->cfg.endpoints[0]);
 
@@ -346,7 +377,7 @@ static int run_etcd(struct daemon *d)
 	if (err == -EINTR)
 		goto out;
 	if (err) {
-		status = EXIT_FATAL;
+		status = err == -EMEDIUMTYPE ? EXIT_CONFIG : EXIT_FATAL;
 		goto out;
 	}
 	/* An adopted lease is renewed at once: its fence may be close. */
@@ -356,6 +387,10 @@ static int run_etcd(struct daemon *d)
 		d->renewed_at = mono_ms();
 		if (l->held) {
 			err = lease_renew(l);
+			if (err == -EMEDIUMTYPE) {
+				status = EXIT_CONFIG;
+				break;
+			}
 			if (!err)
 				next = mono_ms() + d->cfg.renew_ms;
 			else if (err == -ESTALE)
@@ -366,6 +401,10 @@ static int run_etcd(struct daemon *d)
 			err = lease_claim(l);
 			if (err == -EINTR)
 				break;
+			if (err == -EMEDIUMTYPE) {
+				status = EXIT_CONFIG;
+				break;
+			}
 			next = mono_ms() + (err ? d->cfg.claim_retry_ms : d->cfg.renew_ms);
 		}
 	}
@@ -380,7 +419,7 @@ out:
 int main(int argc, char *argv[])
 {
 	struct daemon d;
-	int ret, status;
+	int ret, status, lock_fd;
 
 	memset(&d, 0, sizeof(d));
 	log_init("idgend");
@@ -395,12 +434,22 @@ int main(int argc, char *argv[])
 		config_free(&d.cfg);
 		return 0;
 	}
+	if (d.cfg.cut_over) {
+		status = run_cut_over(&d);
+		config_free(&d.cfg);
+		return status;
+	}
 	ret = setup_signals(&d);
 	if (ret) {
 		log_err("signals: %s", strerror(-ret));
 		return EXIT_FATAL;
 	}
-	ret = device_open(&d.dev, d.cfg.device);
+	lock_fd = runtime_lock(d.cfg.runtime_dir);
+	if (lock_fd < 0) {
+		config_free(&d.cfg);
+		return EXIT_FATAL;
+	}
+	ret = device_open(&d.dev, d.cfg.device, &d.cfg.layout);
 	if (ret) {
 		config_free(&d.cfg);
 		return EXIT_FATAL;
@@ -414,6 +463,7 @@ int main(int argc, char *argv[])
 		idgen_nl_close(d.nl);
 	device_close(&d.dev);
 	close(d.sig_fd);
+	close(lock_fd);
 	log_info("stopped");
 	config_free(&d.cfg);
 	return status;

@@ -1,15 +1,55 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The lease protocol: claim, renew, release, adopt (see lease.h).
+ * The lease protocol: claim, renew, release, adopt, cut over (lease.h).
  *
- * Every write to the store is a compare-and-swap on the record's revision,
- * and a write whose outcome is unknown is followed by a read before any
- * decision.  The generator is told a fence only after the store confirmed
- * it; it enforces that fence by itself, so a daemon that stops here at any
- * point can never cause a duplicate.
+ * The rules, as the model in tests/model/ checks them:
+ *
+ * R1 Ownership.  A worker record is ours only when its owner AND its token
+ *    are this instance's (the token: 128 random bits, hex, from
+ *    owner-token in the runtime directory: one per boot and host, kept
+ *    across idgend restarts).  A record without a token (an older writer)
+ *    is nobody's.  Our own write whose answer was lost reads back with our
+ *    token, so it stays ours; a record that names our owner with another
+ *    token is another host with the same name: never ours, logged loudly.
+ * R2 Every write of a worker record is one etcd txn comparing the record's
+ *    mod_revision with the one we read AND the region's layout record's
+ *    mod_revision with the one we read (claim, renew, release, give-back).
+ *    An unknown outcome (timeout, garbled answer) is re-read before any
+ *    decision; nothing is pushed on an unknown outcome.
+ * R3 Layout.  /<prefix>/r<R>/layout holds {region_bits, worker_bits,
+ *    seq_bits, from_ms}; it is created once (create-if-absent) with
+ *    from_ms 0 and changed only by lease_cut_over(), which writes
+ *    from_ms = the highest valid_until of every worker record of the region
+ *    in one listing at revision H, in a txn comparing the layout record's
+ *    revision and "no worker record modified after H".  A host whose
+ *    layout differs from the record's never claims (and revokes what it
+ *    holds): a configuration error.
+ * R4 Floor.  A claim's floor is max(the record's valid_until as the
+ *    claiming txn compared it, the layout's from_ms).  The generator is
+ *    pushed (floor, now + lease) only after the txn succeeded and the
+ *    clock is past the floor (F2: it mints only above the floor); if the
+ *    clock is not past it within floor_wait_ms, the claim is given back
+ *    by writing valid_until = floor (R2), never pushed.  A from_ms more
+ *    than floor_wait_ms ahead defers the claim (-EBUSY).
+ * R5 Renewal moves valid_until forward by CAS (R2); it is pushed only
+ *    after the store confirmed it.  A failed compare whose layout record
+ *    changed, or whose record is no longer ours (R1), revokes at once; one
+ *    whose record is still ours at another revision (our write whose
+ *    answer was lost) takes that revision and its valid_until, revoking
+ *    if that is below the fence already pushed.
+ * R6 Release revokes first, then writes the last ms returned as
+ *    valid_until (R2); if that write fails the number frees at its fence.
+ * R7 Adopt after a restart: the lease the generator holds is kept only if
+ *    its record is ours (R1), its valid_until is at or above the fence the
+ *    generator holds, and the record was written after the layout record
+ *    (mod_revision above it): otherwise it is revoked.
+ *
+ * The generator enforces its fence by itself (F1, F5), so a daemon that
+ * stops here at any point can never cause a duplicate.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,14 +77,127 @@ static uint64_t next_random(struct lease *l)
 	return x;
 }
 
-static bool is_ours(const struct lease *l, const struct store_record *r)
-{
-	return r->exists && r->valid && !strcmp(r->owner, l->cfg->owner);
-}
-
 static const char *store_error(struct lease *l)
 {
 	return l->store->error(l->store_ctx);
+}
+
+/* R1: our owner and our token; a record without a token is nobody's. */
+static bool is_ours(const struct lease *l, const struct store_record *r)
+{
+	return r->exists && r->valid && r->token[0] && l->cfg->token &&
+		!strcmp(r->token, l->cfg->token) &&
+		!strcmp(r->owner, l->cfg->owner);
+}
+
+/*
+ * A record that names our owner but is not ours: another host with the
+ * same owner name (a cloned image), or a record an older idgend wrote.
+ */
+static void say_if_twin(const struct lease *l, const struct store_record *r)
+{
+	if (!r->exists || !r->valid || strcmp(r->owner, l->cfg->owner) ||
+	    is_ours(l, r))
+		return;
+	if (r->token[0])
+		log_alert("r%" PRIu32 "/w%" PRIu32 " names this host's owner '%s' "
+			  "with another instance's token: two hosts share the "
+			  "owner name '%s' (cloned from one image?); this host "
+			  "does not take the record as its own. Give every host "
+			  "its own owner in idgend.conf", l->cfg->region,
+			  r->worker, r->owner, r->owner);
+	else
+		log_warn("r%" PRIu32 "/w%" PRIu32 " names this host's owner '%s' but "
+			 "has no owner token (an older idgend wrote it): not "
+			 "taken as this instance's", l->cfg->region, r->worker,
+			 r->owner);
+}
+
+static int write_record(struct lease *l, uint32_t worker, int64_t rev,
+			uint64_t until, int64_t *new_rev,
+			struct store_record *now)
+{
+	struct store_value v = {
+		.owner = l->cfg->owner,
+		.token = l->cfg->token,
+		.valid_until_ms = until,
+	};
+
+	return l->store->cas(l->store_ctx, l->cfg->region, worker, rev,
+			     l->layout_rev, &v, new_rev, now);
+}
+
+static bool same_layout(const struct lease_layout *a,
+			const struct store_layout *b)
+{
+	return a->region_bits == b->region_bits &&
+		a->worker_bits == b->worker_bits &&
+		a->seq_bits == b->seq_bits;
+}
+
+/*
+ * R3: read the region's layout record (create it with ours if there is
+ * none) and check it is ours.  Sets l->layout_rev and l->layout_from_ms.
+ */
+static int check_layout(struct lease *l)
+{
+	const struct lease_layout *me = &l->cfg->layout;
+	struct store_layout cur, want = {
+		.region_bits = me->region_bits,
+		.worker_bits = me->worker_bits,
+		.seq_bits = me->seq_bits,
+	};
+	int64_t rev;
+	int err;
+
+	err = l->store->layout_get(l->store_ctx, l->cfg->region, &cur);
+	if (!err && !cur.exists) {
+		err = l->store->layout_cas(l->store_ctx, l->cfg->region, 0, 0,
+					   &want, &rev);
+		if (!err) {
+			log_notice("r%" PRIu32 ": recorded the region's layout, "
+				   "%u/%u/%u (region/worker/sequence bits)",
+				   l->cfg->region, me->region_bits,
+				   me->worker_bits, me->seq_bits);
+			l->layout_rev = rev;
+			l->layout_from_ms = 0;
+			return 0;
+		}
+		/* Another host was first, or the outcome is unknown. */
+		if (err == -ECANCELED || err == -ETIMEDOUT || err == -EPROTO)
+			err = l->store->layout_get(l->store_ctx, l->cfg->region,
+						   &cur);
+	}
+	if (err) {
+		log_err("r%" PRIu32 ": cannot read the region's layout record: %s",
+			l->cfg->region, store_error(l));
+		return err;
+	}
+	if (!cur.exists) {
+		log_err("r%" PRIu32 ": the region's layout record is still missing "
+			"after writing it", l->cfg->region);
+		return -EAGAIN;
+	}
+	if (!cur.valid) {
+		log_err("r%" PRIu32 ": the region's layout record is unreadable "
+			"(%s); not claiming until it is repaired (idgend "
+			"--cut-over-layout)", l->cfg->region, store_error(l));
+		return -EMEDIUMTYPE;
+	}
+	if (!same_layout(me, &cur)) {
+		log_err("r%" PRIu32 ": the region's layout is %u/%u/%u (since ms %"
+			PRIu64 "), this host's is %u/%u/%u: not claiming, the IDs "
+			"could collide. Set layout = %u/%u/%u in idgend.conf, or cut "
+			"the region over (idgend(8), LAYOUT)", l->cfg->region,
+			cur.region_bits, cur.worker_bits, cur.seq_bits,
+			cur.from_ms, me->region_bits, me->worker_bits,
+			me->seq_bits, cur.region_bits, cur.worker_bits,
+			cur.seq_bits);
+		return -EMEDIUMTYPE;
+	}
+	l->layout_rev = cur.mod_revision;
+	l->layout_from_ms = cur.from_ms;
+	return 0;
 }
 
 static int wait_for_sync(struct lease *l)
@@ -76,8 +229,7 @@ static void unclaim(struct lease *l, uint32_t worker, int64_t rev,
 	int64_t new_rev;
 	int err;
 
-	err = l->store->cas(l->store_ctx, l->cfg->region, worker, rev,
-			    l->cfg->owner, floor_ms, &new_rev, NULL);
+	err = write_record(l, worker, rev, floor_ms, &new_rev, NULL);
 	if (err)
 		log_warn("r%" PRIu32 "/w%" PRIu32 ": could not give back the unused claim "
 			 "(%s); it frees itself at its valid_until",
@@ -179,6 +331,9 @@ int lease_claim(struct lease *l)
 		err = wait_for_sync(l);
 		if (err)
 			break;
+		err = check_layout(l);
+		if (err)
+			break;
 		err = l->store->list(l->store_ctx, l->cfg->region, rec,
 				     l->cfg->workers);
 		if (err) {
@@ -187,17 +342,29 @@ int lease_claim(struct lease *l)
 			break;
 		}
 		now = now_ms(l);
+		if (l->layout_from_ms >= now + l->cfg->floor_wait_ms) {
+			log_warn("r%" PRIu32 ": the region's layout takes effect at ms %"
+				 PRIu64 " (in %" PRIu64 " s), after the last lease of "
+				 "the layout before it; claiming then",
+				 l->cfg->region, l->layout_from_ms,
+				 (l->layout_from_ms - now + 999) / 1000);
+			err = -EBUSY;
+			break;
+		}
 		w = pick_free(l, rec, now);
 		if (w < 0) {
 			err = w;
 			break;
 		}
+		/* R4 */
 		floor_ms = rec[w].exists ? rec[w].valid_until_ms : 0;
+		if (floor_ms < l->layout_from_ms)
+			floor_ms = l->layout_from_ms;
 		until = now + l->cfg->lease_ms;
 
-		err = l->store->cas(l->store_ctx, l->cfg->region, w,
-				    rec[w].mod_revision, l->cfg->owner, until,
-				    &new_rev, &now_rec);
+		memset(&now_rec, 0, sizeof(now_rec));
+		err = write_record(l, w, rec[w].mod_revision, until, &new_rev,
+				   &now_rec);
 		/*
 		 * A garbled answer is as unknown as a lost one; and a
 		 * request resent by the transport fails its compare against
@@ -215,8 +382,15 @@ int lease_claim(struct lease *l)
 			err = 0;
 		}
 		if (err == -ECANCELED) {
-			log_info("r%" PRIu32 "/w%d: another claimer was first; trying again",
-				 l->cfg->region, w);
+			if (now_rec.layout_rev != STORE_ANY_LAYOUT &&
+			    now_rec.layout_rev != l->layout_rev)
+				log_warn("r%" PRIu32 ": the region's layout record changed "
+					 "while claiming; reading it again",
+					 l->cfg->region);
+			else
+				log_info("r%" PRIu32 "/w%d: another claimer was first; "
+					 "trying again", l->cfg->region, w);
+			say_if_twin(l, &now_rec);
 			err = -EAGAIN;
 			continue;
 		}
@@ -284,6 +458,7 @@ static int lost(struct lease *l, const struct store_record *cur)
 	uint64_t last = 0;
 	int err;
 
+	say_if_twin(l, cur);
 	err = l->dev->ops->revoke(l->dev->ctx, &last);
 	l->held = false;
 	if (err) {
@@ -299,6 +474,23 @@ static int lost(struct lease *l, const struct store_record *cur)
 		  cur->valid ? cur->owner : "(unreadable)", cur->valid_until_ms,
 		  last);
 	return -ESTALE;
+}
+
+/* The layout record changed under our lease: a cut-over.  Stop at once. */
+static int lost_layout(struct lease *l)
+{
+	uint64_t last = 0;
+	int err;
+
+	err = l->dev->ops->revoke(l->dev->ctx, &last);
+	l->held = false;
+	log_alert("lease lost: r%" PRIu32 "/w%" PRIu32 ": the region's layout record "
+		  "changed (a cut-over); this host's layout %u/%u/%u is no longer "
+		  "the region's: %s%s", l->cfg->region, l->worker,
+		  l->cfg->layout.region_bits, l->cfg->layout.worker_bits,
+		  l->cfg->layout.seq_bits, err ? "revoking failed: " : "revoked",
+		  err ? strerror(-err) : "");
+	return -EMEDIUMTYPE;
 }
 
 /*
@@ -338,8 +530,7 @@ int lease_renew(struct lease *l)
 		if (until < l->confirmed_ms)
 			until = l->confirmed_ms;	/* never back */
 		memset(&cur, 0, sizeof(cur));
-		err = l->store->cas(l->store_ctx, l->cfg->region, l->worker,
-				    l->rev, l->cfg->owner, until, &new_rev, &cur);
+		err = write_record(l, l->worker, l->rev, until, &new_rev, &cur);
 		if (err == -ETIMEDOUT || err == -EPROTO) {
 			log_warn("r%" PRIu32 "/w%" PRIu32 ": the renewal's outcome is unknown "
 				 "(%s); reading it back", l->cfg->region,
@@ -350,9 +541,17 @@ int lease_renew(struct lease *l)
 				goto unreachable;
 			if (cur.mod_revision == l->rev)
 				return -ETIMEDOUT;	/* not applied */
+			/*
+			 * Changed: if ours, by our own write, which passed
+			 * the layout compare and so came before any cut-over.
+			 */
+			cur.layout_rev = l->layout_rev;
 			err = -ECANCELED;
 		}
 		if (err == -ECANCELED) {
+			if (cur.layout_rev != STORE_ANY_LAYOUT &&
+			    cur.layout_rev != l->layout_rev)
+				return lost_layout(l);
 			if (!is_ours(l, &cur))
 				return lost(l, &cur);
 			/*
@@ -431,8 +630,7 @@ int lease_release(struct lease *l)
 			l->cfg->region, l->worker, last, l->confirmed_ms);
 		return -EPROTO;
 	}
-	err = l->store->cas(l->store_ctx, l->cfg->region, l->worker, l->rev,
-			    l->cfg->owner, last, &new_rev, &cur);
+	err = write_record(l, l->worker, l->rev, last, &new_rev, &cur);
 	if (err == -ETIMEDOUT &&
 	    !l->store->get(l->store_ctx, l->cfg->region, l->worker, &cur) &&
 	    is_ours(l, &cur) && cur.valid_until_ms == last)
@@ -449,11 +647,26 @@ int lease_release(struct lease *l)
 	return 0;
 }
 
+/* Revoke a lease the generator holds that we do not keep, saying why. */
+static int adopt_refused(struct lease *l, const struct device_held *h,
+			 const char *why)
+{
+	uint64_t last = 0;
+	int err;
+
+	err = l->dev->ops->revoke(l->dev->ctx, &last);
+	log_warn("the generator held r%" PRIu32 "/w%" PRIu32 " until ms %" PRIu64
+		 ", which %s: %s", h->region, h->worker, h->valid_until_ms, why,
+		 err ? strerror(-err) : "revoked");
+	return err;
+}
+
 int lease_adopt(struct lease *l)
 {
+	const struct lease_layout *me = &l->cfg->layout;
 	struct store_record cur;
 	struct device_held h;
-	uint64_t last = 0;
+	char why[STORE_OWNER_MAX + 128];
 	int err;
 
 	err = l->dev->ops->held(l->dev->ctx, &h);
@@ -463,13 +676,20 @@ int lease_adopt(struct lease *l)
 	}
 	if (!h.leased)
 		return 0;
-	if (h.region != l->cfg->region || h.worker >= l->cfg->workers) {
-		err = l->dev->ops->revoke(l->dev->ctx, &last);
-		log_warn("the generator held r%" PRIu32 "/w%" PRIu32 ", outside region %"
-			 PRIu32 " of this configuration: %s", h.region, h.worker,
-			 l->cfg->region, err ? strerror(-err) : "revoked");
+	if (h.region != l->cfg->region || h.worker >= l->cfg->workers ||
+	    h.region_bits != me->region_bits || h.worker_bits != me->worker_bits) {
+		snprintf(why, sizeof(why), "is outside region %" PRIu32 " and "
+			 "layout %u/%u/%u of this configuration", l->cfg->region,
+			 me->region_bits, me->worker_bits, me->seq_bits);
+		return adopt_refused(l, &h, why);
+	}
+	err = check_layout(l);
+	if (err == -EMEDIUMTYPE) {
+		adopt_refused(l, &h, "is of a layout the region no longer has");
 		return err;
 	}
+	if (err)
+		return err;
 	err = l->store->get(l->store_ctx, h.region, h.worker, &cur);
 	if (err) {
 		log_err("r%" PRIu32 "/w%" PRIu32 ": cannot read the record of the lease "
@@ -477,15 +697,21 @@ int lease_adopt(struct lease *l)
 			store_error(l));
 		return err;
 	}
-	if (!is_ours(l, &cur) || cur.valid_until_ms < h.valid_until_ms) {
-		err = l->dev->ops->revoke(l->dev->ctx, &last);
-		log_warn("the generator held r%" PRIu32 "/w%" PRIu32 " until ms %" PRIu64
-			 ", which the store gives to '%s' until ms %" PRIu64 ": %s",
-			 h.region, h.worker, h.valid_until_ms,
-			 cur.valid ? cur.owner : "(nobody)", cur.valid_until_ms,
-			 err ? strerror(-err) : "revoked");
-		return err;
+	if (!is_ours(l, &cur)) {
+		say_if_twin(l, &cur);
+		snprintf(why, sizeof(why), "the store gives to '%s' until ms %" PRIu64
+			 "%s", cur.valid ? cur.owner : "(nobody)",
+			 cur.valid_until_ms,
+			 cur.valid && !strcmp(cur.owner, l->cfg->owner) ?
+			 " with another token" : "");
+		return adopt_refused(l, &h, why);
 	}
+	if (cur.valid_until_ms < h.valid_until_ms)
+		return adopt_refused(l, &h, "the store holds to a lower fence");
+	/* R7: written before the layout record was, it is of an older era. */
+	if (cur.mod_revision <= l->layout_rev)
+		return adopt_refused(l, &h, "was written before the region's "
+				     "layout record last changed");
 	l->held = true;
 	l->worker = h.worker;
 	l->rev = cur.mod_revision;
@@ -496,4 +722,75 @@ int lease_adopt(struct lease *l)
 		   ", revision %" PRId64, h.region, h.worker, cur.valid_until_ms,
 		   cur.mod_revision);
 	return 0;
+}
+
+int lease_cut_over(const struct lease_config *cfg,
+		   const struct store_ops *store, void *ctx,
+		   const struct lease_layout *want)
+{
+	struct store_layout cur, next = {
+		.region_bits = want->region_bits,
+		.worker_bits = want->worker_bits,
+		.seq_bits = want->seq_bits,
+	};
+	uint64_t max_until;
+	uint32_t garbled;
+	int64_t at, rev;
+	int err, tries;
+
+	for (tries = 0; tries < 8; tries++) {
+		err = store->layout_get(ctx, cfg->region, &cur);
+		if (err)
+			goto fail;
+		if (cur.exists && cur.valid) {
+			if (same_layout(want, &cur)) {
+				log_notice("r%" PRIu32 ": the layout is %u/%u/%u since ms %"
+					   PRIu64 " already; nothing to do",
+					   cfg->region, cur.region_bits,
+					   cur.worker_bits, cur.seq_bits,
+					   cur.from_ms);
+				return 0;
+			}
+			if (cur.region_bits != want->region_bits) {
+				log_err("r%" PRIu32 ": a cut-over keeps region_bits (%u): "
+					"the region bits are shared by every region, "
+					"and regions of different widths overlap",
+					cfg->region, cur.region_bits);
+				return -EINVAL;
+			}
+		}
+		err = store->region_scan(ctx, cfg->region, &max_until, &garbled,
+					 &at);
+		if (err)
+			goto fail;
+		if (garbled)
+			log_warn("r%" PRIu32 ": %" PRIu32 " worker records hold values "
+				 "that are not leases; their fences are unknown "
+				 "and not counted", cfg->region, garbled);
+		next.from_ms = max_until;
+		if (cur.valid && cur.from_ms > next.from_ms)
+			next.from_ms = cur.from_ms;
+		err = store->layout_cas(ctx, cfg->region,
+					cur.exists ? cur.mod_revision : 0, at,
+					&next, &rev);
+		if (err == -ECANCELED)
+			continue;	/* a lease moved: list again */
+		if (err)
+			goto fail;
+		log_notice("r%" PRIu32 ": layout cut over to %u/%u/%u, from ms %" PRIu64
+			   ": every lease of the layout before ends by then, and "
+			   "claims under the new one mint only above it (layout "
+			   "record revision %" PRId64 ")", cfg->region,
+			   next.region_bits, next.worker_bits, next.seq_bits,
+			   next.from_ms, rev);
+		return 0;
+	}
+	log_err("r%" PRIu32 ": the cut-over lost its race with lease writes %d "
+		"times; try again", cfg->region, tries);
+	return -EAGAIN;
+fail:
+	log_err("r%" PRIu32 ": cut-over failed: %s%s", cfg->region,
+		store->error(ctx), err == -ETIMEDOUT ?
+		" (its outcome is unknown: run it again to see)" : "");
+	return err;
 }

@@ -8,9 +8,11 @@
  * the interfaces it is handed (store.h, device.h, clock.h), so the tests
  * drive it with fakes.  Every lease event is one log line.
  *
- * The invariant it keeps: the generator never holds a fence the store has
- * not confirmed to this owner, and a new lease's floor is the previous
- * holder's valid_until as the claiming write read it.
+ *  The invariant it keeps: the generator never holds a fence the store has
+ * not confirmed to this instance (owner and token), and a new lease's
+ * floor is the previous holder's valid_until as the claiming write read
+ * it, or the layout's from_ms when that is higher.  The rules in full are
+ * at the top of lease.c.
  */
 #ifndef IDGEND_LEASE_H
 #define IDGEND_LEASE_H
@@ -20,10 +22,13 @@
 
 #include "clock.h"
 #include "device.h"
+#include "layout.h"
 #include "store.h"
 
 struct lease_config {
 	const char *owner;		/* this host's name in the store */
+	const char *token;		/* this instance's (runtime.h) */
+	struct lease_layout layout;	/* this host's; the region's must match */
 	uint32_t region;
 	uint32_t workers;		/* the region's numbers: 0..workers-1 */
 	uint64_t lease_ms;		/* how far a claim or renewal reaches */
@@ -45,6 +50,8 @@ struct lease {
 	bool held;
 	uint32_t worker;
 	int64_t rev;			/* our record's mod_revision */
+	int64_t layout_rev;		/* the layout record's, as last read */
+	uint64_t layout_from_ms;	/* its from_ms */
 	uint64_t floor_ms;
 	uint64_t confirmed_ms;		/* valid_until the store holds for us */
 	uint64_t pushed_ms;		/* the fence the generator holds */
@@ -56,6 +63,8 @@ struct lease {
  *              first one frees); try again later
  *   -EAGAIN    every attempt lost its race; try again
  *   -EINTR     asked to stop while waiting for the clock
+ *   -EMEDIUMTYPE  the region's layout record is not this host's layout
+ *              (logged): a configuration error, nothing was written
  *   a store or device error (logged)
  */
 int lease_claim(struct lease *l);
@@ -64,6 +73,7 @@ int lease_claim(struct lease *l);
  * Move valid_until forward in the store, then push it.  0, or:
  *   -ESTALE    the record is someone else's now: the generator's lease was
  *              revoked at once and l->held is false
+ *   -EMEDIUMTYPE  the region's layout was cut over: revoked likewise
  *   a store error: nothing was pushed; the generator goes on minting up
  *              to the fence it holds, and stops there by itself
  */
@@ -78,10 +88,24 @@ int lease_release(struct lease *l);
 
 /*
  * At start: if the generator holds a lease of our region that the store
- * says is still ours, hold it again (the caller renews at once); if the
- * store says it is not ours, revoke it.  0 (check l->held), or a store or
- * device error.
+ * says is still ours (our owner and token, written under the layout record
+ * as it is now), hold it again (the caller renews at once); otherwise
+ * revoke it.  0 (check l->held), -EMEDIUMTYPE as for lease_claim (the
+ * lease is revoked), or a store or device error.
  */
 int lease_adopt(struct lease *l);
+
+/*
+ * Change the region's layout to *want: the explicit cut-over of
+ * idgend(8).  Every worker record of the region is read in one listing;
+ * the new layout's from_ms is the highest valid_until among them; the
+ * layout record is written only if neither it nor any worker record
+ * changed since that listing.  0 (also when the region has that layout
+ * already), -EINVAL for a change of region_bits (logged), or a store
+ * error (logged).
+ */
+int lease_cut_over(const struct lease_config *cfg,
+		   const struct store_ops *store, void *store_ctx,
+		   const struct lease_layout *want);
 
 #endif /* IDGEND_LEASE_H */

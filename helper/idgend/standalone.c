@@ -140,13 +140,6 @@ int standalone_start(struct standalone *s)
 		log_err("cannot read the generator's state: %s", strerror(-err));
 		return err;
 	}
-	if (s->region >= 1U << h.region_bits || s->worker >= 1U << h.worker_bits) {
-		log_err("r%" PRIu32 "/w%" PRIu32 " does not fit the generator's "
-			"layout: regions 0 to %u (%u bits), workers 0 to %u (%u "
-			"bits)", s->region, s->worker, (1U << h.region_bits) - 1,
-			h.region_bits, (1U << h.worker_bits) - 1, h.worker_bits);
-		return -ERANGE;
-	}
 	err = read_state(s, &stored);
 	if (err)
 		return err;

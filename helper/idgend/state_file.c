@@ -124,6 +124,14 @@ static int fsync_dir(const char *path)
 	return err;
 }
 
+/* 0 when made now, -EEXIST when it was there, or another -errno. */
+static int make_dir(const char *dir)
+{
+	if (mkdir(dir, 0755))
+		return -errno;
+	return 0;
+}
+
 int state_file_prepare(const char *path, bool *created)
 {
 	char *copy = strdup(path);
@@ -138,11 +146,28 @@ int state_file_prepare(const char *path, bool *created)
 	 * A directory made now must last: lost in a crash after the first
 	 * push, it would make the next start a first start.
 	 */
-	if (!mkdir(dir, 0755)) {
+	err = make_dir(dir);
+	if (err == -ENOENT) {
+		/*
+		 * The default's parent, /var/lib/idgen, is systemd's
+		 * StateDirectory=; run by hand on a new host it may be
+		 * missing too.  One level more, no further: a deeper missing
+		 * path is more likely a typo than a new host.
+		 */
+		char *parent = strdup(dir);
+
+		err = parent ? make_dir(dirname(parent)) : -ENOMEM;
+		if (!err)
+			err = fsync_dir(parent);
+		free(parent);
+		if (!err || err == -EEXIST)
+			err = make_dir(dir);
+	}
+	if (!err) {
 		*created = true;
 		err = fsync_dir(dir);
-	} else if (errno != EEXIST) {
-		err = -errno;
+	} else if (err == -EEXIST) {
+		err = 0;
 	}
 	if (!err && access(dir, W_OK))
 		err = -errno;

@@ -5,9 +5,16 @@
  * record's revision.  etcd.c implements it over etcd's v3 JSON gateway; the
  * lease tests implement it in memory.
  *
- * A record's value is {"owner": "<name>", "valid_until_ms": N} (more fields
- * are allowed and ignored).  A record that was never written counts as
- * free with valid_until_ms 0.
+ * A record's value is {"owner": "<name>", "token": "<32 hex digits>",
+ * "valid_until_ms": N} (more fields are allowed and ignored; a value
+ * without a token, as older idgend wrote it, reads with token "" and is
+ * nobody's to take back).  A record that was never written counts as free
+ * with valid_until_ms 0.
+ *
+ * Each region also has a layout record (struct store_layout), and every
+ * write of a worker record compares the layout record's revision in the
+ * same transaction: a cut-over to another layout fails every write made
+ * under the old one.
  */
 #ifndef IDGEND_STORE_H
 #define IDGEND_STORE_H
@@ -16,6 +23,8 @@
 #include <stdint.h>
 
 #define STORE_OWNER_MAX		128	/* bytes, with the NUL */
+#define STORE_TOKEN_MAX		65	/* bytes, with the NUL */
+#define STORE_ANY_LAYOUT	(-1)	/* cas: no compare on the layout */
 
 struct store_record {
 	uint32_t worker;
@@ -23,7 +32,30 @@ struct store_record {
 	bool valid;			/* its value parsed; else the fields below are 0 */
 	int64_t mod_revision;		/* 0 when !exists */
 	char owner[STORE_OWNER_MAX];	/* "" when free or unparsable */
+	char token[STORE_TOKEN_MAX];	/* "" likewise, or from an old writer */
 	uint64_t valid_until_ms;	/* ms since IDGEN_EPOCH_UNIX_MS */
+	int64_t layout_rev;		/* cas's -ECANCELED only: the layout
+					 * record's mod_revision then (0: absent) */
+};
+
+/* What a worker record's write puts in its value. */
+struct store_value {
+	const char *owner;
+	const char *token;
+	uint64_t valid_until_ms;
+};
+
+/*
+ * The region's layout record: {"region_bits": R, "worker_bits": W,
+ * "seq_bits": S, "from_ms": N}.  No ID under this layout may carry a
+ * millisecond at or below from_ms (the last fence of the layout before).
+ */
+struct store_layout {
+	bool exists;
+	bool valid;			/* its value parsed; else the fields are 0 */
+	int64_t mod_revision;		/* 0 when !exists */
+	uint8_t region_bits, worker_bits, seq_bits;
+	uint64_t from_ms;
 };
 
 /*
@@ -50,15 +82,34 @@ struct store_ops {
 	int (*get)(void *ctx, uint32_t region, uint32_t worker,
 		   struct store_record *out);
 	/*
-	 * Write {owner, valid_until_ms} if the record's mod_revision is still
-	 * expect_rev (0: the key must not exist yet).  On success *new_rev is
-	 * the record's new mod_revision.  On -ECANCELED *now (if not NULL) is
-	 * the record as it is.
+	 * Write *val if the record's mod_revision is still expect_rev (0: the
+	 * key must not exist yet) and the region's layout record's is still
+	 * layout_rev (0: absent; STORE_ANY_LAYOUT: not compared).  On success
+	 * *new_rev is the record's new mod_revision.  On -ECANCELED *now (if
+	 * not NULL) is the record as it is, with now->layout_rev.
 	 */
 	int (*cas)(void *ctx, uint32_t region, uint32_t worker,
-		   int64_t expect_rev, const char *owner,
-		   uint64_t valid_until_ms, int64_t *new_rev,
+		   int64_t expect_rev, int64_t layout_rev,
+		   const struct store_value *val, int64_t *new_rev,
 		   struct store_record *now);
+	/* Read the region's layout record. */
+	int (*layout_get)(void *ctx, uint32_t region, struct store_layout *out);
+	/*
+	 * Write the layout record if its mod_revision is still expect_rev
+	 * (0: create it) and, when workers_rev is not 0, no worker record of
+	 * the region was written after revision workers_rev.  -ECANCELED
+	 * when either compare failed; nothing was written.
+	 */
+	int (*layout_cas)(void *ctx, uint32_t region, int64_t expect_rev,
+			  int64_t workers_rev, const struct store_layout *l,
+			  int64_t *new_rev);
+	/*
+	 * Every worker record of the region, whatever the layout: the highest
+	 * valid_until_ms among them (unreadable values are counted in
+	 * *garbled), read at the store revision *revision.
+	 */
+	int (*region_scan)(void *ctx, uint32_t region, uint64_t *max_until,
+			   uint32_t *garbled, int64_t *revision);
 	/* What the last failure was, for a log line ("" if none). */
 	const char *(*error)(void *ctx);
 };

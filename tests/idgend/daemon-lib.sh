@@ -3,8 +3,11 @@
 # daemon-lib.sh: sourced by the idgend tests that run the daemon.  Each
 # daemon has a NAME, its log in $work/NAME.log and its pid in PID[NAME].
 #
-#   daemon_start NAME ARGS...   run "$idgend" --owner NAME ARGS... in the
-#                               background, under "${IDGEND_WRAP[@]}" if set
+#   daemon_start NAME ARGS...   run "$idgend" --owner NAME --runtime-dir
+#                               $work/NAME.run ARGS... in the background,
+#                               under "${IDGEND_WRAP[@]}" if set: each NAME
+#                               is a host of its own (its own lock and owner
+#                               token, kept across its restarts)
 #   wait_log NAME REGEX SECS [FROM]
 #                               until its log matches, from line FROM on
 #                               (the log's tail on failure, as comments)
@@ -19,7 +22,8 @@ IDGEND_WRAP=()
 daemon_start() {
 	local name=$1
 	shift
-	"${IDGEND_WRAP[@]}" "$idgend" --owner "$name" "$@" >>"$work/$name.log" 2>&1 &
+	"${IDGEND_WRAP[@]}" "$idgend" --owner "$name" --runtime-dir "$work/$name.run" \
+		"$@" >>"$work/$name.log" 2>&1 &
 	PID[$name]=$!
 }
 

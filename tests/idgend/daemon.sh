@@ -98,6 +98,13 @@ out=$("$idgend" --config "$work/typo.conf" 2>&1)
 check "unknown key: exit 2" \
 	test $? -eq 2 -a -n "$(grep -F "unknown key 'endpoint' in section [etcd]" <<<"$out")"
 
+out=$("$idgend" --mode etcd --layout 3/7/11 --check-config 2>&1)
+check "a layout that is not 22 bits: exit 2 naming the rule" \
+	test $? -eq 2 -a -n "$(grep -F 'layout 3/7/11: the three must add up to 22' <<<"$out")"
+out=$("$idgend" --mode etcd --layout 3/10/9 --region 8 --check-config 2>&1)
+check "a region beyond the layout's region bits: exit 2" \
+	test $? -eq 2 -a -n "$(grep -F 'region 8 does not fit layout 3/10/9' <<<"$out")"
+
 out=$("$idgend" --config "$top/helper/idgend/idgend.conf" --check-config 2>&1)
 check "the example idgend.conf is valid (--check-config)" \
 	test $? -eq 0 -a -n "$(grep -F 'configuration is valid' <<<"$out")"
@@ -236,6 +243,107 @@ check "... and it did not push after the takeover" \
 	test "$(last_push_field h until)" = "$fence"
 stop h
 stop n
+
+# Two hosts with one owner name (cloned from one image): each has its own
+# runtime directory, so its own owner token.  No two generators may ever
+# hold overlapping windows on one number (windows.py, from the generators'
+# logs once every daemon has stopped).
+windows() { /usr/bin/python3 "$here/windows.py" "${@/#/$work/}"; }
+
+# (a) X frozen past its lease, Y claims, X thaws.
+fill /twa $(($(gnow) + 600000)) 5
+start xa "${fast[@]}" --endpoints "$ep" --prefix /twa --owner same
+wait_log xa 'lease claimed: r0/w5,' 10
+sleep 1.5
+kill -STOP "${PID[xa]}"
+start ya "${fast[@]}" --endpoints "$ep" --prefix /twa --owner same
+check "twins (a): Y, with X's owner name, claims w5 once X's lease ran out" \
+	wait_log ya 'lease claimed: r0/w5,' 20
+from=$(log_lines xa)
+kill -CONT "${PID[xa]}"
+check "twins (a): X, thawed, finds another token on w5: lease lost" \
+	wait_log xa 'lease lost: r0/w5' 10 "$from"
+check "twins (a): ... and says loudly that two hosts share the owner name" \
+	wait_log xa "two hosts share the owner name 'same'" 1 "$from"
+sleep 2		# renewals of both, had they both gone on
+stop xa
+stop ya
+check "twins (a): no two generators held overlapping windows on r0/w5" \
+	windows xa.gen.log ya.gen.log
+
+# (b) X killed, Y claims, X restarts with its generator's lease.
+fill /twb $(($(gnow) + 600000)) 5
+start xb "${fast[@]}" --endpoints "$ep" --prefix /twb --owner same
+wait_log xb 'lease claimed: r0/w5,' 10
+kill -KILL "${PID[xb]}"
+wait "${PID[xb]}" 2>/dev/null
+start yb "${fast[@]}" --endpoints "$ep" --prefix /twb --owner same
+check "twins (b): Y claims w5 once the killed X's lease ran out" \
+	wait_log yb 'lease claimed: r0/w5,' 20
+from=$(log_lines xb)
+start xb "${fast[@]}" --endpoints "$ep" --prefix /twb --owner same
+check "twins (b): X, restarted, does not adopt Y's record: revoked" \
+	wait_log xb 'the generator held r0/w5 .*another token: revoked' 10 "$from"
+check "twins (b): ... with the loud line" \
+	grep -q "two hosts share the owner name 'same'" "$work/xb.log"
+check "twins (b): ... and X never adopted" \
+	test "$(grep -c 'lease adopted' "$work/xb.log")" -eq 0
+sleep 2
+out=$(timeout 20 "$idgend" --mode etcd --runtime-dir "$work/yb.run" --device "sim:$work/yb2.gen" \
+	--require-clock-sync no "${fast[@]}" --endpoints "$ep" --prefix /twb 2>&1)
+rc=$?
+check "one host, two idgend: the second exits 1 naming the first one's pid" \
+	test "$rc" -eq 1 -a -n "$(grep -F "another idgend (pid ${PID[yb]})" <<<"$out")"
+stop xb
+stop yb
+check "twins (b): no two generators held overlapping windows on r0/w5" \
+	windows xb.gen.log yb.gen.log
+
+# --- the layout record -------------------------------------------------------
+
+layout_field() {
+	etcdctl_ get --print-value-only "$1/r0/layout" |
+		/usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
+}
+start la "${fast[@]}" --endpoints "$ep" --prefix /lay
+wait_log la 'lease claimed' 10
+check "layout: the first claim records the region's layout (3/7/12, from ms 0)" \
+	test "$(layout_field /lay worker_bits)/$(layout_field /lay seq_bits)/$(layout_field /lay from_ms)" = 7/12/0
+check "layout: pushed with every lease" grep -q ' push .*layout=3/7/12$' "$work/la.gen.log"
+start lb "${fast[@]}" --endpoints "$ep" --prefix /lay --layout 3/10/9
+wait "${PID[lb]}"
+rc=$?
+unset "PID[lb]"
+check "layout: a host of another layout exits 2 (a configuration error)" test "$rc" -eq 2
+check "layout: ... naming both layouts, and pushes nothing" \
+	test -n "$(grep -F "the region's layout is 3/7/12 (since ms 0), this host's is 3/10/9" "$work/lb.log")" \
+	-a "$(pushes lb)" -eq 0
+out=$("$idgend" --cut-over-layout 3/10/9 --endpoints "$ep" --prefix /lay 2>&1)
+rc=$?
+from_ms=$(layout_field /lay from_ms)
+lw=$(worker_of la)
+check "cut-over: exits 0, the record says 3/10/9" \
+	test "$rc" -eq 0 -a "$(layout_field /lay worker_bits)" = 10
+check "cut-over: from_ms ($from_ms) is the old layout's last valid_until" \
+	test "$from_ms" = "$(record /lay "$lw" valid_until_ms)"
+wait "${PID[la]}"
+rc=$?
+unset "PID[la]"
+check "cut-over: the old layout's next renewal fails; it revokes and exits 2" \
+	test "$rc" -eq 2 -a -n "$(grep 'layout record changed (a cut-over)' "$work/la.log")"
+last=$(grep -Eo 'revoke last=[0-9]+' "$work/la.gen.log" | tail -n 1 | cut -d= -f2)
+check "cut-over: ... its generator minted nothing at or above from_ms" \
+	test -n "$last" -a "$last" -lt "$from_ms" -a "$(last_push_field la until)" -le "$from_ms"
+start lc "${fast[@]}" --endpoints "$ep" --prefix /lay --layout 3/10/9
+check "cut-over: a host of the new layout claims" wait_log lc 'lease claimed' 15
+check "cut-over: ... pushing 3/10/9 with a floor at or above from_ms" \
+	test "$(first_push_field lc floor)" -ge "$from_ms" -a \
+	-n "$(grep ' push .*layout=3/10/9$' "$work/lc.gen.log")"
+stop lc
+out=$("$idgend" --cut-over-layout 2/8/12 --layout 2/7/13 --endpoints "$ep" --prefix /lay 2>&1)
+rc=$?
+check "cut-over: a change of region bits is refused (exit 2)" \
+	test "$rc" -eq 2 -a -n "$(grep -F 'a cut-over keeps region_bits (3)' <<<"$out")"
 etcd_cleanup
 
 # --- three members -----------------------------------------------------------
@@ -310,16 +418,16 @@ for scenario in garbage truncated; do
 	unset "PID[f-$scenario]"
 	check "fake endpoint, $scenario JSON: exit 1" test "$rc" -eq 1
 	check "fake endpoint, $scenario JSON: a clear error, nothing pushed" \
-		test -n "$(grep -E 'cannot list the worker numbers: .*(JSON|truncated)' "$work/f-$scenario.log")" \
+		test -n "$(grep -E "cannot read the region's layout record: .*(JSON|truncated)" "$work/f-$scenario.log")" \
 		-a "$(pushes "f-$scenario")" -eq 0
 done
 
-# Default-omitted answers (no kvs, no count, no succeeded) are valid: all
-# numbers read as free, and every claim as lost to another claimer.
+# Default-omitted answers (no kvs, no count, no succeeded) are valid: the
+# layout record reads as absent, and its create-if-absent as lost.
 start f-minimal "${fast[@]}" --endpoints "http://127.0.0.1:$port/minimal" \
 	--prefix /f --start-timeout-ms 0
-check "fake endpoint, default-omitted JSON: read as free numbers and lost races" \
-	wait_log f-minimal 'another claimer was first' 10
+check "fake endpoint, default-omitted JSON: read as an absent layout record and a lost create" \
+	wait_log f-minimal "layout record is still missing after writing it" 10
 check "fake endpoint, default-omitted JSON: nothing pushed, the daemon stays up" \
 	test "$(pushes f-minimal)" -eq 0 -a -e "/proc/${PID[f-minimal]}"
 stop f-minimal

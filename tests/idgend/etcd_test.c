@@ -100,6 +100,20 @@ static struct etcd *client1(const char *ep, const char *prefix,
 	return client(1, &ep, prefix, timeout_ms);
 }
 
+/* A write without the layout compare, as another host's token. */
+static int cas_(struct etcd *e, uint32_t region, uint32_t worker,
+		int64_t expect_rev, const char *owner, uint64_t until,
+		int64_t *new_rev, struct store_record *now)
+{
+	struct store_value v = {
+		.owner = owner, .token = "0123456789abcdef0123456789abcdef",
+		.valid_until_ms = until,
+	};
+
+	return etcd_store_ops.cas(e, region, worker, expect_rev,
+				  STORE_ANY_LAYOUT, &v, new_rev, now);
+}
+
 static long long now_ms(void)
 {
 	struct timespec ts;
@@ -202,6 +216,87 @@ static bool etcdctl(const char *ep, const char *cmd, const char *key,
 	       !WEXITSTATUS(st);
 }
 
+/* The owner token and the layout record, against the real etcd. */
+static void real_token_layout(const char *ep, const char *prefix)
+{
+	struct store_value v = {
+		.owner = "tok", .token = "00112233445566778899aabbccddeeff",
+		.valid_until_ms = 77,
+	};
+	struct store_layout want = { .region_bits = 3, .worker_bits = 7,
+				     .seq_bits = 12 }, got;
+	struct store_record r, now;
+	char key[128];
+	int64_t lrev, lrev2, rev, rev2, at;
+	uint64_t max_until;
+	uint32_t garbled;
+	struct etcd *e = client1(ep, prefix, 3000);
+	int ret;
+
+	ret = etcd_store_ops.layout_get(e, 5, &got);
+	ok(!ret && !got.exists, "layout_get of a region without one: absent (%s)",
+	   errname(ret));
+	ret = etcd_store_ops.layout_cas(e, 5, 0, 0, &want, &lrev);
+	ok(!ret && lrev > 0, "layout_cas expect 0 creates it (%s)", errname(ret));
+	want.worker_bits = 10;
+	want.seq_bits = 9;
+	ret = etcd_store_ops.layout_cas(e, 5, 0, 0, &want, &rev);
+	ok(ret == -ECANCELED, "a second create-if-absent fails (%s)", errname(ret));
+	ret = etcd_store_ops.layout_get(e, 5, &got);
+	ok(!ret && got.exists && got.valid && got.mod_revision == lrev &&
+	   got.region_bits == 3 && got.worker_bits == 7 && got.seq_bits == 12 &&
+	   !got.from_ms, "layout_get reads back 3/7/12 from ms 0 (%s)",
+	   errname(ret));
+
+	ret = etcd_store_ops.cas(e, 5, 1, 0, lrev, &v, &rev, NULL);
+	ok(!ret, "cas with the layout's revision writes (%s)", errname(ret));
+	ret = etcd_store_ops.get(e, 5, 1, &r);
+	ok(!ret && r.valid && !strcmp(r.owner, "tok") &&
+	   !strcmp(r.token, v.token) && r.valid_until_ms == 77,
+	   "the record carries owner and token (%s '%s')", errname(ret), r.token);
+
+	/* The cut-over's write: fenced by the worker records. */
+	ret = etcd_store_ops.region_scan(e, 5, &max_until, &garbled, &at);
+	ok(!ret && max_until == 77 && !garbled && at >= rev,
+	   "region_scan: the highest valid_until, at a revision (%s)",
+	   errname(ret));
+	v.valid_until_ms = 99;
+	ret = etcd_store_ops.cas(e, 5, 1, rev, lrev, &v, &rev2, NULL);
+	want.from_ms = 77;
+	ret = ret ?: etcd_store_ops.layout_cas(e, 5, lrev, at, &want, &lrev2);
+	ok(ret == -ECANCELED, "layout_cas fails when a worker record moved after "
+	   "the listing (%s)", errname(ret));
+	ret = etcd_store_ops.region_scan(e, 5, &max_until, &garbled, &at);
+	want.from_ms = max_until;
+	ret = ret ?: etcd_store_ops.layout_cas(e, 5, lrev, at, &want, &lrev2);
+	ok(!ret && lrev2 > lrev && max_until == 99,
+	   "... and succeeds on a fresh listing (%s)", errname(ret));
+
+	/* A write under the old layout's revision fails, and says so. */
+	memset(&now, 0, sizeof(now));
+	ret = etcd_store_ops.cas(e, 5, 1, rev2, lrev, &v, &rev, &now);
+	ok(ret == -ECANCELED && now.mod_revision == rev2 &&
+	   now.layout_rev == lrev2 && strstr(err(e), "layout"),
+	   "cas under the old layout: -ECANCELED with the layout's new revision "
+	   "(%s: %s)", errname(ret), err(e));
+	ret = etcd_store_ops.cas(e, 5, 1, rev2, lrev2, &v, &rev, NULL);
+	ok(!ret, "cas under the new layout's revision writes (%s)", errname(ret));
+
+	/* Values we cannot read are not layouts. */
+	snprintf(key, sizeof(key), "%s/r6/layout", prefix);
+	etcdctl(ep, "put", key, "{\"region_bits\":3,\"worker_bits\":\"7\","
+		"\"seq_bits\":12,\"from_ms\":0}");
+	ret = etcd_store_ops.layout_get(e, 6, &got);
+	ok(!ret && got.exists && !got.valid,
+	   "a layout with a string for a number is unreadable (%s)", errname(ret));
+	snprintf(key, sizeof(key), "%s/r6/w/2", prefix);
+	etcdctl(ep, "put", key, "{\"owner\":\"o\",\"token\":7,\"valid_until_ms\":1}");
+	ret = etcd_store_ops.get(e, 6, 2, &r);
+	ok(!ret && r.exists && !r.valid,
+	   "a record whose token is not a string is unreadable (%s)", errname(ret));
+	etcd_free(e);
+}
+
 static void real(const char *ep)
 {
 	struct store_record rec[8], r, now;
@@ -227,12 +322,12 @@ static void real(const char *ep)
 	ok(good, "list of an empty region: all absent (%s %s)",
 	   errname(ret), err(e));
 
-	ret = etcd_store_ops.cas(e, 0, 3, 0, "alice", 1000, &rev1, NULL);
+	ret = cas_(e, 0, 3, 0, "alice", 1000, &rev1, NULL);
 	ok(!ret && rev1 > 0, "cas expect 0 creates (%s, rev %" PRId64 ")",
 	   errname(ret), rev1);
 
 	junk(&now, 1);
-	ret = etcd_store_ops.cas(e, 0, 3, 0, "bob", 5000, &rev, &now);
+	ret = cas_(e, 0, 3, 0, "bob", 5000, &rev, &now);
 	ok(ret == -ECANCELED && ours(&now, 3, "alice", 1000, rev1) &&
 	   rev == 0 && *err(e),
 	   "second cas expect 0: -ECANCELED, *now is alice's (%s: %s)",
@@ -240,12 +335,12 @@ static void real(const char *ep)
 	if (!ours(&now, 3, "alice", 1000, rev1))
 		show(&now);
 
-	ret = etcd_store_ops.cas(e, 0, 3, rev1, "alice", 2000, &rev2, NULL);
+	ret = cas_(e, 0, 3, rev1, "alice", 2000, &rev2, NULL);
 	ok(!ret && rev2 > rev1, "cas on the right revision: %s, rev %" PRId64
 	   " > %" PRId64, errname(ret), rev2, rev1);
 
 	junk(&now, 1);
-	ret = etcd_store_ops.cas(e, 0, 3, rev1, "bob", 3000, &rev, &now);
+	ret = cas_(e, 0, 3, rev1, "bob", 3000, &rev, &now);
 	ok(ret == -ECANCELED && ours(&now, 3, "alice", 2000, rev2),
 	   "cas on a stale revision: -ECANCELED with the current record (%s)",
 	   errname(ret));
@@ -314,7 +409,7 @@ static void real(const char *ep)
 	   "get of a non-JSON value: exists && !valid (%s)", errname(ret));
 
 	ret = etcd_store_ops.list(e, 0, rec, 8);
-	ret = ret ?: etcd_store_ops.cas(e, 0, 5, rec[5].mod_revision, "eve",
+	ret = ret ?: cas_(e, 0, 5, rec[5].mod_revision, "eve",
 					UINT64_MAX - 1, &rev, NULL);
 	junk(&r, 1);
 	ret = ret ?: etcd_store_ops.get(e, 0, 5, &r);
@@ -324,7 +419,7 @@ static void real(const char *ep)
 
 	memset(big, 'o', STORE_OWNER_MAX - 1);
 	big[STORE_OWNER_MAX - 1] = '\0';
-	ret = etcd_store_ops.cas(e, 0, 1, 0, big, 7, &rev, NULL);
+	ret = cas_(e, 0, 1, 0, big, 7, &rev, NULL);
 	junk(&r, 1);
 	ret = ret ?: etcd_store_ops.get(e, 0, 1, &r);
 	ok(!ret && ours(&r, 1, big, 7, rev),
@@ -341,10 +436,10 @@ static void real(const char *ep)
 	   "an owner of STORE_OWNER_MAX bytes reads as !valid (%s)",
 	   errname(ret));
 
-	ret = etcd_store_ops.cas(e, 0, 2, 0, "x\"y\\z/\xc3\xbc", 9, &rev, NULL);
+	ret = cas_(e, 0, 2, 0, "x\"y\\z/\xc3\xbc", 9, &rev, NULL);
 	ok(ret == -ECANCELED, "cas expect 0 on an existing key (%s)",
 	   errname(ret));
-	ret = etcd_store_ops.cas(e, 0, 2, r.mod_revision, "x\"y\\z/\xc3\xbc", 9,
+	ret = cas_(e, 0, 2, r.mod_revision, "x\"y\\z/\xc3\xbc", 9,
 				 &rev, NULL);
 	junk(&r, 1);
 	ret = ret ?: etcd_store_ops.get(e, 0, 2, &r);
@@ -355,14 +450,14 @@ static void real(const char *ep)
 	memset(big, 'o', sizeof(big) - 1);
 	big[sizeof(big) - 1] = '\0';
 	junk(&now, 1);
-	ret = etcd_store_ops.cas(e, 0, 2, 0, big, 9, &rev, &now);
+	ret = cas_(e, 0, 2, 0, big, 9, &rev, &now);
 	ok(ret == -EINVAL && rev == 0 && unknown(&now, 2) && *err(e),
 	   "cas with a too-long owner: -EINVAL, nothing written (%s: %s)",
 	   errname(ret), err(e));
 
 	snprintf(key, sizeof(key), "%s/r0/w/3", prefix);
 	good = etcdctl(ep, "del", key, NULL);
-	ret = etcd_store_ops.cas(e, 0, 3, 0, "frank", 1, &rev, NULL);
+	ret = cas_(e, 0, 3, 0, "frank", 1, &rev, NULL);
 	ok(good && !ret && rev > rev2,
 	   "cas expect 0 after the key was deleted creates it again (%s)",
 	   errname(ret));
@@ -380,14 +475,14 @@ static void real(const char *ep)
 		ok(!ret && ours(&rec[3], 3, "frank", 1, -1),
 		   "list with a refused first endpoint fails over (%s)",
 		   errname(ret));
-		ret = etcd_store_ops.cas(e, 0, 4, 0, "grace", 4, &rev, NULL);
+		ret = cas_(e, 0, 4, 0, "grace", 4, &rev, NULL);
 		ok(!ret && rev > 0,
 		   "cas with a refused first endpoint fails over (%s: %s)",
 		   errname(ret), err(e));
 		etcd_free(e);
 
 		e = client(2, eps, prefix, 3000);
-		ret = etcd_store_ops.cas(e, 0, 4, rev, "grace", 5, &rev, NULL);
+		ret = cas_(e, 0, 4, rev, "grace", 5, &rev, NULL);
 		ok(!ret, "cas as the first call of a client fails over (%s)",
 		   errname(ret));
 		etcd_free(e);
@@ -401,7 +496,7 @@ static void real(const char *ep)
 		   "list, all endpoints refused: -ECONNREFUSED, records "
 		   "unknown (%s: %s)", errname(ret), err(e));
 		junk(&now, 1);
-		ret = etcd_store_ops.cas(e, 0, 4, 0, "x", 1, &rev, &now);
+		ret = cas_(e, 0, 4, 0, "x", 1, &rev, &now);
 		ok(ret == -ECONNREFUSED && rev == 0 && unknown(&now, 4) &&
 		   *err(e), "cas, all endpoints refused: -ECONNREFUSED (%s)",
 		   errname(ret));
@@ -412,6 +507,8 @@ static void real(const char *ep)
 		   errname(ret));
 		etcd_free(e);
 	}
+
+	real_token_layout(ep, prefix);
 
 	snprintf(key, sizeof(key), "%s/", prefix);
 	etcdctl(ep, "del", key, "--prefix");
@@ -479,7 +576,7 @@ static void expect_fail(const char *ep, const char *what, int mask, int want,
 		junk(&now, 1);
 		rev = 42;
 		t0 = now_ms();
-		ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, &now);
+		ret = cas_(e, 0, 3, 5, "me", 10, &rev, &now);
 		t0 = now_ms() - t0;
 		ok(ret == want && rev == 0 && unknown(&now, 3) && has(e, msg) &&
 		   has(e, ep) && t0 < timeout_ms + 1000,
@@ -542,7 +639,7 @@ static void fake(const char *base)
 	ok(!ret && absent(&r, 3), "minimal: get is absent (%s)",
 	   errname(ret));
 	junk(&now, 1);
-	ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, &now);
+	ret = cas_(e, 0, 3, 5, "me", 10, &rev, &now);
 	ok(ret == -ECANCELED && absent(&now, 3) && rev == 0,
 	   "minimal: txn without succeeded, range without kvs: -ECANCELED, "
 	   "*now absent (%s)", errname(ret));
@@ -554,7 +651,7 @@ static void fake(const char *base)
 	ok(!ret && absent(&rec[1], 1), "header {}: list works (%s)",
 	   errname(ret));
 	junk(&now, 1);
-	ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, &now);
+	ret = cas_(e, 0, 3, 5, "me", 10, &rev, &now);
 	ok(ret == -ECANCELED && absent(&now, 3),
 	   "header {}, response_range {}: -ECANCELED, *now absent (%s)",
 	   errname(ret));
@@ -568,7 +665,7 @@ static void fake(const char *base)
 	   "a kv with only a key lists as exists && !valid (%s)",
 	   errname(ret));
 	junk(&now, 1);
-	ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, &now);
+	ret = cas_(e, 0, 3, 5, "me", 10, &rev, &now);
 	ok(ret == -ECANCELED && foreign(&now, 3),
 	   "a failed txn's kv with only a key: *now exists && !valid (%s)",
 	   errname(ret));
@@ -580,17 +677,17 @@ static void fake(const char *base)
 	ok(!ret && ours(&rec[3], 3, "fake", 1234, 5),
 	   "held: list parses the record (%s)", errname(ret));
 	junk(&now, 1);
-	ret = etcd_store_ops.cas(e, 0, 3, 4, "me", 10, &rev, &now);
+	ret = cas_(e, 0, 3, 4, "me", 10, &rev, &now);
 	ok(ret == -ECANCELED && ours(&now, 3, "fake", 1234, 5) &&
 	   has(e, "revision is 5, not 4"),
 	   "held: -ECANCELED with *now (%s: %s)", errname(ret), err(e));
 	etcd_free(e);
 
 	e = client1(EP(0, "txn_ok"), "/f", 3000);
-	ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, NULL);
+	ret = cas_(e, 0, 3, 5, "me", 10, &rev, NULL);
 	ok(!ret && rev == 9, "txn_ok: new_rev is the header's revision (%s)",
 	   errname(ret));
-	ret = etcd_store_ops.cas(e, 0, 3, 9, "me", 10, &rev, NULL);
+	ret = cas_(e, 0, 3, 9, "me", 10, &rev, NULL);
 	ok(ret == -EPROTO && rev == 0,
 	   "txn_ok: a success at no newer revision is -EPROTO (%s: %s)",
 	   errname(ret), err(e));
@@ -623,14 +720,14 @@ static void fake(const char *base)
 		ret = etcd_store_ops.list(e, 0, rec, 4);
 		ok(!ret && ours(&rec[3], 3, "fake", 1234, 5),
 		   "list goes on after an HTTP 503 (%s)", errname(ret));
-		ret = etcd_store_ops.cas(e, 0, 3, 4, "me", 10, &rev, NULL);
+		ret = cas_(e, 0, 3, 4, "me", 10, &rev, NULL);
 		ok(ret == -ECANCELED,
 		   "the next call starts at the endpoint that answered (%s)",
 		   errname(ret));
 		etcd_free(e);
 
 		e = client(2, e503_ok, "/f", 3000);
-		ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, NULL);
+		ret = cas_(e, 0, 3, 5, "me", 10, &rev, NULL);
 		ok(ret == -ETIMEDOUT && rev == 0 && has(e, "e503: HTTP 503"),
 		   "cas stops at an HTTP 503 (%s: %s)", errname(ret), err(e));
 		etcd_free(e);
@@ -647,13 +744,13 @@ static void fake(const char *base)
 
 		e = client(2, hang_held, "/f", 500);
 		junk(&now, 1);
-		ret = etcd_store_ops.cas(e, 0, 3, 4, "me", 10, &rev, &now);
+		ret = cas_(e, 0, 3, 4, "me", 10, &rev, &now);
 		ok(ret == -ETIMEDOUT && unknown(&now, 3) && has(e, "hang"),
 		   "cas stops at a timeout (%s: %s)", errname(ret), err(e));
 		etcd_free(e);
 
 		e = client(2, refused_ok, "/f", 3000);
-		ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, NULL);
+		ret = cas_(e, 0, 3, 5, "me", 10, &rev, NULL);
 		ok(!ret && rev == 9, "cas goes on after connection refused (%s)",
 		   errname(ret));
 		etcd_free(e);
@@ -662,7 +759,7 @@ static void fake(const char *base)
 		snprintf(hole, sizeof(hole), "http://127.0.0.1:%d", port);
 		e = client(2, hole_ok, "/f", 3000);
 		t0 = now_ms();
-		ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, NULL);
+		ret = cas_(e, 0, 3, 5, "me", 10, &rev, NULL);
 		t0 = now_ms() - t0;
 		ok(port > 0 && !ret && rev == 9 && t0 >= 900 && t0 < 2500,
 		   "cas goes on after a connect timeout, nothing sent "
@@ -673,7 +770,7 @@ static void fake(const char *base)
 
 		e = client(2, none, "/f", 3000);
 		junk(&now, 1);
-		ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, &now);
+		ret = cas_(e, 0, 3, 5, "me", 10, &rev, &now);
 		ok(ret == -ECONNREFUSED && rev == 0 &&
 		   has(e, "all 2 endpoints unreachable (last: "
 		       "http://127.0.0.1:2: ") &&

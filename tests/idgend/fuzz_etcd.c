@@ -76,7 +76,8 @@ CURLcode __wrap_curl_easy_getinfo(CURL *curl, CURLINFO info, ...)
 
 static void well_formed(const struct store_record *r, uint32_t worker)
 {
-	if (r->worker != worker || memchr(r->owner, '\0', sizeof(r->owner)) == NULL)
+	if (r->worker != worker || memchr(r->owner, '\0', sizeof(r->owner)) == NULL ||
+	    memchr(r->token, '\0', sizeof(r->token)) == NULL)
 		abort();
 	if (!r->exists && (r->valid || r->mod_revision || r->owner[0]))
 		abort();
@@ -90,7 +91,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
 	static const char *const ep[] = { "http://fuzz" };
 	static struct store_record rec[WORKERS];
+	static const struct store_value val = {
+		.owner = "me", .token = "0123456789abcdef0123456789abcdef",
+		.valid_until_ms = 10,
+	};
 	struct store_record now;
+	struct store_layout lay;
+	uint64_t max_until;
+	uint32_t garbled;
 	struct etcd *e;
 	int64_t rev;
 	uint32_t i;
@@ -116,11 +124,30 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		abort();
 
 	rev = 0;
-	ret = etcd_store_ops.cas(e, 0, 3, 5, "me", 10, &rev, &now);
+	ret = etcd_store_ops.cas(e, 0, 3, 5, STORE_ANY_LAYOUT, &val, &rev, &now);
 	if (!ret && rev <= 5)
 		abort();	/* a success moves the revision on */
 	if (ret == -ECANCELED)
 		well_formed(&now, 3);
+	if (ret && !*etcd_store_ops.error(e))
+		abort();
+
+	/* The same with the layout compare: two ranges in a failed txn. */
+	rev = 0;
+	ret = etcd_store_ops.cas(e, 0, 3, 5, 4, &val, &rev, &now);
+	if (!ret && rev <= 5)
+		abort();
+	if (ret == -ECANCELED)
+		well_formed(&now, 3);
+	if (ret && !*etcd_store_ops.error(e))
+		abort();
+
+	ret = etcd_store_ops.layout_get(e, 0, &lay);
+	if (ret && !*etcd_store_ops.error(e))
+		abort();
+	if (!ret && lay.valid && !lay.exists)
+		abort();
+	ret = etcd_store_ops.region_scan(e, 0, &max_until, &garbled, &rev);
 	if (ret && !*etcd_store_ops.error(e))
 		abort();
 	etcd_free(e);

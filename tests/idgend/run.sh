@@ -3,6 +3,7 @@
 #
 # run.sh: every host-side test of idgend, as one TAP stream.
 #   - the lease logic against an in-memory store and fake generators
+#   - the simulated generator, the runtime directory (lock, owner token)
 #   - the etcd client against a real etcd 3.4 member on loopback (under
 #     valgrind when installed), against fake_etcd.py's broken answers, and
 #     under libFuzzer, as are the configuration file, the state file and
@@ -37,6 +38,8 @@ tap_step "build helper/idgend" make -s -C "$top/helper/idgend" || bail
 tap_step "build the idgend tests" make -s -C "$here" OUT="$out" || bail
 
 tap_run lease "$out/lease_test"
+tap_run "simulated generator" "$out/device_sim_test"
+tap_run "runtime directory" "$out/runtime_test"
 
 # Under valgrind, when there is one, for leaks on the error paths too.
 vg=()

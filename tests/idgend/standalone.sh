@@ -118,8 +118,24 @@ check "... and a clean stop leaves the file" test -s "$work/gone/state"
 sa first
 check "no directory yet: a first start" wait_log first 'lease set: r0/w0, floor ms 0,' 10
 stop first
+check "... and the file is there before the first lease is used" \
+	grep -Eqx 'valid_until_ms [0-9]+' "$work/first/state"
 
-# --- numbers the generator's layout has no room for -----------------------------
+# Its parent missing too (a new host without systemd's StateDirectory=):
+# one level more is made, still a first start; two levels is a typo.
+daemon_start deep --mode standalone --device "sim:$work/deep.gen" \
+	--state-file "$work/deep/idgen/state" --lease-ms 4000 --renew-ms 1000
+check "state file's directory and its parent missing: a first start" \
+	wait_log deep 'lease set: r0/w0, floor ms 0,' 10
+stop deep
+daemon_start deeper --mode standalone --device "sim:$work/deeper.gen" \
+	--state-file "$work/deeper/x/idgen/state" --lease-ms 4000 --renew-ms 1000
+exits deeper 10
+rc=$?
+check "three levels missing: refused, exit 2 ($rc), nothing pushed" \
+	test $rc -eq 2 -a "$(pushes deeper)" -eq 0
+
+# --- numbers the layout has no room for ----------------------------------------
 
 for arg in "--region 9" "--worker 500" "--region 8 --worker 128"; do
 	name=layout-$(echo "$arg" | tr -cd 'a-z0-9')
@@ -127,9 +143,9 @@ for arg in "--region 9" "--worker 500" "--region 8 --worker 128"; do
 	sa "$name" $arg
 	exits "$name" 10
 	rc=$?
-	check "standalone $arg on a 3/7-bit generator: exit 2 ($rc)" test $rc -eq 2
+	check "standalone $arg with layout 3/7/12: exit 2 ($rc)" test $rc -eq 2
 	check "... naming the layout, nothing pushed" \
-		test -n "$(grep -F "does not fit the generator's layout: regions 0 to 7 (3 bits), workers 0 to 127 (7 bits)" "$work/$name.log")" \
+		test -n "$(grep -E "(region|worker) [0-9]+ does not fit layout 3/7/12 \((3 region|7 worker) bits\)" "$work/$name.log")" \
 		-a "$(pushes "$name")" -eq 0
 done
 

@@ -101,8 +101,27 @@ check "unsynchronised clock: idgend waits, and says why" \
 check "unsynchronised clock: nothing pushed" test "$(state lease)" = none
 "$clock_sync" sync >/dev/null
 check "synchronised: idgend claims w9" wait_log host-a 'lease claimed: r0/w9,' 30
-check "the module holds r0/w9 with the fence etcd holds" \
-	test "$(state lease.worker)" = 9 -a "$(state lease.valid_until_ms)" = "$(record 9 valid_until_ms)"
+# idgend writes a fence to etcd before it pushes it, and renews one at a
+# time, so a renewal can fall between two reads: etcd already holds the
+# new fence, the module for a moment still the old one.  Read etcd, the
+# module, etcd again: when the two etcd reads agree no renewal completed
+# its write in between, and the module must hold that very fence once its
+# push is done.  Reads that straddle a renewal are taken again; 20 of
+# them in a row would mean the module never holds etcd's fence.
+module_holds_etcd_fence() {
+	local t e1 w m e2
+	for ((t = 0; t < 20; t++)); do
+		e1=$(record 9 valid_until_ms)
+		w=$(state lease.worker)
+		m=$(state lease.valid_until_ms)
+		e2=$(record 9 valid_until_ms)
+		[ "$w" = 9 ] && [ "$e1" = "$e2" ] && [ "$m" = "$e1" ] && return 0
+		echo "# read $t: etcd $e1, module w$w until $m, etcd $e2"
+		sleep 0.3
+	done
+	return 1
+}
+check "the module holds r0/w9 with the fence etcd holds" module_holds_etcd_fence
 : >"$work/a.ids"
 check "/dev/idgen mints under the lease" mint 1000 "$work/a.ids"
 check "every ID carries r0/w9" test "$(while read -r id; do echo $(((id >> 12) & 1023)); done <"$work/a.ids" | sort -u)" = 9
