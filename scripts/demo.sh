@@ -37,6 +37,6 @@ helper/idgenctl lease show
 echo '\$ kill -TERM %1   # idgend revokes and stores the last ms'
 kill -TERM \$pid
 wait \$pid
-echo '\$ cat /tmp/idgend.state'
-cat /tmp/idgend.state
+echo '\$ cat /tmp/idgen/standalone.state'
+cat /tmp/idgen/standalone.state
 " | grep -av -e '^\[ *[0-9]*\.[0-9]*\]' -e '^SeaBIOS' -e '^Booting from ROM' -e '^IDGEN-VM-'
