@@ -291,31 +291,48 @@ static void idgen_lease_fill(struct idgen_lease *lease,
 }
 
 /*
- * Close @old (if any) and publish @new (NULL to revoke).  Returns the last
- * ms stamped under @old.  Readers that meet the closed word wait on
- * switch_lock, which is held until @new is visible.
+ * Close @old (if any) and publish @new (NULL to revoke).  Readers that meet
+ * the closed word wait on switch_lock, which is held until @new is visible.
+ *
+ * A @new lease whose first millisecond would already lie at or past its
+ * fence could never mint: it is refused with -EKEYEXPIRED and @old is
+ * reopened, untouched, as if the call had not been made.  The first
+ * millisecond is only known once @old is closed, since readers move it up
+ * until then.
  */
-static void idgen_gen_switch(struct idgen_gen *gen, struct idgen_lease *old,
-			     struct idgen_lease *new)
+static int idgen_gen_switch(struct idgen_gen *gen, struct idgen_lease *old,
+			    struct idgen_lease *new)
 {
-	u64 start_ms;
+	u64 last_ms = gen->last_ms;
+	u64 next = 0, start_ms;
 
 	lockdep_assert_held(&gen->admin_lock);
 
 	spin_lock(&gen->switch_lock);
-	if (old)
-		gen->last_ms = max(gen->last_ms, idgen_lease_close(old));
+	if (old) {
+		next = idgen_lease_close(old);
+		last_ms = max(last_ms,
+			      idgen_lease_last_ms(next, old->layout.seq_bits));
+	}
 	if (new) {
 		/* G2: above the floor and above every ms this host used. */
-		start_ms = max(gen->last_ms, new->floor) + 1;
+		start_ms = max(last_ms, new->floor) + 1;
+		if (start_ms >= (u64)atomic64_read(&new->valid_until)) {
+			if (old)
+				idgen_lease_reopen(old, next);
+			spin_unlock(&gen->switch_lock);
+			return -EKEYEXPIRED;
+		}
 		atomic64_set(&new->next, start_ms << new->layout.seq_bits);
-		gen->last_ms = start_ms - 1;
+		last_ms = start_ms - 1;
 	}
+	gen->last_ms = last_ms;
 	rcu_assign_pointer(gen->lease, new);
 	spin_unlock(&gen->switch_lock);
 
 	if (old)
 		kfree_rcu(old, rcu);
+	return 0;
 }
 
 /**
@@ -324,7 +341,8 @@ static void idgen_gen_switch(struct idgen_gen *gen, struct idgen_lease *old,
  * @args: the lease, from user space.
  *
  * Context: process context; takes admin_lock.
- * Return: 0, -EINVAL for bad arguments (nothing changed), -ENOMEM.
+ * Return: 0, -EINVAL for bad arguments, -EKEYEXPIRED for a lease that could
+ * never mint, -ENOMEM; nothing changed on an error.
  */
 int idgen_gen_set_lease(struct idgen_gen *gen,
 			const struct idgen_lease_args *args)
@@ -348,9 +366,21 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 
 	if (old && old->region == args->region && old->worker == args->worker &&
 	    idgen_layout_equal(&old->layout, &layout)) {
+		u8 s = layout.seq_bits;
+
 		/* Renewal: the fence never moves back. */
 		if (args->valid_until_ms < (u64)atomic64_read(&old->valid_until)) {
 			err = -EINVAL;
+			goto out_unlock;
+		}
+		/*
+		 * Nor is it taken when it would leave nothing to mint: the
+		 * next ID, lifted above the floor, at or past the fence.
+		 */
+		if (idgen_tick_ms(max_t(u64, atomic64_read(&old->next),
+					(args->floor_ms + 1) << s), s) >=
+		    args->valid_until_ms) {
+			err = -EKEYEXPIRED;
 			goto out_unlock;
 		}
 		if (args->flags & IDGEN_LEASE_CLOCK_SYNCED)
@@ -370,10 +400,12 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 		goto out_unlock;
 	}
 
+	idgen_lease_fill(new, args, &layout);
+	err = idgen_gen_switch(gen, old, new);
+	if (err)
+		goto out_unlock;
 	if (args->flags & IDGEN_LEASE_CLOCK_SYNCED)
 		idgen_clock_read(gen, true, NULL);
-	idgen_lease_fill(new, args, &layout);
-	idgen_gen_switch(gen, old, new);
 	pr_info("lease r%u/w%u (layout %u/%u/%u) set: ms %llu to %llu, first ms %llu\n",
 		args->region, args->worker, layout.region_bits,
 		layout.worker_bits, layout.seq_bits, args->floor_ms,

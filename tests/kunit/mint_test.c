@@ -185,14 +185,16 @@ static void idgen_mint_test_closed(struct kunit *test)
 
 	/* Closing returns the last ms stamped; nothing is reserved after. */
 	KUNIT_ASSERT_EQ(test, reserve(l, 100, PER_MS + 1, &r, &wait, &borrowed), 0);
-	KUNIT_EXPECT_EQ(test, idgen_lease_close(l), 101ULL);
+	KUNIT_EXPECT_EQ(test, idgen_lease_last_ms(idgen_lease_close(l), SEQ_BITS),
+			101ULL);
 	KUNIT_EXPECT_EQ(test, reserve(l, 100, 1, &r, &wait, &borrowed), -ESTALE);
 	KUNIT_EXPECT_EQ(test, reserve(l, 500, 1, &r, &wait, &borrowed), -ESTALE);
 	KUNIT_EXPECT_EQ(test, idgen_lease_probe(l, 100, LEAD, &wait), -ESTALE);
 
 	/* Closed with nothing minted: the last ms "used" is the floor. */
 	l = mint_lease(test, 99, 1000);
-	KUNIT_EXPECT_EQ(test, idgen_lease_close(l), 99ULL);
+	KUNIT_EXPECT_EQ(test, idgen_lease_last_ms(idgen_lease_close(l), SEQ_BITS),
+			99ULL);
 }
 
 static struct kunit_case idgen_mint_test_cases[] = {

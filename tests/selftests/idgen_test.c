@@ -471,6 +471,65 @@ TEST_F(leased, set_lease_bad_params_einval)
 	read_checked(_metadata, self->fd, st, 0, 4);
 }
 
+/*
+ * A lease whose first ID would lie at or past its own fence could never
+ * mint: refused with EKEYEXPIRED when it is set, changing nothing, rather
+ * than accepted for every read to fail.  One millisecond of room is enough.
+ */
+TEST_F(leased, set_lease_never_mints_ekeyexpired)
+{
+	struct idgen_lease_args args;
+	struct idgen_state a, b;
+	__u64 last, id, floor;
+	int i;
+
+	last = read_checked(_metadata, self->fd, &self->st, 0, 1);
+	ASSERT_EQ(0, idgen_get_state(self->fd, &a));
+	ASSERT_LE(id_ms(last), a.last_ms);
+	for (i = 0; i < 4; i++) {
+		switch (i) {
+		case 0:	/* another node: the floor leaves no room */
+			idgen_lease_init(&args, self->region, self->worker ^ 1,
+					 a.now_ms + 100, a.now_ms + 101);
+			break;
+		case 1:	/* another node: the host's last ms leaves none */
+			idgen_lease_init(&args, self->region, self->worker ^ 1,
+					 0, a.last_ms + 1);
+			break;
+		case 2:	/* a renewal whose floor lifts the next ID to the fence */
+			idgen_lease_init(&args, self->region, self->worker,
+					 a.valid_until_ms - 1, a.valid_until_ms);
+			break;
+		case 3:	/* a renewal lifting it past the fence */
+			idgen_lease_init(&args, self->region, self->worker,
+					 a.valid_until_ms + 5, a.valid_until_ms + 6);
+			break;
+		}
+		errno = 0;
+		EXPECT_EQ(-1, ioctl(self->fd, IDGEN_IOC_SET_LEASE, &args))
+			TH_LOG("case %d: floor %llu, valid_until %llu accepted", i,
+			       args.floor_ms, args.valid_until_ms);
+		EXPECT_EQ(EKEYEXPIRED, errno) TH_LOG("case %d: %s", i, strerror(errno));
+		ASSERT_EQ(0, idgen_get_state(self->fd, &b));
+		EXPECT_TRUE(lease_unchanged(&a, &b)) TH_LOG("case %d changed the state", i);
+		a = b;
+	}
+	/* Still minting under the original lease, above what it minted. */
+	EXPECT_LT(last, read_checked(_metadata, self->fd, &self->st, last, 4));
+
+	/*
+	 * Exactly one millisecond of room, ahead of the clock (within the
+	 * lead) so it is still to come when the read runs: accepted, and it
+	 * mints there.
+	 */
+	ASSERT_EQ(0, idgen_get_state(self->fd, &a));
+	floor = a.now_ms + a.max_lead_ms / 2;
+	ASSERT_EQ(0, idgen_set_lease(self->fd, self->region, self->worker ^ 1,
+				     floor, floor + 2)) TH_LOG("%s", strerror(errno));
+	ASSERT_EQ(1, idgen_read(self->fd, &id, 1)) TH_LOG("read: %s", strerror(errno));
+	EXPECT_EQ(floor + 1, id_ms(id));
+}
+
 TEST_F(leased, renewal)
 {
 	struct idgen_state a, b;

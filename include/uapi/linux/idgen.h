@@ -222,7 +222,11 @@ struct idgen_state {
  * Errors: EPERM without CAP_SYS_ADMIN; EFAULT; EINVAL for a node out of the
  * layout's range, floor_ms >= valid_until_ms, valid_until_ms beyond
  * IDGEN_MS_MAX + 1, a renewal that would move the fence back, a bad layout,
- * unknown flags or non-zero pad.  A failed call changes nothing.
+ * unknown flags or non-zero pad; EKEYEXPIRED for a lease that could never
+ * mint: its first ID would carry a millisecond at or after valid_until_ms,
+ * because floor_ms or a millisecond the host already used (last_ms of
+ * IDGEN_IOC_GET_STATE; for a renewal, the lease's next ID) lies at
+ * valid_until_ms - 1 or later.  A failed call changes nothing.
  */
 #define IDGEN_IOC_SET_LEASE	_IOW(IDGEN_IOC_MAGIC, 1, struct idgen_lease_args)
 
