@@ -38,11 +38,15 @@ static int idgen_lease_bounds(struct idgen_lease *lease, u64 tick, u64 now_ms,
 	if (*base < *limit)
 		return 0;
 
+	/*
+	 * The end of the time field first: a fence may lie right at it
+	 * (IDGEN_MS_MAX + 1), and renewing cannot help there.
+	 */
 	base_ms = idgen_tick_ms(*base, s);
-	if (base_ms >= fence)
-		return -EKEYEXPIRED;
 	if (base_ms > IDGEN_MS_MAX)
 		return -EOVERFLOW;
+	if (base_ms >= fence)
+		return -EKEYEXPIRED;
 	*wait_ms = base_ms - (lead_end - 1);
 	return -ETIME;
 }

@@ -50,7 +50,8 @@
  *                blocking reader sleeps instead (up to a second in all,
  *                then ETIME).
  *   EOVERFLOW    the time field is exhausted: the next millisecond does not
- *                fit in 41 bits.  Never returned before 2095-09-07.
+ *                fit in 41 bits, whatever the lease's fence (renewing
+ *                cannot help).  Never returned before 2095-09-07.
  *   EFAULT       buf is not writable and no ID was copied.
  *   EINTR        a signal arrived before any ID was copied (restarted
  *                instead under SA_RESTART).
