@@ -18,10 +18,20 @@
 #include <linux/uaccess.h>
 #include <linux/uio.h>
 #include <uapi/linux/idgen.h>
+#include <uapi/linux/nsfs.h>
 
 #include "chardev.h"
 #include "generator.h"
 #include "stats.h"
+
+/*
+ * The type byte once collided with nsfs's: an ioctl meant for a namespace
+ * file must never change a generator's clock, nor the other way round.
+ */
+static_assert(_IOC_TYPE(IDGEN_IOC_ADOPT_CLOCK) != NSIO);
+#ifdef NS_GET_OWNER_UID
+static_assert(IDGEN_IOC_ADOPT_CLOCK != NS_GET_OWNER_UID);
+#endif
 
 /* IDs reserved with one atomic: a page's worth, as random.c copies. */
 #define IDGEN_BATCH_IDS		(PAGE_SIZE / sizeof(u64))

@@ -13,6 +13,7 @@
  */
 #define _GNU_SOURCE
 #include <grp.h>
+#include <linux/nsfs.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/mman.h>
@@ -363,6 +364,47 @@ TEST_F(leased, ioctl_unknown_cmd_enotty)
 	}
 	ASSERT_EQ(0, idgen_get_state(self->fd, &b));
 	EXPECT_TRUE(lease_unchanged(&a, &b));
+}
+
+/*
+ * The device and namespace files do not share ioctl numbers: nsfs's
+ * NS_GET_OWNER_UID is not an idgen command (it once was ADOPT_CLOCK), and
+ * idgen's commands mean nothing to a namespace file.
+ */
+TEST_F(leased, ioctl_numbers_not_nsfs)
+{
+	const unsigned long ours[] = {
+		IDGEN_IOC_SET_LEASE, IDGEN_IOC_REVOKE, IDGEN_IOC_GET_STATE,
+		IDGEN_IOC_ADOPT_CLOCK,
+	};
+	const unsigned long theirs[] = {
+		NS_GET_USERNS, NS_GET_PARENT, NS_GET_NSTYPE, NS_GET_OWNER_UID,
+	};
+	struct idgen_state a, b;
+	char buf[256];
+	size_t i;
+	int ns;
+
+	ASSERT_EQ(0, idgen_get_state(self->fd, &a));
+	for (i = 0; i < sizeof(theirs) / sizeof(theirs[0]); i++) {
+		memset(buf, 0, sizeof(buf));
+		errno = 0;
+		EXPECT_EQ(-1, ioctl(self->fd, theirs[i], buf)) TH_LOG("nsfs cmd %#lx", theirs[i]);
+		EXPECT_EQ(ENOTTY, errno) TH_LOG("nsfs cmd %#lx: %s", theirs[i], strerror(errno));
+	}
+	ASSERT_EQ(0, idgen_get_state(self->fd, &b));
+	EXPECT_TRUE(lease_unchanged(&a, &b));
+
+	ns = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
+	ASSERT_LE(0, ns) TH_LOG("open /proc/self/ns/user: %s", strerror(errno));
+	for (i = 0; i < sizeof(ours) / sizeof(ours[0]); i++) {
+		EXPECT_NE(NSIO, _IOC_TYPE(ours[i])) TH_LOG("cmd %#lx", ours[i]);
+		memset(buf, 0, sizeof(buf));
+		errno = 0;
+		EXPECT_EQ(-1, ioctl(ns, ours[i], buf)) TH_LOG("idgen cmd %#lx", ours[i]);
+		EXPECT_EQ(ENOTTY, errno) TH_LOG("idgen cmd %#lx: %s", ours[i], strerror(errno));
+	}
+	close(ns);
 }
 
 enum bad_lease {

@@ -207,7 +207,13 @@ struct idgen_state {
 	__u64 range_refusals;
 };
 
-#define IDGEN_IOC_MAGIC		0xB7
+/*
+ * The ioctl type byte: free in Documentation/userspace-api/ioctl/
+ * ioctl-number.rst (Linux 6.12), where 0xB7, once used here, belongs to
+ * nsfs and remoteproc (IDGEN_IOC_ADOPT_CLOCK was NS_GET_OWNER_UID).  The
+ * module asserts at build time that its commands are not nsfs's.
+ */
+#define IDGEN_IOC_MAGIC		0xE9
 
 /*
  * IDGEN_IOC_SET_LEASE - set or renew the lease (CAP_SYS_ADMIN).
