@@ -27,6 +27,8 @@
 #define IDGEN_WAIT_MAX_MS	5
 /* ... and for at most this long in all, within one call. */
 #define IDGEN_WAIT_BUDGET_MS	1000
+/* The poll timer is armed at most this far ahead (it fits msecs_to_jiffies()). */
+#define IDGEN_POLL_WAIT_MAX_MS	(3600U * MSEC_PER_SEC)
 
 static u64 idgen_ns_to_ms(s64 ns)
 {
@@ -40,6 +42,19 @@ static u64 idgen_ns_to_ms(s64 ns)
 static u64 idgen_gen_now_ms(struct idgen_gen *gen, bool adopt)
 {
 	return idgen_ns_to_ms(idgen_clock_read(gen, adopt, NULL));
+}
+
+/*
+ * Wake pollers once the clock will have caught up, @wait_ms from now.
+ * Every path that answers "not yet, the clock" arms it, not only ->poll():
+ * an edge-triggered poller that read the device dry is told EAGAIN by
+ * read() and calls ->poll() again only after a wake-up.  A longer wait is
+ * re-armed by the ->poll() its wake-up leads to.
+ */
+static void idgen_gen_arm_poll(struct idgen_gen *gen, u64 wait_ms)
+{
+	wait_ms = min_t(u64, wait_ms, IDGEN_POLL_WAIT_MAX_MS);
+	timer_reduce(&gen->poll_timer, jiffies + msecs_to_jiffies(wait_ms) + 1);
 }
 
 static struct idgen_lease *idgen_gen_lease(struct idgen_gen *gen)
@@ -159,8 +174,10 @@ again:
 		return 0;
 	}
 	if (err == -ETIME && wait_ms <= IDGEN_WAIT_MAX_MS) {
-		if (nowait)
+		if (nowait) {
+			idgen_gen_arm_poll(gen, wait_ms);
 			return -EAGAIN;
+		}
 		/*
 		 * Readers outrunning the node's ceiling are throttled to it
 		 * here, a millisecond at a time, rather than refused.
@@ -175,6 +192,7 @@ again:
 		}
 	}
 	if (err == -ETIME) {
+		idgen_gen_arm_poll(gen, wait_ms);
 		ev = (struct idgen_event_info){ .type = IDGEN_EVENT_LEAD_EXCEEDED };
 		idgen_gen_event(gen, &ev);
 	}
@@ -233,8 +251,7 @@ int idgen_gen_probe(struct idgen_gen *gen)
 
 	/* A closed lease means a switch is under way; it wakes us when done. */
 	if (err == -ETIME)
-		timer_reduce(&gen->poll_timer,
-			     jiffies + msecs_to_jiffies(wait_ms) + 1);
+		idgen_gen_arm_poll(gen, wait_ms);
 	return err;
 }
 

@@ -16,6 +16,7 @@
 #include <linux/nsfs.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1000,6 +1001,58 @@ TEST_F(leased, poll_ready_with_lease)
 
 	EXPECT_TRUE(ev & POLLIN) TH_LOG("revents %#x", ev);
 	EXPECT_TRUE(ev & POLLRDNORM) TH_LOG("revents %#x", ev);
+}
+
+/*
+ * An edge-triggered poller that read the device dry (EAGAIN: the readers
+ * used up the lead bound) is woken once the clock has caught up, without
+ * calling poll() itself.  A 6-bit sequence (64 IDs per ms) makes the lead
+ * quick to drain on the slowest guest; the bound on the wake-up is
+ * generous, since without one it never comes.
+ */
+#define EPOLLET_BOUND_MS	5000
+TEST_F_TIMEOUT(leased, epollet_woken_after_eagain, 120)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
+	struct idgen_lease_args args;
+	struct idgen_state st;
+	__u64 ids[512], l, t0, waited;
+	size_t drained = 0;
+	int nb, ep, n;
+	ssize_t r;
+
+	ASSERT_EQ(0, idgen_revoke(self->fd, &l));
+	ASSERT_EQ(0, idgen_get_state(self->fd, &st));
+	idgen_lease_init(&args, 0, self->worker, l, st.now_ms + LEASE_MS);
+	set_layout(&args, 0, 16, 6);
+	ASSERT_EQ(0, ioctl(self->fd, IDGEN_IOC_SET_LEASE, &args))
+		TH_LOG("lease with layout 0/16/6: %s", strerror(errno));
+
+	nb = open(IDGEN_DEV, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	ASSERT_LE(0, nb);
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, nb, &ev));
+	/* The edge of the lease being there. */
+	ASSERT_EQ(1, epoll_wait(ep, &ev, 1, 0));
+
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	while ((r = idgen_read(nb, ids, 512)) > 0) {
+		drained += r;
+		ASSERT_GT(60 * NSEC_PER_SEC, clock_ns(CLOCK_MONOTONIC) - t0)
+			TH_LOG("still reading after 60 s, %zu IDs", drained);
+	}
+	ASSERT_EQ(EAGAIN, errno) TH_LOG("read: %s", strerror(errno));
+
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	n = epoll_wait(ep, &ev, 1, EPOLLET_BOUND_MS);
+	waited = (clock_ns(CLOCK_MONOTONIC) - t0) / NSEC_PER_MSEC;
+	TH_LOG("drained %zu IDs to EAGAIN; woken after %llu ms", drained, waited);
+	ASSERT_EQ(1, n) TH_LOG("no EPOLLIN within %d ms of EAGAIN", EPOLLET_BOUND_MS);
+	EXPECT_TRUE(ev.events & EPOLLIN);
+	EXPECT_LT(0, idgen_read(nb, ids, 1)) TH_LOG("read after EPOLLIN: %s", strerror(errno));
+	close(ep);
+	close(nb);
 }
 
 /* ------------------------------------------------------------------ */

@@ -57,6 +57,9 @@
  *                instead under SA_RESTART).
  *
  * poll() reports EPOLLIN | EPOLLRDNORM when a read of one ID would not fail.
+ * A read or poll that found the clock behind (EAGAIN, ETIME) wakes pollers
+ * when it has caught up, so an edge-triggered (EPOLLET) poller that read
+ * the device dry is woken too.
  *
  * THE CLOCK
  * ---------
