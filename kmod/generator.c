@@ -11,7 +11,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/delay.h>
+#include <linux/hrtimer.h>
 #include <linux/math64.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -180,12 +180,16 @@ again:
 		}
 		/*
 		 * Readers outrunning the node's ceiling are throttled to it
-		 * here, a millisecond at a time, rather than refused.
+		 * here, a millisecond at a time, rather than refused.  One
+		 * sleep, which a signal ends: usleep_range_state() would spin
+		 * until its deadline with a signal pending.
 		 */
 		if (time_before(jiffies, deadline)) {
-			usleep_range_state(wait_ms * USEC_PER_MSEC,
-					   (wait_ms + 1) * USEC_PER_MSEC,
-					   TASK_INTERRUPTIBLE);
+			ktime_t until = ms_to_ktime(wait_ms);
+
+			set_current_state(TASK_INTERRUPTIBLE);
+			schedule_hrtimeout_range(&until, NSEC_PER_MSEC,
+						 HRTIMER_MODE_REL);
 			if (signal_pending(current))
 				return -ERESTARTSYS;
 			goto again;

@@ -15,6 +15,7 @@
 #include <grp.h>
 #include <linux/nsfs.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <sys/epoll.h>
 #include <sys/mman.h>
@@ -1053,6 +1054,95 @@ TEST_F_TIMEOUT(leased, epollet_woken_after_eagain, 120)
 	EXPECT_LT(0, idgen_read(nb, ids, 1)) TH_LOG("read after EPOLLIN: %s", strerror(errno));
 	close(ep);
 	close(nb);
+}
+
+static void ignore_signal(int sig)
+{
+	(void)sig;
+}
+
+static int cmp_ull(const void *a, const void *b)
+{
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static __u64 median(__u64 *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_ull);
+	return v[n / 2];
+}
+
+/*
+ * A signal ends a throttled read's sleep at once, rather than leaving the
+ * reader spinning in the kernel until the sleep's deadline.  Each round
+ * renews the lease with a floor that puts the next ID 5 ms beyond the lead
+ * bound, so a blocking read sleeps for the clock; every other round a
+ * timer signals the thread 1 ms into that read.  The CPU time a read uses
+ * is compared with the CPU time of the same read left to sleep: an
+ * interrupted read must not cost more (the spin cost ~4 ms each).
+ */
+#define THROTTLE_ROUNDS		21
+#define THROTTLE_SLACK_NS	(1000 * 1000ULL)
+TEST_F_TIMEOUT(leased, signal_ends_throttled_read, 120)
+{
+	struct sigaction sa = { .sa_handler = ignore_signal };	/* no SA_RESTART */
+	struct sigevent sev = {
+		.sigev_notify = SIGEV_THREAD_ID,
+		.sigev_signo = SIGUSR1,
+	};
+	const struct itimerspec in_1ms = { .it_value.tv_nsec = 1000 * 1000 };
+	const struct itimerspec off = {};
+	__u64 cpu_intr[THROTTLE_ROUNDS], cpu_slept[THROTTLE_ROUNDS];
+	__u64 wall_intr[THROTTLE_ROUNDS], id, c0, w0, floor;
+	int i, nintr = 0, nslept = 0, err;
+	struct idgen_state st;
+	timer_t timer;
+	ssize_t r;
+
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	sev._sigev_un._tid = gettid();
+	ASSERT_EQ(0, timer_create(CLOCK_MONOTONIC, &sev, &timer));
+	for (i = 0; i < 2 * THROTTLE_ROUNDS; i++) {
+		bool signal = i & 1;
+
+		ASSERT_EQ(0, idgen_get_state(self->fd, &st));
+		floor = st.now_ms + st.max_lead_ms + 4;
+		ASSERT_EQ(0, idgen_set_lease(self->fd, self->region, self->worker,
+					     floor, st.valid_until_ms))
+			TH_LOG("renewal with floor %llu: %s", floor, strerror(errno));
+		if (signal)
+			ASSERT_EQ(0, timer_settime(timer, 0, &in_1ms, NULL));
+		w0 = clock_ns(CLOCK_MONOTONIC);
+		c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		r = idgen_read(self->fd, &id, 1);
+		err = errno;
+		c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+		w0 = clock_ns(CLOCK_MONOTONIC) - w0;
+		ASSERT_EQ(0, timer_settime(timer, 0, &off, NULL));
+		if (!signal) {
+			ASSERT_EQ(1, r) TH_LOG("throttled read: %s", strerror(err));
+			EXPECT_LT(floor, id_ms(id));
+			cpu_slept[nslept++] = c0;
+		} else if (r < 0) {
+			ASSERT_EQ(EINTR, err) TH_LOG("read: %s", strerror(err));
+			wall_intr[nintr] = w0;
+			cpu_intr[nintr++] = c0;
+		}
+		/* The next round's floor lies above this one's. */
+		sleep_ms(7);
+	}
+	timer_delete(timer);
+	signal(SIGUSR1, SIG_DFL);
+
+	/* A slow guest may have slept through the 1 ms; most rounds do not. */
+	ASSERT_LE(THROTTLE_ROUNDS / 3, nintr) TH_LOG("only %d reads interrupted", nintr);
+	TH_LOG("median CPU of a throttled read: %llu us slept, %llu us interrupted (%d), woken after %llu us",
+	       median(cpu_slept, nslept) / 1000, median(cpu_intr, nintr) / 1000,
+	       nintr, median(wall_intr, nintr) / 1000);
+	EXPECT_GT(median(cpu_slept, nslept) + THROTTLE_SLACK_NS, median(cpu_intr, nintr))
+		TH_LOG("an interrupted read burnt the CPU until its sleep's deadline");
 }
 
 /* ------------------------------------------------------------------ */
