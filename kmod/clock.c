@@ -48,7 +48,8 @@
  *
  * Context: any; pure.
  * Return: IDGEN_CLOCK_* bits; IDGEN_CLOCK_CHANGED when @st was modified and
- * must be stored for the next reading.
+ * must be stored for the next reading; IDGEN_CLOCK_STALE, with @st
+ * untouched, for a reading older than the state, which must not judge it.
  */
 unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 				 const struct idgen_clock_params *p,
@@ -69,8 +70,17 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 		return IDGEN_CLOCK_CHANGED;
 	}
 
-	/* A reader racing an update may hold a reading older than the state. */
-	elapsed = s->raw_ns > st->ref_raw_ns ? s->raw_ns - st->ref_raw_ns : 0;
+	/*
+	 * A reader racing an update may hold a reading older than the state.
+	 * Judged against it, a reading from before an adopted step would look
+	 * like a step back and restore the offset the adoption replaced: it
+	 * only yields an estimate from the state's own offset.
+	 */
+	if (s->raw_ns < st->ref_raw_ns) {
+		*trusted_ns = (s64)s->raw_ns + st->offset_ns;
+		return IDGEN_CLOCK_STALE;
+	}
+	elapsed = s->raw_ns - st->ref_raw_ns;
 	allowance = mul_u64_u32_div(elapsed, p->drift_ppm, 1000000) +
 		    IDGEN_CLOCK_SLACK_NS;
 	delta = observed - st->offset_ns;
@@ -242,7 +252,7 @@ s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns)
 	} while (read_seqcount_retry(&clk->seq, seq));
 
 	ev = idgen_clock_advance(&st, &clk->params, &s, adopt, &trusted, &step);
-	if (!(ev & IDGEN_CLOCK_CHANGED))
+	if (!(ev & (IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_STALE)))
 		return trusted;
 
 	if (adopt)
@@ -250,9 +260,20 @@ s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns)
 	else if (!spin_trylock(&clk->lock))
 		return trusted;
 
-	/* Re-apply to the current state: another reader may have moved it. */
+	/*
+	 * Re-apply to the current state: another reader may have moved it,
+	 * with a later reading than ours.  Then ours is judged by nothing:
+	 * a fresh one is taken, which no state can predate under the lock.
+	 */
 	st = clk->state;
 	ev = idgen_clock_advance(&st, &clk->params, &s, adopt, &trusted, &step);
+	if (ev & IDGEN_CLOCK_STALE) {
+		idgen_clock_sample(&s);
+		if (wall_ns)
+			*wall_ns = s.wall_ns;
+		ev = idgen_clock_advance(&st, &clk->params, &s, adopt,
+					 &trusted, &step);
+	}
 	if (ev & IDGEN_CLOCK_CHANGED) {
 		write_seqcount_begin(&clk->seq);
 		clk->state = st;
