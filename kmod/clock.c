@@ -37,6 +37,15 @@
  */
 #define IDGEN_CLOCK_SLACK_NS	(100 * NSEC_PER_USEC)
 
+/*
+ * Slew is credited for at most this long since the offset was last
+ * confirmed.  While a lease is in force the generator reads the clock
+ * every second (generator.c), so only a reading after a longer idle gap
+ * meets the cap: a change beyond max_step is then held until adopted or
+ * reverted, not taken for an hour's worth of slew.
+ */
+#define IDGEN_CLOCK_DRIFT_WINDOW_NS	(60 * NSEC_PER_SEC)
+
 /**
  * idgen_clock_advance() - apply one clock reading to the clock state
  * @st:         the state, updated in place.
@@ -80,7 +89,8 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 		*trusted_ns = (s64)s->raw_ns + st->offset_ns;
 		return IDGEN_CLOCK_STALE;
 	}
-	elapsed = s->raw_ns - st->ref_raw_ns;
+	elapsed = min_t(u64, s->raw_ns - st->ref_raw_ns,
+			IDGEN_CLOCK_DRIFT_WINDOW_NS);
 	allowance = mul_u64_u32_div(elapsed, p->drift_ppm, 1000000) +
 		    IDGEN_CLOCK_SLACK_NS;
 	delta = observed - st->offset_ns;
@@ -128,20 +138,25 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 		return ret;
 	}
 
+	if (delta > (s64)allowance) {
+		/*
+		 * A forward step small enough to follow at once, or what is
+		 * left of a held one that was partly undone: followed as a
+		 * step of its own, not taken for a revert.
+		 */
+		*step_ns = delta;
+		st->offset_ns = observed;
+		st->ref_raw_ns = s->raw_ns;
+		st->held_ns = 0;
+		return IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_STEP_FWD;
+	}
+
 	if (st->held_ns) {
-		/* The wall clock came back within reach: the step was undone. */
+		/* The wall clock came back within the allowance: undone. */
 		st->offset_ns = observed;
 		st->ref_raw_ns = s->raw_ns;
 		st->held_ns = 0;
 		return IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_REVERTED;
-	}
-
-	if (delta > (s64)allowance) {
-		/* A forward step small enough to follow at once. */
-		*step_ns = delta;
-		st->offset_ns = observed;
-		st->ref_raw_ns = s->raw_ns;
-		return IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_STEP_FWD;
 	}
 
 	/* Normal time: re-confirm the offset now and then to track slew. */

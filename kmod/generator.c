@@ -27,6 +27,11 @@
 #define IDGEN_WAIT_MAX_MS	5
 /* ... and for at most this long in all, within one call. */
 #define IDGEN_WAIT_BUDGET_MS	1000
+/*
+ * While a lease is in force the clock is read this often, readers or not:
+ * a held step stays recognisable and slew is credited over a short gap.
+ */
+#define IDGEN_CLOCK_REFRESH_MS	1000
 /* The poll timer is armed at most this far ahead (it fits msecs_to_jiffies()). */
 #define IDGEN_POLL_WAIT_MAX_MS	(3600U * MSEC_PER_SEC)
 
@@ -55,6 +60,13 @@ static void idgen_gen_arm_poll(struct idgen_gen *gen, u64 wait_ms)
 {
 	wait_ms = min_t(u64, wait_ms, IDGEN_POLL_WAIT_MAX_MS);
 	timer_reduce(&gen->poll_timer, jiffies + msecs_to_jiffies(wait_ms) + 1);
+}
+
+/* Keep the clock read while a lease is in force (idgen_clock_refresh_fn()). */
+static void idgen_gen_refresh_clock(struct idgen_gen *gen)
+{
+	queue_delayed_work(system_wq, &gen->clock_refresh,
+			   msecs_to_jiffies(IDGEN_CLOCK_REFRESH_MS));
 }
 
 static struct idgen_lease *idgen_gen_lease(struct idgen_gen *gen)
@@ -441,6 +453,7 @@ out_unlock:
 	if (err)
 		return err;
 	wake_up_interruptible(&gen->wait);
+	idgen_gen_refresh_clock(gen);
 	ev.has_node = true;
 	ev.has_floor = true;
 	ev.region = args->region;
@@ -543,6 +556,21 @@ void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st)
 	st->range_refusals = idgen_stat_sum(gen, IDGEN_STAT_RANGE_REFUSALS);
 }
 
+/*
+ * Deferrable: an idle CPU is not woken for it.  A reading after a longer
+ * gap credits slew for at most a minute (clock.c), so a step in the gap is
+ * still held.
+ */
+static void idgen_clock_refresh_fn(struct work_struct *work)
+{
+	struct idgen_gen *gen = container_of(to_delayed_work(work),
+					     struct idgen_gen, clock_refresh);
+
+	idgen_clock_read(gen, false, NULL);
+	if (rcu_access_pointer(gen->lease))
+		idgen_gen_refresh_clock(gen);
+}
+
 static void idgen_poll_timer_fn(struct timer_list *t)
 {
 	struct idgen_gen *gen = from_timer(gen, t, poll_timer);
@@ -567,6 +595,7 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 	gen->max_lead_ms = max_lead_ms;
 	init_waitqueue_head(&gen->wait);
 	timer_setup(&gen->poll_timer, idgen_poll_timer_fn, 0);
+	INIT_DEFERRABLE_WORK(&gen->clock_refresh, idgen_clock_refresh_fn);
 	gen->fence_near_ms = IDGEN_FENCE_NEAR_MS_DEFAULT;
 	gen->notify = NULL;
 	for (i = 0; i <= IDGEN_EVENT_MAX; i++) {
@@ -582,6 +611,7 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 /* Context: no reader or admin call can be running (the device is gone). */
 void idgen_gen_uninit(struct idgen_gen *gen)
 {
+	cancel_delayed_work_sync(&gen->clock_refresh);
 	timer_delete_sync(&gen->poll_timer);
 	kfree(rcu_dereference_protected(gen->lease, true));
 	RCU_INIT_POINTER(gen->lease, NULL);

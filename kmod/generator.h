@@ -7,6 +7,7 @@
 #include <linux/spinlock.h>
 #include <linux/timer.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 
 #include "clock.h"
 #include "layout.h"
@@ -64,6 +65,8 @@ struct idgen_event_info {
  * @stats:       per-CPU counters.
  * @wait:        pollers, woken when a lease changes or a wait runs out.
  * @poll_timer:  wakes @wait when the clock will have caught up.
+ * @clock_refresh: reads the clock every second while a lease is in force,
+ *               so its offset is confirmed however rarely anyone mints.
  * @fence_near_ms: how long before the fence the fence-near event fires.
  * @notify:      sends an event (netlink.c); NULL sends none.  Called in
  *               process context, possibly under admin_lock.
@@ -80,6 +83,7 @@ struct idgen_gen {
 	struct idgen_stats __percpu *stats;
 	wait_queue_head_t wait;
 	struct timer_list poll_timer;
+	struct delayed_work clock_refresh;
 	u32 fence_near_ms;
 	void (*notify)(struct idgen_gen *gen, const struct idgen_event_info *ev);
 	struct ratelimit_state event_rs[IDGEN_EVENT_MAX + 1];

@@ -72,7 +72,11 @@
  * clock jumps forward by more than max_step_ms beyond the elapsed
  * monotonic-raw time, the generator does not follow: it goes on at the
  * monotonic-raw rate until the step is adopted (IDGEN_LEASE_CLOCK_SYNCED on
- * a lease push, or IDGEN_IOC_ADOPT_CLOCK) or reverted.
+ * a lease push, or IDGEN_IOC_ADOPT_CLOCK) or reverted (the wall clock
+ * comes back to the trusted time; what is left of a step partly undone is
+ * judged as a step of its own).  NTP slew, up to 500 ppm, is credited for
+ * at most a minute since the clock was last read, and the module reads it
+ * every second while a lease is in force.
  *
  * THE LEASE
  * ---------
