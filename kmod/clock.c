@@ -226,12 +226,12 @@ static void idgen_clock_account(struct idgen_gen *gen, unsigned int ev,
 	}
 	if (ev & IDGEN_CLOCK_ADOPTED) {
 		idgen_stat_inc(gen, IDGEN_STAT_STEPS_ADOPTED);
-		pr_notice("forward wall-clock step of %lld ms adopted\n",
-			  step_ms);
+		pr_notice_ratelimited("forward wall-clock step of %lld ms adopted\n",
+				      step_ms);
 		idgen_clock_event(gen, IDGEN_EVENT_CLOCK_ADOPTED, step_ms, false);
 	}
 	if (ev & IDGEN_CLOCK_REVERTED)
-		pr_notice("held wall-clock step reverted\n");
+		pr_notice_ratelimited("held wall-clock step reverted\n");
 }
 
 /**

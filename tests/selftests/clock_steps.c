@@ -385,6 +385,45 @@ TEST_F_TIMEOUT(clock, back_5s, 60)
 }
 
 /*
+ * Adoptions are logged, but rate-limited: a clock stepped and adopted
+ * over and over cannot flood the kernel log.  Each round steps the wall
+ * clock beyond max_step and adopts it; teardown stays on the new timeline.
+ */
+#define ADOPT_ROUNDS	30
+#define NOTICE_BURST	10	/* printk's default burst per 5 s */
+TEST_F_TIMEOUT(clock, adopt_notices_rate_limited, 60)
+{
+	int64_t fwd = self->st.max_step_ms + 500;
+	int kmsg, i, notices = 0;
+	char rec[1024];
+	ssize_t n;
+
+	kmsg = open("/dev/kmsg", O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	ASSERT_LE(0, kmsg) TH_LOG("open /dev/kmsg: %s", strerror(errno));
+	ASSERT_LE(0, lseek(kmsg, 0, SEEK_END));
+	for (i = 0; i < ADOPT_ROUNDS; i++) {
+		ASSERT_EQ(0, step_wall_clock(fwd));
+		self->shift_ms += fwd;
+		ASSERT_EQ(0, ioctl(self->fd, IDGEN_IOC_ADOPT_CLOCK));
+	}
+	for (;;) {
+		n = read(kmsg, rec, sizeof(rec) - 1);
+		if (n < 0 && errno == EPIPE)
+			continue;	/* records overwritten: go on */
+		if (n <= 0)
+			break;
+		rec[n] = 0;
+		if (strstr(rec, "idgen: forward wall-clock step of") &&
+		    strstr(rec, "adopted"))
+			notices++;
+	}
+	close(kmsg);
+	TH_LOG("%d adoptions, %d logged", ADOPT_ROUNDS, notices);
+	EXPECT_LT(0, notices);
+	EXPECT_GE(NOTICE_BURST, notices);
+}
+
+/*
  * Forward 1 h, reverted after 2 s: held (C4), IDs stay on the
  * monotonic-raw timeline, and the revert leaves no trace.
  */
