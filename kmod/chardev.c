@@ -105,7 +105,8 @@ static ssize_t idgen_read_iter(struct kiocb *iocb, struct iov_iter *to)
 		/* With IDs in hand, return them rather than sleep for more. */
 		err = idgen_gen_mint(gen, min_t(size_t, left / sizeof(u64),
 						IDGEN_BATCH_IDS),
-				     nowait || done, &r);
+				     (nowait ? IDGEN_MINT_NOWAIT : 0) |
+				     (done ? IDGEN_MINT_MORE : 0), &r);
 		if (err)
 			break;
 		/* IDs reserved but not copied are holes, never reissued. */

@@ -130,17 +130,19 @@ void idgen_gen_event(struct idgen_gen *gen, struct idgen_event_info *ev)
  * idgen_gen_mint() - reserve up to @want IDs
  * @gen:    the generator.
  * @want:   how many, at least 1.
- * @nowait: fail with -EAGAIN rather than sleep for the clock.
+ * @flags:  IDGEN_MINT_* flags.
  * @r:      set to the reserved run.
  *
- * Context: process context; unless @nowait, may sleep for the clock in
- * steps of a few ms, up to IDGEN_WAIT_BUDGET_MS in all.
+ * Context: process context; without IDGEN_MINT_NOWAIT or IDGEN_MINT_MORE,
+ * may sleep for the clock in steps of a few ms, up to IDGEN_WAIT_BUDGET_MS
+ * in all.
  * Return: 0, or -ENOKEY, -EKEYEXPIRED, -ETIME, -EAGAIN, -EOVERFLOW as
  * documented in the uapi header, or -ERESTARTSYS on a signal.
  */
-int idgen_gen_mint(struct idgen_gen *gen, u32 want, bool nowait,
+int idgen_gen_mint(struct idgen_gen *gen, u32 want, unsigned int flags,
 		   struct idgen_range *r)
 {
+	bool nowait = flags & (IDGEN_MINT_NOWAIT | IDGEN_MINT_MORE);
 	unsigned long deadline = jiffies + msecs_to_jiffies(IDGEN_WAIT_BUDGET_MS);
 	struct idgen_event_info ev = {};
 	struct idgen_lease *lease;
@@ -209,8 +211,13 @@ again:
 	}
 	if (err == -ETIME) {
 		idgen_gen_arm_poll(gen, wait_ms);
-		ev = (struct idgen_event_info){ .type = IDGEN_EVENT_LEAD_EXCEEDED };
-		idgen_gen_event(gen, &ev);
+		/* The event tells of a read refused, not of one cut short. */
+		if (!(flags & IDGEN_MINT_MORE)) {
+			ev = (struct idgen_event_info){
+				.type = IDGEN_EVENT_LEAD_EXCEEDED,
+			};
+			idgen_gen_event(gen, &ev);
+		}
 	}
 	return err;
 }

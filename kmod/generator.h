@@ -2,6 +2,7 @@
 #ifndef _IDGEN_GENERATOR_H
 #define _IDGEN_GENERATOR_H
 
+#include <linux/bits.h>
 #include <linux/mutex.h>
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
@@ -96,7 +97,11 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 		   u32 max_lead_ms, u32 max_step_ms);
 void idgen_gen_uninit(struct idgen_gen *gen);
 
-int idgen_gen_mint(struct idgen_gen *gen, u32 want, bool nowait,
+/* Flags of idgen_gen_mint(). */
+#define IDGEN_MINT_NOWAIT	BIT(0)	/* -EAGAIN rather than sleep for the clock */
+#define IDGEN_MINT_MORE		BIT(1)	/* the call holds IDs already: no sleep, no event */
+
+int idgen_gen_mint(struct idgen_gen *gen, u32 want, unsigned int flags,
 		   struct idgen_range *r);
 int idgen_gen_probe(struct idgen_gen *gen);
 int idgen_gen_set_lease(struct idgen_gen *gen,

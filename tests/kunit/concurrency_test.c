@@ -43,7 +43,7 @@ static int minter_fn(void *data)
 		want = 1 + get_random_u32_below(64);
 		want = min_t(size_t, want, MINT_IDS_PER_THREAD - m->n);
 		m->calls++;
-		if (idgen_gen_mint(m->gen, want, true, &r)) {
+		if (idgen_gen_mint(m->gen, want, IDGEN_MINT_NOWAIT, &r)) {
 			m->refusals++;
 			cond_resched();
 			continue;
