@@ -612,6 +612,11 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 		/* Held-back events are counted, not logged. */
 		ratelimit_set_flags(&gen->event_rs[i], RATELIMIT_MSG_ON_RELEASE);
 	}
+	/*
+	 * Take the clock's offset now, not at the first read: a step made
+	 * between load and the first lease is then seen as one, not trusted.
+	 */
+	idgen_clock_read(gen, false, NULL);
 	return 0;
 }
 

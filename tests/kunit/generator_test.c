@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * idgen_generator: the generator as the device drives it, on the real
- * clock: the events minting sends.
+ * clock: its state right after init, and the events minting sends.
  */
 #include <kunit/test.h>
 #include <linux/math64.h>
@@ -38,6 +38,16 @@ static struct gen_rig *gen_rig_new(struct kunit *test)
 	return rig;
 }
 
+/* The clock's offset is taken at init: a step before the first read shows. */
+static void idgen_generator_test_clock_read_at_init(struct kunit *test)
+{
+	struct gen_rig *rig = gen_rig_new(test);
+
+	KUNIT_EXPECT_TRUE(test, rig->gen.clock.state.valid);
+	KUNIT_EXPECT_NE(test, rig->gen.clock.state.ref_raw_ns, 0ULL);
+	KUNIT_EXPECT_EQ(test, rig->gen.clock.state.held_ns, 0LL);
+}
+
 /*
  * LEAD_EXCEEDED tells of a read refused with ETIME, not of a follow-on
  * batch that stopped at the lead bound while the read returns IDs.
@@ -65,6 +75,7 @@ static void idgen_generator_test_lead_event_on_refusal_only(struct kunit *test)
 }
 
 static struct kunit_case idgen_generator_test_cases[] = {
+	KUNIT_CASE(idgen_generator_test_clock_read_at_init),
 	KUNIT_CASE(idgen_generator_test_lead_event_on_refusal_only),
 	{}
 };
