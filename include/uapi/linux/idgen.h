@@ -283,7 +283,10 @@ struct idgen_state {
  *   IDGEN_A_FENCE_NEAR_MS, IDGEN_A_REGION_BITS, IDGEN_A_WORKER_BITS,
  *   IDGEN_A_SEQ_BITS, every IDGEN_A_CNT_* counter, and, with a lease in
  *   force, IDGEN_A_REGION, IDGEN_A_WORKER, IDGEN_A_FLOOR_MS and
- *   IDGEN_A_VALID_UNTIL_MS.  The same values as IDGEN_IOC_GET_STATE.
+ *   IDGEN_A_VALID_UNTIL_MS.  Each means what the struct idgen_state field
+ *   of the same name does; the reply is its own snapshot, so clocks and
+ *   counters may have moved since an ioctl's.  IDGEN_A_FENCE_NEAR_MS and
+ *   IDGEN_A_CNT_EVENTS_DROPPED have no ioctl counterpart.
  *
  * IDGEN_CMD_SET_CONFIG - change a setting (CAP_NET_ADMIN).
  *   IDGEN_A_FENCE_NEAR_MS (u32, 1..3600000): how long before valid_until
