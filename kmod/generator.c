@@ -588,11 +588,13 @@ static void idgen_poll_timer_fn(struct timer_list *t)
 int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 		   u32 max_lead_ms, u32 max_step_ms)
 {
-	int i;
+	int cpu, i;
 
 	gen->stats = alloc_percpu(struct idgen_stats);
 	if (!gen->stats)
 		return -ENOMEM;
+	for_each_possible_cpu(cpu)
+		u64_stats_init(&per_cpu_ptr(gen->stats, cpu)->syncp);
 	RCU_INIT_POINTER(gen->lease, NULL);
 	mutex_init(&gen->admin_lock);
 	spin_lock_init(&gen->switch_lock);
