@@ -437,7 +437,7 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 		ev.floor_ms = old->floor;
 		pr_debug("lease r%u/w%u renewed until ms %llu\n", args->region,
 			 args->worker, args->valid_until_ms);
-		goto out_unlock;
+		goto out_event;
 	}
 
 	idgen_lease_fill(new, args, &layout);
@@ -454,6 +454,15 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 	ev.type = IDGEN_EVENT_LEASE_SET;
 	ev.floor_ms = args->floor_ms;
 
+out_event:
+	ev.has_node = true;
+	ev.has_floor = true;
+	ev.region = args->region;
+	ev.worker = args->worker;
+	ev.valid_until_ms = args->valid_until_ms;
+	/* Under admin_lock: events leave in the order the changes were made. */
+	idgen_gen_event(gen, &ev);
+
 out_unlock:
 	mutex_unlock(&gen->admin_lock);
 	kfree(new);
@@ -461,12 +470,6 @@ out_unlock:
 		return err;
 	wake_up_interruptible(&gen->wait);
 	idgen_gen_refresh_clock(gen);
-	ev.has_node = true;
-	ev.has_floor = true;
-	ev.region = args->region;
-	ev.worker = args->worker;
-	ev.valid_until_ms = args->valid_until_ms;
-	idgen_gen_event(gen, &ev);
 	return 0;
 }
 
@@ -487,21 +490,21 @@ u64 idgen_gen_revoke(struct idgen_gen *gen)
 	mutex_lock(&gen->admin_lock);
 	old = rcu_dereference_protected(gen->lease,
 					lockdep_is_held(&gen->admin_lock));
+	last = gen->last_ms;
 	if (old) {
 		idgen_event_node(&ev, IDGEN_EVENT_LEASE_REVOKED, old);
 		idgen_gen_switch(gen, old, NULL);
+		last = gen->last_ms;
 		pr_info("lease r%u/w%u revoked: last ms %llu\n", ev.region,
-			ev.worker, gen->last_ms);
+			ev.worker, last);
+		ev.has_last = true;
+		ev.last_ms = last;
+		/* Under admin_lock, in order with the other lease events. */
+		idgen_gen_event(gen, &ev);
 	}
-	last = gen->last_ms;
 	mutex_unlock(&gen->admin_lock);
 
 	wake_up_interruptible(&gen->wait);
-	if (ev.type) {
-		ev.has_last = true;
-		ev.last_ms = last;
-		idgen_gen_event(gen, &ev);
-	}
 	return last;
 }
 

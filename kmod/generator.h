@@ -70,7 +70,8 @@ struct idgen_event_info {
  *               so its offset is confirmed however rarely anyone mints.
  * @fence_near_ms: how long before the fence the fence-near event fires.
  * @notify:      sends an event (netlink.c); NULL sends none.  Called in
- *               process context, possibly under admin_lock.
+ *               process context; lease events under admin_lock, so they
+ *               are sent in the order the changes were made.
  * @event_rs:    per kind of event, the limit on how often it is sent.
  */
 struct idgen_gen {

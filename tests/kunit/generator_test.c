@@ -4,20 +4,36 @@
  * clock: its state right after init, and the events minting sends.
  */
 #include <kunit/test.h>
+#include <linux/kthread.h>
 #include <linux/math64.h>
 #include <linux/rcupdate.h>
 
 #include "generator.h"
 
-/* A generator whose events are counted by kind. */
+#define FENCES_MAX	40000
+
+/*
+ * A generator whose events are counted by kind, and whose renewals' fences
+ * are logged in the order the events arrive.
+ */
 struct gen_rig {
 	struct idgen_gen gen;
+	spinlock_t lock;	/* serialises the counts and the log */
 	int events[IDGEN_EVENT_MAX + 1];
+	u64 *fences;
+	int nfences;
 };
 
 static void count_event(struct idgen_gen *gen, const struct idgen_event_info *ev)
 {
-	container_of(gen, struct gen_rig, gen)->events[ev->type]++;
+	struct gen_rig *rig = container_of(gen, struct gen_rig, gen);
+
+	spin_lock(&rig->lock);
+	rig->events[ev->type]++;
+	if (ev->type == IDGEN_EVENT_LEASE_RENEWED && rig->fences &&
+	    rig->nfences < FENCES_MAX)
+		rig->fences[rig->nfences++] = ev->valid_until_ms;
+	spin_unlock(&rig->lock);
 }
 
 static void gen_rig_free(void *rig)
@@ -32,6 +48,7 @@ static struct gen_rig *gen_rig_new(struct kunit *test)
 	struct gen_rig *rig = kunit_kzalloc(test, sizeof(*rig), GFP_KERNEL);
 
 	KUNIT_ASSERT_NOT_NULL(test, rig);
+	spin_lock_init(&rig->lock);
 	KUNIT_ASSERT_EQ(test, idgen_gen_init(&rig->gen, &v1, 1000, 1000), 0);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, gen_rig_free, rig), 0);
 	rig->gen.notify = count_event;
@@ -74,9 +91,79 @@ static void idgen_generator_test_lead_event_on_refusal_only(struct kunit *test)
 	idgen_gen_revoke(&rig->gen);
 }
 
+/* One of two threads renewing the same lease, each with its own fences. */
+struct renewer {
+	struct gen_rig *rig;
+	u64 base;
+	int parity;
+	int accepted;
+	struct completion done;
+};
+
+static int renewer_fn(void *arg)
+{
+	struct renewer *w = arg;
+	struct idgen_lease_args args = { .worker = 1 };
+	int i;
+
+	for (i = 0; i < FENCES_MAX / 2; i++) {
+		args.valid_until_ms = w->base + 2 * i + w->parity;
+		/* A fence below the one in force is refused: no event. */
+		if (!idgen_gen_set_lease(&w->rig->gen, &args))
+			w->accepted++;
+		if (!(i % 64))
+			cond_resched();
+	}
+	complete(&w->done);
+	return 0;
+}
+
+/*
+ * Lease events leave in the order the changes were made: two threads
+ * renew one lease with fences that interleave, and the fences the events
+ * carry never go back.
+ */
+static void idgen_generator_test_lease_events_in_order(struct kunit *test)
+{
+	struct gen_rig *rig = gen_rig_new(test);
+	struct idgen_lease_args args = { .worker = 1 };
+	struct renewer *w = kunit_kcalloc(test, 2, sizeof(*w), GFP_KERNEL);
+	u64 now = div_u64(ktime_get_real_ns(), NSEC_PER_MSEC) -
+		  IDGEN_EPOCH_UNIX_MS;
+	struct task_struct *t[2];
+	int i, back = 0;
+
+	KUNIT_ASSERT_NOT_NULL(test, w);
+	rig->fences = kunit_kcalloc(test, FENCES_MAX, sizeof(u64), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, rig->fences);
+	if (num_online_cpus() < 2)
+		kunit_skip(test, "needs two CPUs");
+	args.valid_until_ms = now + 60000;
+	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(&rig->gen, &args), 0);
+
+	for (i = 0; i < 2; i++) {
+		w[i].rig = rig;
+		w[i].base = now + 60000;
+		w[i].parity = i;
+		init_completion(&w[i].done);
+		t[i] = kthread_run(renewer_fn, &w[i], "idgen-renew/%d", i);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(t[i]));
+	}
+	for (i = 0; i < 2; i++)
+		wait_for_completion(&w[i].done);
+
+	KUNIT_EXPECT_EQ(test, rig->nfences, w[0].accepted + w[1].accepted);
+	for (i = 1; i < rig->nfences; i++)
+		back += rig->fences[i] < rig->fences[i - 1];
+	KUNIT_EXPECT_EQ_MSG(test, back, 0, "%d of %d renewal events out of order",
+			    back, rig->nfences);
+	idgen_gen_revoke(&rig->gen);
+}
+
 static struct kunit_case idgen_generator_test_cases[] = {
 	KUNIT_CASE(idgen_generator_test_clock_read_at_init),
 	KUNIT_CASE(idgen_generator_test_lead_event_on_refusal_only),
+	KUNIT_CASE(idgen_generator_test_lease_events_in_order),
 	{}
 };
 
