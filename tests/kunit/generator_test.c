@@ -163,7 +163,7 @@ static void idgen_generator_test_lease_events_in_order(struct kunit *test)
 static struct kunit_case idgen_generator_test_cases[] = {
 	KUNIT_CASE(idgen_generator_test_clock_read_at_init),
 	KUNIT_CASE(idgen_generator_test_lead_event_on_refusal_only),
-	KUNIT_CASE(idgen_generator_test_lease_events_in_order),
+	KUNIT_CASE_SLOW(idgen_generator_test_lease_events_in_order),
 	{}
 };
 
