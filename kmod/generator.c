@@ -147,6 +147,7 @@ int idgen_gen_mint(struct idgen_gen *gen, u32 want, unsigned int flags,
 	struct idgen_event_info ev = {};
 	struct idgen_lease *lease;
 	u64 now_ms, wait_ms, borrowed, last_ms;
+	bool resampled = false;
 	int err;
 
 again:
@@ -186,6 +187,16 @@ again:
 		if (borrowed)
 			idgen_stat_add(gen, IDGEN_STAT_BORROWED_MS, borrowed);
 		return 0;
+	}
+	/*
+	 * now_ms was read before the reservation: a reader preempted, or
+	 * waiting for a switch, for longer than the lead would be refused on
+	 * a clock that has moved on.  Read it once more before deciding.
+	 */
+	if (err == -ETIME && !resampled) {
+		resampled = true;
+		if (idgen_gen_now_ms(gen, false) > now_ms)
+			goto again;
 	}
 	if (err == -ETIME && wait_ms <= IDGEN_WAIT_MAX_MS) {
 		if (nowait) {
