@@ -382,10 +382,14 @@ TEST_F(leased, ioctl_numbers_not_nsfs)
 	const unsigned long theirs[] = {
 		NS_GET_USERNS, NS_GET_PARENT, NS_GET_NSTYPE, NS_GET_OWNER_UID,
 	};
+	static const char *const ns_files[] = {
+		"/proc/self/ns/user", "/proc/self/ns/uts", "/proc/self/ns/net",
+		"/proc/self/ns/mnt",
+	};
 	struct idgen_state a, b;
 	char buf[256];
+	int ns = -1;
 	size_t i;
-	int ns;
 
 	ASSERT_EQ(0, idgen_get_state(self->fd, &a));
 	for (i = 0; i < sizeof(theirs) / sizeof(theirs[0]); i++) {
@@ -397,10 +401,21 @@ TEST_F(leased, ioctl_numbers_not_nsfs)
 	ASSERT_EQ(0, idgen_get_state(self->fd, &b));
 	EXPECT_TRUE(lease_unchanged(&a, &b));
 
-	ns = open("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
-	ASSERT_LE(0, ns) TH_LOG("open /proc/self/ns/user: %s", strerror(errno));
 	for (i = 0; i < sizeof(ours) / sizeof(ours[0]); i++) {
 		EXPECT_NE(NSIO, _IOC_TYPE(ours[i])) TH_LOG("cmd %#lx", ours[i]);
+	}
+
+	/* A kernel built without namespaces has no nsfs file to ask. */
+	for (i = 0; i < sizeof(ns_files) / sizeof(ns_files[0]); i++) {
+		ns = open(ns_files[i], O_RDONLY | O_CLOEXEC);
+		if (ns >= 0)
+			break;
+	}
+	if (ns < 0) {
+		TH_LOG("no namespace file: idgen's numbers not tried on nsfs");
+		return;
+	}
+	for (i = 0; i < sizeof(ours) / sizeof(ours[0]); i++) {
 		memset(buf, 0, sizeof(buf));
 		errno = 0;
 		EXPECT_EQ(-1, ioctl(ns, ours[i], buf)) TH_LOG("idgen cmd %#lx", ours[i]);
