@@ -18,17 +18,39 @@
 #include <linux/uaccess.h>
 #include <linux/uio.h>
 #include <uapi/linux/idgen.h>
+#include <uapi/linux/nsfs.h>
 
 #include "chardev.h"
 #include "generator.h"
 #include "stats.h"
+
+/*
+ * The type byte once collided with nsfs's: an ioctl meant for a namespace
+ * file must never change a generator's clock, nor the other way round.
+ */
+static_assert(_IOC_TYPE(IDGEN_IOC_ADOPT_CLOCK) != NSIO);
+#ifdef NS_GET_OWNER_UID
+static_assert(IDGEN_IOC_ADOPT_CLOCK != NS_GET_OWNER_UID);
+#endif
 
 /* IDs reserved with one atomic: a page's worth, as random.c copies. */
 #define IDGEN_BATCH_IDS		(PAGE_SIZE / sizeof(u64))
 /* IDs composed on the stack per copy_to_iter(). */
 #define IDGEN_CHUNK_IDS		64
 
-static struct idgen_gen *idgen_dev_gen;
+/*
+ * The device and its generator.  misc_open() points file->private_data at
+ * @misc, so every file operation finds the generator through its file.
+ */
+struct idgen_chardev {
+	struct miscdevice misc;
+	struct idgen_gen *gen;
+};
+
+static struct idgen_gen *idgen_file_gen(struct file *file)
+{
+	return container_of(file->private_data, struct idgen_chardev, misc)->gen;
+}
 
 /*
  * Write @n IDs from @tick on.  Within a millisecond consecutive ticks are
@@ -73,7 +95,7 @@ static size_t idgen_copy_ids(const struct idgen_range *r, struct iov_iter *to)
 
 static ssize_t idgen_read_iter(struct kiocb *iocb, struct iov_iter *to)
 {
-	struct idgen_gen *gen = idgen_dev_gen;
+	struct idgen_gen *gen = idgen_file_gen(iocb->ki_filp);
 	bool nowait = (iocb->ki_flags & IOCB_NOWAIT) ||
 		      (iocb->ki_filp->f_flags & O_NONBLOCK);
 	size_t left = iov_iter_count(to);
@@ -95,7 +117,8 @@ static ssize_t idgen_read_iter(struct kiocb *iocb, struct iov_iter *to)
 		/* With IDs in hand, return them rather than sleep for more. */
 		err = idgen_gen_mint(gen, min_t(size_t, left / sizeof(u64),
 						IDGEN_BATCH_IDS),
-				     nowait || done, &r);
+				     (nowait ? IDGEN_MINT_NOWAIT : 0) |
+				     (done ? IDGEN_MINT_MORE : 0), &r);
 		if (err)
 			break;
 		/* IDs reserved but not copied are holes, never reissued. */
@@ -119,7 +142,7 @@ static ssize_t idgen_read_iter(struct kiocb *iocb, struct iov_iter *to)
 
 static __poll_t idgen_poll(struct file *file, poll_table *wait)
 {
-	struct idgen_gen *gen = idgen_dev_gen;
+	struct idgen_gen *gen = idgen_file_gen(file);
 
 	poll_wait(file, &gen->wait, wait);
 	return idgen_gen_probe(gen) ? 0 : EPOLLIN | EPOLLRDNORM;
@@ -127,7 +150,7 @@ static __poll_t idgen_poll(struct file *file, poll_table *wait)
 
 static long idgen_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 {
-	struct idgen_gen *gen = idgen_dev_gen;
+	struct idgen_gen *gen = idgen_file_gen(file);
 	void __user *argp = (void __user *)arg;
 
 	switch (cmd) {
@@ -183,21 +206,23 @@ static const struct file_operations idgen_fops = {
 	.compat_ioctl	= compat_ptr_ioctl,
 };
 
-static struct miscdevice idgen_misc = {
-	.minor	= MISC_DYNAMIC_MINOR,
-	.name	= IDGEN_DEVICE_NAME,
-	.fops	= &idgen_fops,
-	.mode	= 0444,
+static struct idgen_chardev idgen_chardev = {
+	.misc = {
+		.minor	= MISC_DYNAMIC_MINOR,
+		.name	= IDGEN_DEVICE_NAME,
+		.fops	= &idgen_fops,
+		.mode	= 0444,
+	},
 };
 
 int idgen_chardev_init(struct idgen_gen *gen)
 {
-	idgen_dev_gen = gen;
-	return misc_register(&idgen_misc);
+	idgen_chardev.gen = gen;
+	return misc_register(&idgen_chardev.misc);
 }
 
 void idgen_chardev_uninit(void)
 {
-	misc_deregister(&idgen_misc);
-	idgen_dev_gen = NULL;
+	misc_deregister(&idgen_chardev.misc);
+	idgen_chardev.gen = NULL;
 }

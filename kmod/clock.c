@@ -37,6 +37,15 @@
  */
 #define IDGEN_CLOCK_SLACK_NS	(100 * NSEC_PER_USEC)
 
+/*
+ * Slew is credited for at most this long since the offset was last
+ * confirmed.  While a lease is in force the generator reads the clock
+ * every second (generator.c), so only a reading after a longer idle gap
+ * meets the cap: a change beyond max_step is then held until adopted or
+ * reverted, not taken for an hour's worth of slew.
+ */
+#define IDGEN_CLOCK_DRIFT_WINDOW_NS	(60 * NSEC_PER_SEC)
+
 /**
  * idgen_clock_advance() - apply one clock reading to the clock state
  * @st:         the state, updated in place.
@@ -48,7 +57,8 @@
  *
  * Context: any; pure.
  * Return: IDGEN_CLOCK_* bits; IDGEN_CLOCK_CHANGED when @st was modified and
- * must be stored for the next reading.
+ * must be stored for the next reading; IDGEN_CLOCK_STALE, with @st
+ * untouched, for a reading older than the state, which must not judge it.
  */
 unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 				 const struct idgen_clock_params *p,
@@ -69,8 +79,18 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 		return IDGEN_CLOCK_CHANGED;
 	}
 
-	/* A reader racing an update may hold a reading older than the state. */
-	elapsed = s->raw_ns > st->ref_raw_ns ? s->raw_ns - st->ref_raw_ns : 0;
+	/*
+	 * A reader racing an update may hold a reading older than the state.
+	 * Judged against it, a reading from before an adopted step would look
+	 * like a step back and restore the offset the adoption replaced: it
+	 * only yields an estimate from the state's own offset.
+	 */
+	if (s->raw_ns < st->ref_raw_ns) {
+		*trusted_ns = (s64)s->raw_ns + st->offset_ns;
+		return IDGEN_CLOCK_STALE;
+	}
+	elapsed = min_t(u64, s->raw_ns - st->ref_raw_ns,
+			IDGEN_CLOCK_DRIFT_WINDOW_NS);
 	allowance = mul_u64_u32_div(elapsed, p->drift_ppm, 1000000) +
 		    IDGEN_CLOCK_SLACK_NS;
 	delta = observed - st->offset_ns;
@@ -118,20 +138,25 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 		return ret;
 	}
 
+	if (delta > (s64)allowance) {
+		/*
+		 * A forward step small enough to follow at once, or what is
+		 * left of a held one that was partly undone: followed as a
+		 * step of its own, not taken for a revert.
+		 */
+		*step_ns = delta;
+		st->offset_ns = observed;
+		st->ref_raw_ns = s->raw_ns;
+		st->held_ns = 0;
+		return IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_STEP_FWD;
+	}
+
 	if (st->held_ns) {
-		/* The wall clock came back within reach: the step was undone. */
+		/* The wall clock came back within the allowance: undone. */
 		st->offset_ns = observed;
 		st->ref_raw_ns = s->raw_ns;
 		st->held_ns = 0;
 		return IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_REVERTED;
-	}
-
-	if (delta > (s64)allowance) {
-		/* A forward step small enough to follow at once. */
-		*step_ns = delta;
-		st->offset_ns = observed;
-		st->ref_raw_ns = s->raw_ns;
-		return IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_STEP_FWD;
 	}
 
 	/* Normal time: re-confirm the offset now and then to track slew. */
@@ -201,12 +226,12 @@ static void idgen_clock_account(struct idgen_gen *gen, unsigned int ev,
 	}
 	if (ev & IDGEN_CLOCK_ADOPTED) {
 		idgen_stat_inc(gen, IDGEN_STAT_STEPS_ADOPTED);
-		pr_notice("forward wall-clock step of %lld ms adopted\n",
-			  step_ms);
+		pr_notice_ratelimited("forward wall-clock step of %lld ms adopted\n",
+				      step_ms);
 		idgen_clock_event(gen, IDGEN_EVENT_CLOCK_ADOPTED, step_ms, false);
 	}
 	if (ev & IDGEN_CLOCK_REVERTED)
-		pr_notice("held wall-clock step reverted\n");
+		pr_notice_ratelimited("held wall-clock step reverted\n");
 }
 
 /**
@@ -242,7 +267,7 @@ s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns)
 	} while (read_seqcount_retry(&clk->seq, seq));
 
 	ev = idgen_clock_advance(&st, &clk->params, &s, adopt, &trusted, &step);
-	if (!(ev & IDGEN_CLOCK_CHANGED))
+	if (!(ev & (IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_STALE)))
 		return trusted;
 
 	if (adopt)
@@ -250,9 +275,20 @@ s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns)
 	else if (!spin_trylock(&clk->lock))
 		return trusted;
 
-	/* Re-apply to the current state: another reader may have moved it. */
+	/*
+	 * Re-apply to the current state: another reader may have moved it,
+	 * with a later reading than ours.  Then ours is judged by nothing:
+	 * a fresh one is taken, which no state can predate under the lock.
+	 */
 	st = clk->state;
 	ev = idgen_clock_advance(&st, &clk->params, &s, adopt, &trusted, &step);
+	if (ev & IDGEN_CLOCK_STALE) {
+		idgen_clock_sample(&s);
+		if (wall_ns)
+			*wall_ns = s.wall_ns;
+		ev = idgen_clock_advance(&st, &clk->params, &s, adopt,
+					 &trusted, &step);
+	}
 	if (ev & IDGEN_CLOCK_CHANGED) {
 		write_seqcount_begin(&clk->seq);
 		clk->state = st;

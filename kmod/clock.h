@@ -41,6 +41,7 @@ struct idgen_clock_sample {
 #define IDGEN_CLOCK_HELD	BIT(3)	/* ... too far: not followed */
 #define IDGEN_CLOCK_ADOPTED	BIT(4)	/* a held step was adopted */
 #define IDGEN_CLOCK_REVERTED	BIT(5)	/* a held step was undone */
+#define IDGEN_CLOCK_STALE	BIT(6)	/* the reading predates the state */
 
 unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 				 const struct idgen_clock_params *p,

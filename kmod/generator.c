@@ -11,7 +11,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/delay.h>
+#include <linux/hrtimer.h>
 #include <linux/math64.h>
 #include <linux/sched/signal.h>
 #include <linux/slab.h>
@@ -27,6 +27,13 @@
 #define IDGEN_WAIT_MAX_MS	5
 /* ... and for at most this long in all, within one call. */
 #define IDGEN_WAIT_BUDGET_MS	1000
+/*
+ * While a lease is in force the clock is read this often, readers or not:
+ * a held step stays recognisable and slew is credited over a short gap.
+ */
+#define IDGEN_CLOCK_REFRESH_MS	1000
+/* The poll timer is armed at most this far ahead (it fits msecs_to_jiffies()). */
+#define IDGEN_POLL_WAIT_MAX_MS	(3600U * MSEC_PER_SEC)
 
 static u64 idgen_ns_to_ms(s64 ns)
 {
@@ -40,6 +47,26 @@ static u64 idgen_ns_to_ms(s64 ns)
 static u64 idgen_gen_now_ms(struct idgen_gen *gen, bool adopt)
 {
 	return idgen_ns_to_ms(idgen_clock_read(gen, adopt, NULL));
+}
+
+/*
+ * Wake pollers once the clock will have caught up, @wait_ms from now.
+ * Every path that answers "not yet, the clock" arms it, not only ->poll():
+ * an edge-triggered poller that read the device dry is told EAGAIN by
+ * read() and calls ->poll() again only after a wake-up.  A longer wait is
+ * re-armed by the ->poll() its wake-up leads to.
+ */
+static void idgen_gen_arm_poll(struct idgen_gen *gen, u64 wait_ms)
+{
+	wait_ms = min_t(u64, wait_ms, IDGEN_POLL_WAIT_MAX_MS);
+	timer_reduce(&gen->poll_timer, jiffies + msecs_to_jiffies(wait_ms) + 1);
+}
+
+/* Keep the clock read while a lease is in force (idgen_clock_refresh_fn()). */
+static void idgen_gen_refresh_clock(struct idgen_gen *gen)
+{
+	queue_delayed_work(system_wq, &gen->clock_refresh,
+			   msecs_to_jiffies(IDGEN_CLOCK_REFRESH_MS));
 }
 
 static struct idgen_lease *idgen_gen_lease(struct idgen_gen *gen)
@@ -103,21 +130,24 @@ void idgen_gen_event(struct idgen_gen *gen, struct idgen_event_info *ev)
  * idgen_gen_mint() - reserve up to @want IDs
  * @gen:    the generator.
  * @want:   how many, at least 1.
- * @nowait: fail with -EAGAIN rather than sleep for the clock.
+ * @flags:  IDGEN_MINT_* flags.
  * @r:      set to the reserved run.
  *
- * Context: process context; unless @nowait, may sleep for the clock in
- * steps of a few ms, up to IDGEN_WAIT_BUDGET_MS in all.
+ * Context: process context; without IDGEN_MINT_NOWAIT or IDGEN_MINT_MORE,
+ * may sleep for the clock in steps of a few ms, up to IDGEN_WAIT_BUDGET_MS
+ * in all.
  * Return: 0, or -ENOKEY, -EKEYEXPIRED, -ETIME, -EAGAIN, -EOVERFLOW as
  * documented in the uapi header, or -ERESTARTSYS on a signal.
  */
-int idgen_gen_mint(struct idgen_gen *gen, u32 want, bool nowait,
+int idgen_gen_mint(struct idgen_gen *gen, u32 want, unsigned int flags,
 		   struct idgen_range *r)
 {
+	bool nowait = flags & (IDGEN_MINT_NOWAIT | IDGEN_MINT_MORE);
 	unsigned long deadline = jiffies + msecs_to_jiffies(IDGEN_WAIT_BUDGET_MS);
 	struct idgen_event_info ev = {};
 	struct idgen_lease *lease;
 	u64 now_ms, wait_ms, borrowed, last_ms;
+	bool resampled = false;
 	int err;
 
 again:
@@ -158,25 +188,47 @@ again:
 			idgen_stat_add(gen, IDGEN_STAT_BORROWED_MS, borrowed);
 		return 0;
 	}
+	/*
+	 * now_ms was read before the reservation: a reader preempted, or
+	 * waiting for a switch, for longer than the lead would be refused on
+	 * a clock that has moved on.  Read it once more before deciding.
+	 */
+	if (err == -ETIME && !resampled) {
+		resampled = true;
+		if (idgen_gen_now_ms(gen, false) > now_ms)
+			goto again;
+	}
 	if (err == -ETIME && wait_ms <= IDGEN_WAIT_MAX_MS) {
-		if (nowait)
+		if (nowait) {
+			idgen_gen_arm_poll(gen, wait_ms);
 			return -EAGAIN;
+		}
 		/*
 		 * Readers outrunning the node's ceiling are throttled to it
-		 * here, a millisecond at a time, rather than refused.
+		 * here, a millisecond at a time, rather than refused.  One
+		 * sleep, which a signal ends: usleep_range_state() would spin
+		 * until its deadline with a signal pending.
 		 */
 		if (time_before(jiffies, deadline)) {
-			usleep_range_state(wait_ms * USEC_PER_MSEC,
-					   (wait_ms + 1) * USEC_PER_MSEC,
-					   TASK_INTERRUPTIBLE);
+			ktime_t until = ms_to_ktime(wait_ms);
+
+			set_current_state(TASK_INTERRUPTIBLE);
+			schedule_hrtimeout_range(&until, NSEC_PER_MSEC,
+						 HRTIMER_MODE_REL);
 			if (signal_pending(current))
 				return -ERESTARTSYS;
 			goto again;
 		}
 	}
 	if (err == -ETIME) {
-		ev = (struct idgen_event_info){ .type = IDGEN_EVENT_LEAD_EXCEEDED };
-		idgen_gen_event(gen, &ev);
+		idgen_gen_arm_poll(gen, wait_ms);
+		/* The event tells of a read refused, not of one cut short. */
+		if (!(flags & IDGEN_MINT_MORE)) {
+			ev = (struct idgen_event_info){
+				.type = IDGEN_EVENT_LEAD_EXCEEDED,
+			};
+			idgen_gen_event(gen, &ev);
+		}
 	}
 	return err;
 }
@@ -233,8 +285,7 @@ int idgen_gen_probe(struct idgen_gen *gen)
 
 	/* A closed lease means a switch is under way; it wakes us when done. */
 	if (err == -ETIME)
-		timer_reduce(&gen->poll_timer,
-			     jiffies + msecs_to_jiffies(wait_ms) + 1);
+		idgen_gen_arm_poll(gen, wait_ms);
 	return err;
 }
 
@@ -291,31 +342,48 @@ static void idgen_lease_fill(struct idgen_lease *lease,
 }
 
 /*
- * Close @old (if any) and publish @new (NULL to revoke).  Returns the last
- * ms stamped under @old.  Readers that meet the closed word wait on
- * switch_lock, which is held until @new is visible.
+ * Close @old (if any) and publish @new (NULL to revoke).  Readers that meet
+ * the closed word wait on switch_lock, which is held until @new is visible.
+ *
+ * A @new lease whose first millisecond would already lie at or past its
+ * fence could never mint: it is refused with -EKEYEXPIRED and @old is
+ * reopened, untouched, as if the call had not been made.  The first
+ * millisecond is only known once @old is closed, since readers move it up
+ * until then.
  */
-static void idgen_gen_switch(struct idgen_gen *gen, struct idgen_lease *old,
-			     struct idgen_lease *new)
+static int idgen_gen_switch(struct idgen_gen *gen, struct idgen_lease *old,
+			    struct idgen_lease *new)
 {
-	u64 start_ms;
+	u64 last_ms = gen->last_ms;
+	u64 next = 0, start_ms;
 
 	lockdep_assert_held(&gen->admin_lock);
 
 	spin_lock(&gen->switch_lock);
-	if (old)
-		gen->last_ms = max(gen->last_ms, idgen_lease_close(old));
+	if (old) {
+		next = idgen_lease_close(old);
+		last_ms = max(last_ms,
+			      idgen_lease_last_ms(next, old->layout.seq_bits));
+	}
 	if (new) {
 		/* G2: above the floor and above every ms this host used. */
-		start_ms = max(gen->last_ms, new->floor) + 1;
+		start_ms = max(last_ms, new->floor) + 1;
+		if (start_ms >= (u64)atomic64_read(&new->valid_until)) {
+			if (old)
+				idgen_lease_reopen(old, next);
+			spin_unlock(&gen->switch_lock);
+			return -EKEYEXPIRED;
+		}
 		atomic64_set(&new->next, start_ms << new->layout.seq_bits);
-		gen->last_ms = start_ms - 1;
+		last_ms = start_ms - 1;
 	}
+	gen->last_ms = last_ms;
 	rcu_assign_pointer(gen->lease, new);
 	spin_unlock(&gen->switch_lock);
 
 	if (old)
 		kfree_rcu(old, rcu);
+	return 0;
 }
 
 /**
@@ -324,7 +392,8 @@ static void idgen_gen_switch(struct idgen_gen *gen, struct idgen_lease *old,
  * @args: the lease, from user space.
  *
  * Context: process context; takes admin_lock.
- * Return: 0, -EINVAL for bad arguments (nothing changed), -ENOMEM.
+ * Return: 0, -EINVAL for bad arguments, -EKEYEXPIRED for a lease that could
+ * never mint, -ENOMEM; nothing changed on an error.
  */
 int idgen_gen_set_lease(struct idgen_gen *gen,
 			const struct idgen_lease_args *args)
@@ -348,9 +417,21 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 
 	if (old && old->region == args->region && old->worker == args->worker &&
 	    idgen_layout_equal(&old->layout, &layout)) {
+		u8 s = layout.seq_bits;
+
 		/* Renewal: the fence never moves back. */
 		if (args->valid_until_ms < (u64)atomic64_read(&old->valid_until)) {
 			err = -EINVAL;
+			goto out_unlock;
+		}
+		/*
+		 * Nor is it taken when it would leave nothing to mint: the
+		 * next ID, lifted above the floor, at or past the fence.
+		 */
+		if (idgen_tick_ms(max_t(u64, atomic64_read(&old->next),
+					(args->floor_ms + 1) << s), s) >=
+		    args->valid_until_ms) {
+			err = -EKEYEXPIRED;
 			goto out_unlock;
 		}
 		if (args->flags & IDGEN_LEASE_CLOCK_SYNCED)
@@ -367,13 +448,15 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 		ev.floor_ms = old->floor;
 		pr_debug("lease r%u/w%u renewed until ms %llu\n", args->region,
 			 args->worker, args->valid_until_ms);
-		goto out_unlock;
+		goto out_event;
 	}
 
+	idgen_lease_fill(new, args, &layout);
+	err = idgen_gen_switch(gen, old, new);
+	if (err)
+		goto out_unlock;
 	if (args->flags & IDGEN_LEASE_CLOCK_SYNCED)
 		idgen_clock_read(gen, true, NULL);
-	idgen_lease_fill(new, args, &layout);
-	idgen_gen_switch(gen, old, new);
 	pr_info("lease r%u/w%u (layout %u/%u/%u) set: ms %llu to %llu, first ms %llu\n",
 		args->region, args->worker, layout.region_bits,
 		layout.worker_bits, layout.seq_bits, args->floor_ms,
@@ -382,18 +465,22 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 	ev.type = IDGEN_EVENT_LEASE_SET;
 	ev.floor_ms = args->floor_ms;
 
+out_event:
+	ev.has_node = true;
+	ev.has_floor = true;
+	ev.region = args->region;
+	ev.worker = args->worker;
+	ev.valid_until_ms = args->valid_until_ms;
+	/* Under admin_lock: events leave in the order the changes were made. */
+	idgen_gen_event(gen, &ev);
+
 out_unlock:
 	mutex_unlock(&gen->admin_lock);
 	kfree(new);
 	if (err)
 		return err;
 	wake_up_interruptible(&gen->wait);
-	ev.has_node = true;
-	ev.has_floor = true;
-	ev.region = args->region;
-	ev.worker = args->worker;
-	ev.valid_until_ms = args->valid_until_ms;
-	idgen_gen_event(gen, &ev);
+	idgen_gen_refresh_clock(gen);
 	return 0;
 }
 
@@ -414,21 +501,21 @@ u64 idgen_gen_revoke(struct idgen_gen *gen)
 	mutex_lock(&gen->admin_lock);
 	old = rcu_dereference_protected(gen->lease,
 					lockdep_is_held(&gen->admin_lock));
+	last = gen->last_ms;
 	if (old) {
 		idgen_event_node(&ev, IDGEN_EVENT_LEASE_REVOKED, old);
 		idgen_gen_switch(gen, old, NULL);
+		last = gen->last_ms;
 		pr_info("lease r%u/w%u revoked: last ms %llu\n", ev.region,
-			ev.worker, gen->last_ms);
+			ev.worker, last);
+		ev.has_last = true;
+		ev.last_ms = last;
+		/* Under admin_lock, in order with the other lease events. */
+		idgen_gen_event(gen, &ev);
 	}
-	last = gen->last_ms;
 	mutex_unlock(&gen->admin_lock);
 
 	wake_up_interruptible(&gen->wait);
-	if (ev.type) {
-		ev.has_last = true;
-		ev.last_ms = last;
-		idgen_gen_event(gen, &ev);
-	}
 	return last;
 }
 
@@ -490,6 +577,21 @@ void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st)
 	st->range_refusals = idgen_stat_sum(gen, IDGEN_STAT_RANGE_REFUSALS);
 }
 
+/*
+ * Deferrable: an idle CPU is not woken for it.  A reading after a longer
+ * gap credits slew for at most a minute (clock.c), so a step in the gap is
+ * still held.
+ */
+static void idgen_clock_refresh_fn(struct work_struct *work)
+{
+	struct idgen_gen *gen = container_of(to_delayed_work(work),
+					     struct idgen_gen, clock_refresh);
+
+	idgen_clock_read(gen, false, NULL);
+	if (rcu_access_pointer(gen->lease))
+		idgen_gen_refresh_clock(gen);
+}
+
 static void idgen_poll_timer_fn(struct timer_list *t)
 {
 	struct idgen_gen *gen = from_timer(gen, t, poll_timer);
@@ -500,11 +602,13 @@ static void idgen_poll_timer_fn(struct timer_list *t)
 int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 		   u32 max_lead_ms, u32 max_step_ms)
 {
-	int i;
+	int cpu, i;
 
 	gen->stats = alloc_percpu(struct idgen_stats);
 	if (!gen->stats)
 		return -ENOMEM;
+	for_each_possible_cpu(cpu)
+		u64_stats_init(&per_cpu_ptr(gen->stats, cpu)->syncp);
 	RCU_INIT_POINTER(gen->lease, NULL);
 	mutex_init(&gen->admin_lock);
 	spin_lock_init(&gen->switch_lock);
@@ -514,6 +618,7 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 	gen->max_lead_ms = max_lead_ms;
 	init_waitqueue_head(&gen->wait);
 	timer_setup(&gen->poll_timer, idgen_poll_timer_fn, 0);
+	INIT_DEFERRABLE_WORK(&gen->clock_refresh, idgen_clock_refresh_fn);
 	gen->fence_near_ms = IDGEN_FENCE_NEAR_MS_DEFAULT;
 	gen->notify = NULL;
 	for (i = 0; i <= IDGEN_EVENT_MAX; i++) {
@@ -523,12 +628,18 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 		/* Held-back events are counted, not logged. */
 		ratelimit_set_flags(&gen->event_rs[i], RATELIMIT_MSG_ON_RELEASE);
 	}
+	/*
+	 * Take the clock's offset now, not at the first read: a step made
+	 * between load and the first lease is then seen as one, not trusted.
+	 */
+	idgen_clock_read(gen, false, NULL);
 	return 0;
 }
 
 /* Context: no reader or admin call can be running (the device is gone). */
 void idgen_gen_uninit(struct idgen_gen *gen)
 {
+	cancel_delayed_work_sync(&gen->clock_refresh);
 	timer_delete_sync(&gen->poll_timer);
 	kfree(rcu_dereference_protected(gen->lease, true));
 	RCU_INIT_POINTER(gen->lease, NULL);

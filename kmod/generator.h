@@ -2,11 +2,13 @@
 #ifndef _IDGEN_GENERATOR_H
 #define _IDGEN_GENERATOR_H
 
+#include <linux/bits.h>
 #include <linux/mutex.h>
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
 #include <linux/timer.h>
 #include <linux/wait.h>
+#include <linux/workqueue.h>
 
 #include "clock.h"
 #include "layout.h"
@@ -64,9 +66,12 @@ struct idgen_event_info {
  * @stats:       per-CPU counters.
  * @wait:        pollers, woken when a lease changes or a wait runs out.
  * @poll_timer:  wakes @wait when the clock will have caught up.
+ * @clock_refresh: reads the clock every second while a lease is in force,
+ *               so its offset is confirmed however rarely anyone mints.
  * @fence_near_ms: how long before the fence the fence-near event fires.
  * @notify:      sends an event (netlink.c); NULL sends none.  Called in
- *               process context, possibly under admin_lock.
+ *               process context; lease events under admin_lock, so they
+ *               are sent in the order the changes were made.
  * @event_rs:    per kind of event, the limit on how often it is sent.
  */
 struct idgen_gen {
@@ -80,6 +85,7 @@ struct idgen_gen {
 	struct idgen_stats __percpu *stats;
 	wait_queue_head_t wait;
 	struct timer_list poll_timer;
+	struct delayed_work clock_refresh;
 	u32 fence_near_ms;
 	void (*notify)(struct idgen_gen *gen, const struct idgen_event_info *ev);
 	struct ratelimit_state event_rs[IDGEN_EVENT_MAX + 1];
@@ -92,7 +98,11 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 		   u32 max_lead_ms, u32 max_step_ms);
 void idgen_gen_uninit(struct idgen_gen *gen);
 
-int idgen_gen_mint(struct idgen_gen *gen, u32 want, bool nowait,
+/* Flags of idgen_gen_mint(). */
+#define IDGEN_MINT_NOWAIT	BIT(0)	/* -EAGAIN rather than sleep for the clock */
+#define IDGEN_MINT_MORE		BIT(1)	/* the call holds IDs already: no sleep, no event */
+
+int idgen_gen_mint(struct idgen_gen *gen, u32 want, unsigned int flags,
 		   struct idgen_range *r);
 int idgen_gen_probe(struct idgen_gen *gen);
 int idgen_gen_set_lease(struct idgen_gen *gen,

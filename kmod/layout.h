@@ -2,7 +2,7 @@
 /*
  * ID layout: 0 | ms since the epoch (41) | region | worker | sequence.
  *
- * Pure helpers, shared by the generator and its tests.
+ * Pure helpers of the generator, shared with its tests.
  */
 #ifndef _IDGEN_LAYOUT_H
 #define _IDGEN_LAYOUT_H
@@ -54,31 +54,6 @@ static inline u64 idgen_compose(u64 tick, u8 seq_bits, u64 node_bits)
 
 	return (idgen_tick_ms(tick, seq_bits) << IDGEN_NODE_SEQ_BITS) |
 	       node_bits | seq;
-}
-
-/* An ID taken apart again. */
-struct idgen_fields {
-	u64 ms;
-	u32 region;
-	u32 worker;
-	u32 seq;
-};
-
-static inline void idgen_decompose(const struct idgen_layout *l, u64 id,
-				   struct idgen_fields *f)
-{
-	u64 low = id & ((1ULL << IDGEN_NODE_SEQ_BITS) - 1);
-
-	f->ms = id >> IDGEN_NODE_SEQ_BITS;
-	f->seq = low & ((1ULL << l->seq_bits) - 1);
-	f->worker = (low >> l->seq_bits) & ((1ULL << l->worker_bits) - 1);
-	f->region = low >> (l->seq_bits + l->worker_bits);
-}
-
-/* The smallest ID any node can mint in millisecond @ms. */
-static inline u64 idgen_min_id_at(u64 ms)
-{
-	return ms << IDGEN_NODE_SEQ_BITS;
 }
 
 #endif /* _IDGEN_LAYOUT_H */

@@ -38,11 +38,15 @@ static int idgen_lease_bounds(struct idgen_lease *lease, u64 tick, u64 now_ms,
 	if (*base < *limit)
 		return 0;
 
+	/*
+	 * The end of the time field first: a fence may lie right at it
+	 * (IDGEN_MS_MAX + 1), and renewing cannot help there.
+	 */
 	base_ms = idgen_tick_ms(*base, s);
-	if (base_ms >= fence)
-		return -EKEYEXPIRED;
 	if (base_ms > IDGEN_MS_MAX)
 		return -EOVERFLOW;
+	if (base_ms >= fence)
+		return -EKEYEXPIRED;
 	*wait_ms = base_ms - (lead_end - 1);
 	return -ETIME;
 }
@@ -132,12 +136,27 @@ int idgen_lease_probe(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
  * covered by the result, or fails afterwards with -ESTALE, however far the
  * reader had got when the close began.
  *
- * Context: any; once per lease.
- * Return: the last ms stamped under the lease (its floor if none was).
+ * Context: any; under the generator's switch_lock.
+ * Return: the state word as closed; idgen_lease_last_ms() of it is the last
+ * ms stamped under the lease (its floor if none was).
  */
 u64 idgen_lease_close(struct idgen_lease *lease)
 {
-	u64 next = atomic64_xchg(&lease->next, IDGEN_TICK_CLOSED);
+	return atomic64_xchg(&lease->next, IDGEN_TICK_CLOSED);
+}
 
-	return idgen_lease_last_ms(next, lease->layout.seq_bits);
+/**
+ * idgen_lease_reopen() - undo idgen_lease_close()
+ * @lease: the lease, closed.
+ * @next:  what idgen_lease_close() returned.
+ *
+ * Nothing was reserved while the word was closed, so putting its value back
+ * leaves the lease exactly as it was.  Readers that met the closed word
+ * wait on the switch_lock held across close and reopen, then look again.
+ *
+ * Context: under the generator's switch_lock, the one held across the close.
+ */
+void idgen_lease_reopen(struct idgen_lease *lease, u64 next)
+{
+	atomic64_set(&lease->next, next);
 }

@@ -59,6 +59,7 @@ int idgen_lease_probe(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
 		      u64 *wait_ms);
 
 u64 idgen_lease_close(struct idgen_lease *lease);
+void idgen_lease_reopen(struct idgen_lease *lease, u64 next);
 
 /* The last ms stamped, or fenced off by the floor, before tick @next. */
 static inline u64 idgen_lease_last_ms(u64 next, u8 seq_bits)

@@ -37,16 +37,31 @@ MODULE_PARM_DESC(fence_near_ms, "the fence-near event fires this long before the
 
 static struct idgen_gen idgen_gen;
 
+/*
+ * The default layout the parameters describe, checked by the same rule as
+ * a lease's own layout.  Each width is bounded alone first, in the
+ * parameters' type, so the u8 fields hold it and the sum cannot wrap.
+ */
+static bool __init idgen_param_layout(struct idgen_layout *l)
+{
+	if (region_bits > IDGEN_NODE_SEQ_BITS ||
+	    worker_bits > IDGEN_NODE_SEQ_BITS - region_bits)
+		return false;
+	l->region_bits = region_bits;
+	l->worker_bits = worker_bits;
+	l->seq_bits = IDGEN_NODE_SEQ_BITS - region_bits - worker_bits;
+	return idgen_layout_valid(l);
+}
+
 static int __init idgen_init(void)
 {
 	struct idgen_layout layout;
 	int ret;
 
-	if (region_bits > IDGEN_REGION_BITS_MAX ||
-	    region_bits + worker_bits > IDGEN_NODE_SEQ_BITS - IDGEN_SEQ_BITS_MIN) {
-		pr_err("bad layout region_bits=%u worker_bits=%u: region at most %u bits, and at least %u bits must remain for the sequence\n",
+	if (!idgen_param_layout(&layout)) {
+		pr_err("bad layout region_bits=%u worker_bits=%u: region at most %u bits, and at least %u of the %u node and sequence bits must remain for the sequence\n",
 		       region_bits, worker_bits, IDGEN_REGION_BITS_MAX,
-		       IDGEN_SEQ_BITS_MIN);
+		       IDGEN_SEQ_BITS_MIN, IDGEN_NODE_SEQ_BITS);
 		return -EINVAL;
 	}
 	if (!max_lead_ms || max_lead_ms > IDGEN_PARAM_MS_MAX ||
@@ -55,9 +70,6 @@ static int __init idgen_init(void)
 		       max_lead_ms, max_step_ms, IDGEN_PARAM_MS_MAX);
 		return -EINVAL;
 	}
-	layout.region_bits = region_bits;
-	layout.worker_bits = worker_bits;
-	layout.seq_bits = IDGEN_NODE_SEQ_BITS - region_bits - worker_bits;
 
 	if (!fence_near_ms || fence_near_ms > 3600000) {
 		pr_err("fence_near_ms=%u must be within 1..3600000\n",

@@ -6,6 +6,7 @@
 #define _IDGEN_STATS_H
 
 #include <linux/percpu.h>
+#include <linux/u64_stats_sync.h>
 
 #include "generator.h"
 
@@ -24,14 +25,25 @@ enum idgen_stat {
 	IDGEN_STAT_COUNT
 };
 
+/*
+ * u64_stats_t: a 32-bit host cannot read a u64 in one load, so readers
+ * retry around a sequence count there; on 64-bit it costs nothing.
+ */
 struct idgen_stats {
-	u64 v[IDGEN_STAT_COUNT];
+	u64_stats_t v[IDGEN_STAT_COUNT];
+	struct u64_stats_sync syncp;
 };
 
+/* Context: process context (the sequence count has no irq protection). */
 static inline void idgen_stat_add(struct idgen_gen *gen, enum idgen_stat s,
 				  u64 n)
 {
-	this_cpu_add(gen->stats->v[s], n);
+	struct idgen_stats *st = get_cpu_ptr(gen->stats);
+
+	u64_stats_update_begin(&st->syncp);
+	u64_stats_add(&st->v[s], n);
+	u64_stats_update_end(&st->syncp);
+	put_cpu_ptr(gen->stats);
 }
 
 static inline void idgen_stat_inc(struct idgen_gen *gen, enum idgen_stat s)
@@ -42,11 +54,19 @@ static inline void idgen_stat_inc(struct idgen_gen *gen, enum idgen_stat s)
 /* A sum over CPUs; each CPU's part is exact, the total only as of "now". */
 static inline u64 idgen_stat_sum(struct idgen_gen *gen, enum idgen_stat s)
 {
-	u64 sum = 0;
+	unsigned int start;
+	u64 sum = 0, v;
 	int cpu;
 
-	for_each_possible_cpu(cpu)
-		sum += READ_ONCE(per_cpu_ptr(gen->stats, cpu)->v[s]);
+	for_each_possible_cpu(cpu) {
+		const struct idgen_stats *st = per_cpu_ptr(gen->stats, cpu);
+
+		do {
+			start = u64_stats_fetch_begin(&st->syncp);
+			v = u64_stats_read(&st->v[s]);
+		} while (u64_stats_fetch_retry(&st->syncp, start));
+		sum += v;
+	}
 	return sum;
 }
 

@@ -100,6 +100,20 @@ static const struct clock_case clock_cases[] = {
 	  { 1000000, 1000000, 3600, false, 0, FOLLOW_WALL, 0 },
 	  { 1500000, 0, 1, false, IDGEN_CLOCK_STEP_FWD | IDGEN_CLOCK_HELD,
 	    FOLLOW_RAW, 0 } } },
+	{ "forward 2.7 s in one reading after 1 h idle: held", { TICK(10),
+	  { 3600000000LL + 2700000, 3600000000LL, 1, false,
+	    IDGEN_CLOCK_STEP_FWD | IDGEN_CLOCK_HELD, FOLLOW_RAW, 0 },
+	  { 1000, 1000, 10, false, 0, FOLLOW_RAW, 0 } } },
+	{ "held +10 s, one reading after 5 h idle: still held", { TICK(10),
+	  { 10000000, 0, 1, false, IDGEN_CLOCK_STEP_FWD | IDGEN_CLOCK_HELD,
+	    FOLLOW_RAW, 0 },
+	  { 18000000000LL, 18000000000LL, 1, false, 0, FOLLOW_RAW, 0 },
+	  { 1000, 1000, 10, false, 0, FOLLOW_RAW, 0 } } },
+	{ "held +10 s undone to +0.5 s: the rest followed, no revert", { TICK(10),
+	  { 10000000, 0, 1, false, IDGEN_CLOCK_STEP_FWD | IDGEN_CLOCK_HELD,
+	    FOLLOW_RAW, 0 },
+	  { -9500000, 0, 1, false, IDGEN_CLOCK_STEP_FWD, FOLLOW_WALL, 0 },
+	  TICK(10) } },
 	{ "held step stays held however long", { TICK(1),
 	  { 1500000, 0, 1, false, IDGEN_CLOCK_STEP_FWD | IDGEN_CLOCK_HELD,
 	    FOLLOW_RAW, 0 },
@@ -319,9 +333,49 @@ static void idgen_clock_test_random_walk(struct kunit *test)
 	KUNIT_EXPECT_GT(test, held, 0);
 }
 
+/*
+ * A reading taken before a forward step, and applied after another reader
+ * judged a later one, must change nothing: against an adopted step it
+ * would look like a step back and restore the old offset; against a held
+ * one, like a revert.  It yields an estimate from the state's offset.
+ */
+static void idgen_clock_test_stale_reading(struct kunit *test)
+{
+	struct clock_rig *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
+	struct idgen_clock_sample stale;
+	struct idgen_clock_state before;
+	unsigned int ev;
+	s64 trusted, step;
+	int adopt, err, i;
+
+	KUNIT_ASSERT_NOT_NULL(test, r);
+	for (adopt = 0; adopt <= 1; adopt++) {
+		clock_rig_init(r);
+		for (i = 0; i < 10; i++)
+			clock_rig_read(test, r, 1000, 1000, false, &err);
+		/* A reader takes its reading, then is preempted ... */
+		stale = r->s;
+		/* ... across a +10 s step that another reader adopts or holds. */
+		ev = clock_rig_read(test, r, 10000000 + 1000, 1000, adopt, &err);
+		KUNIT_EXPECT_EQ(test, ev & EVENTS, adopt ? IDGEN_CLOCK_ADOPTED :
+				IDGEN_CLOCK_STEP_FWD | IDGEN_CLOCK_HELD);
+		before = r->st;
+
+		ev = idgen_clock_advance(&r->st, &r->p, &stale, false, &trusted,
+					 &step);
+		KUNIT_EXPECT_EQ_MSG(test, ev, IDGEN_CLOCK_STALE, "adopt %d", adopt);
+		KUNIT_EXPECT_EQ(test, r->st.offset_ns, before.offset_ns);
+		KUNIT_EXPECT_EQ(test, r->st.ref_raw_ns, before.ref_raw_ns);
+		KUNIT_EXPECT_EQ(test, r->st.held_ns, before.held_ns);
+		KUNIT_EXPECT_EQ(test, trusted, (s64)stale.raw_ns + before.offset_ns);
+		KUNIT_EXPECT_EQ(test, step, 0LL);
+	}
+}
+
 static struct kunit_case idgen_clock_test_cases[] = {
 	KUNIT_CASE_PARAM(idgen_clock_test_scenario, clock_gen_params),
 	KUNIT_CASE(idgen_clock_test_random_walk),
+	KUNIT_CASE(idgen_clock_test_stale_reading),
 	{}
 };
 

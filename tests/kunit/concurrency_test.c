@@ -43,7 +43,7 @@ static int minter_fn(void *data)
 		want = 1 + get_random_u32_below(64);
 		want = min_t(size_t, want, MINT_IDS_PER_THREAD - m->n);
 		m->calls++;
-		if (idgen_gen_mint(m->gen, want, true, &r)) {
+		if (idgen_gen_mint(m->gen, want, IDGEN_MINT_NOWAIT, &r)) {
 			m->refusals++;
 			cond_resched();
 			continue;
@@ -61,6 +61,15 @@ static int cmp_u64(const void *a, const void *b)
 	u64 x = *(const u64 *)a, y = *(const u64 *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+/*
+ * A lease keeps the clock refreshed from a work item: should an assertion
+ * end a test early, it must not run on the freed generator.
+ */
+static void stop_clock_refresh(void *gen)
+{
+	cancel_delayed_work_sync(&((struct idgen_gen *)gen)->clock_refresh);
 }
 
 static void idgen_concurrency_test_leases_under_load(struct kunit *test)
@@ -81,6 +90,7 @@ static void idgen_concurrency_test_leases_under_load(struct kunit *test)
 	KUNIT_ASSERT_NOT_NULL(test, gen);
 	KUNIT_ASSERT_TRUE(test, closed_at && lo && hi);
 	KUNIT_ASSERT_EQ(test, idgen_gen_init(gen, &v1, 1000, 1000), 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, stop_clock_refresh, gen), 0);
 	m = kunit_kcalloc(test, nr_cpu_ids, sizeof(*m), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, m);
 
@@ -229,6 +239,7 @@ static void idgen_concurrency_run_inflight(struct kunit *test, bool revoke)
 		kunit_skip(test, "needs a second CPU");
 
 	KUNIT_ASSERT_EQ(test, idgen_gen_init(gen, &v1, 1000, 1000), 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, stop_clock_refresh, gen), 0);
 	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(gen, &args), 0);
 	f->gen = gen;
 	init_completion(&f->found);

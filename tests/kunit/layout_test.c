@@ -6,6 +6,34 @@
 
 #include "layout.h"
 
+/*
+ * An ID taken apart again, as user space does it (lib/decode.c): the
+ * module itself never decodes, so this lives with the tests of its layout.
+ */
+struct idgen_fields {
+	u64 ms;
+	u32 region;
+	u32 worker;
+	u32 seq;
+};
+
+static void idgen_decompose(const struct idgen_layout *l, u64 id,
+			    struct idgen_fields *f)
+{
+	u64 low = id & ((1ULL << IDGEN_NODE_SEQ_BITS) - 1);
+
+	f->ms = id >> IDGEN_NODE_SEQ_BITS;
+	f->seq = low & ((1ULL << l->seq_bits) - 1);
+	f->worker = (low >> l->seq_bits) & ((1ULL << l->worker_bits) - 1);
+	f->region = low >> (l->seq_bits + l->worker_bits);
+}
+
+/* The smallest ID any node can mint in millisecond @ms. */
+static u64 idgen_min_id_at(u64 ms)
+{
+	return ms << IDGEN_NODE_SEQ_BITS;
+}
+
 struct idgen_layout_case {
 	const char *name;
 	struct idgen_layout layout;
@@ -107,6 +135,7 @@ static void idgen_layout_test_valid(struct kunit *test)
 		{ 3, 7, 13 },	/* sums to 23 */
 		{ 9, 7, 6 },	/* region too wide */
 		{ 3, 14, 5 },	/* sequence too narrow */
+		{ 3, 255, 20 },	/* worker_bits=2^32-1 truncated into a layout */
 	};
 	int i;
 

@@ -165,11 +165,16 @@ static void idgen_mint_test_time_exhausted(struct kunit *test)
 	last = idgen_compose(r.first + r.count - 1, SEQ_BITS, r.node_bits);
 	KUNIT_EXPECT_EQ(test, last >> IDGEN_NODE_SEQ_BITS, IDGEN_MS_MAX);
 	KUNIT_EXPECT_EQ(test, last >> 63, 0ULL);
-	/* The last ms is used up: the fence (IDGEN_MS_MAX + 1) says so. */
+	/*
+	 * The last ms is used up: EOVERFLOW, although the fence lies there
+	 * too (IDGEN_MS_MAX + 1), since renewing the lease cannot help.
+	 */
 	KUNIT_EXPECT_EQ(test, reserve(l, IDGEN_MS_MAX, 1, &r, &wait, &borrowed),
-			-EKEYEXPIRED);
+			-EOVERFLOW);
+	KUNIT_EXPECT_EQ(test, idgen_lease_probe(l, IDGEN_MS_MAX, LEAD, &wait),
+			-EOVERFLOW);
 
-	/* Without a fence in the way, the end of the field is EOVERFLOW. */
+	/* Nor does a fence beyond the field change it. */
 	atomic64_set(&l->valid_until, U64_MAX);
 	KUNIT_EXPECT_EQ(test, reserve(l, IDGEN_MS_MAX, 1, &r, &wait, &borrowed),
 			-EOVERFLOW);
@@ -185,14 +190,16 @@ static void idgen_mint_test_closed(struct kunit *test)
 
 	/* Closing returns the last ms stamped; nothing is reserved after. */
 	KUNIT_ASSERT_EQ(test, reserve(l, 100, PER_MS + 1, &r, &wait, &borrowed), 0);
-	KUNIT_EXPECT_EQ(test, idgen_lease_close(l), 101ULL);
+	KUNIT_EXPECT_EQ(test, idgen_lease_last_ms(idgen_lease_close(l), SEQ_BITS),
+			101ULL);
 	KUNIT_EXPECT_EQ(test, reserve(l, 100, 1, &r, &wait, &borrowed), -ESTALE);
 	KUNIT_EXPECT_EQ(test, reserve(l, 500, 1, &r, &wait, &borrowed), -ESTALE);
 	KUNIT_EXPECT_EQ(test, idgen_lease_probe(l, 100, LEAD, &wait), -ESTALE);
 
 	/* Closed with nothing minted: the last ms "used" is the floor. */
 	l = mint_lease(test, 99, 1000);
-	KUNIT_EXPECT_EQ(test, idgen_lease_close(l), 99ULL);
+	KUNIT_EXPECT_EQ(test, idgen_lease_last_ms(idgen_lease_close(l), SEQ_BITS),
+			99ULL);
 }
 
 static struct kunit_case idgen_mint_test_cases[] = {

@@ -13,8 +13,11 @@
  */
 #define _GNU_SOURCE
 #include <grp.h>
+#include <linux/nsfs.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -365,6 +368,62 @@ TEST_F(leased, ioctl_unknown_cmd_enotty)
 	EXPECT_TRUE(lease_unchanged(&a, &b));
 }
 
+/*
+ * The device and namespace files do not share ioctl numbers: nsfs's
+ * NS_GET_OWNER_UID is not an idgen command (it once was ADOPT_CLOCK), and
+ * idgen's commands mean nothing to a namespace file.
+ */
+TEST_F(leased, ioctl_numbers_not_nsfs)
+{
+	const unsigned long ours[] = {
+		IDGEN_IOC_SET_LEASE, IDGEN_IOC_REVOKE, IDGEN_IOC_GET_STATE,
+		IDGEN_IOC_ADOPT_CLOCK,
+	};
+	const unsigned long theirs[] = {
+		NS_GET_USERNS, NS_GET_PARENT, NS_GET_NSTYPE, NS_GET_OWNER_UID,
+	};
+	static const char *const ns_files[] = {
+		"/proc/self/ns/user", "/proc/self/ns/uts", "/proc/self/ns/net",
+		"/proc/self/ns/mnt",
+	};
+	struct idgen_state a, b;
+	char buf[256];
+	int ns = -1;
+	size_t i;
+
+	ASSERT_EQ(0, idgen_get_state(self->fd, &a));
+	for (i = 0; i < sizeof(theirs) / sizeof(theirs[0]); i++) {
+		memset(buf, 0, sizeof(buf));
+		errno = 0;
+		EXPECT_EQ(-1, ioctl(self->fd, theirs[i], buf)) TH_LOG("nsfs cmd %#lx", theirs[i]);
+		EXPECT_EQ(ENOTTY, errno) TH_LOG("nsfs cmd %#lx: %s", theirs[i], strerror(errno));
+	}
+	ASSERT_EQ(0, idgen_get_state(self->fd, &b));
+	EXPECT_TRUE(lease_unchanged(&a, &b));
+
+	for (i = 0; i < sizeof(ours) / sizeof(ours[0]); i++) {
+		EXPECT_NE(NSIO, _IOC_TYPE(ours[i])) TH_LOG("cmd %#lx", ours[i]);
+	}
+
+	/* A kernel built without namespaces has no nsfs file to ask. */
+	for (i = 0; i < sizeof(ns_files) / sizeof(ns_files[0]); i++) {
+		ns = open(ns_files[i], O_RDONLY | O_CLOEXEC);
+		if (ns >= 0)
+			break;
+	}
+	if (ns < 0) {
+		TH_LOG("no namespace file: idgen's numbers not tried on nsfs");
+		return;
+	}
+	for (i = 0; i < sizeof(ours) / sizeof(ours[0]); i++) {
+		memset(buf, 0, sizeof(buf));
+		errno = 0;
+		EXPECT_EQ(-1, ioctl(ns, ours[i], buf)) TH_LOG("idgen cmd %#lx", ours[i]);
+		EXPECT_EQ(ENOTTY, errno) TH_LOG("idgen cmd %#lx: %s", ours[i], strerror(errno));
+	}
+	close(ns);
+}
+
 enum bad_lease {
 	BAD_WORKER, BAD_REGION, BAD_REGION_V1, BAD_WORKER_V1,
 	BAD_FLOOR_EQ, BAD_FLOOR_GT, BAD_UNTIL_MAX, BAD_UNTIL_U64,
@@ -469,6 +528,65 @@ TEST_F(leased, set_lease_bad_params_einval)
 	}
 	/* Still minting under the original lease. */
 	read_checked(_metadata, self->fd, st, 0, 4);
+}
+
+/*
+ * A lease whose first ID would lie at or past its own fence could never
+ * mint: refused with EKEYEXPIRED when it is set, changing nothing, rather
+ * than accepted for every read to fail.  One millisecond of room is enough.
+ */
+TEST_F(leased, set_lease_never_mints_ekeyexpired)
+{
+	struct idgen_lease_args args;
+	struct idgen_state a, b;
+	__u64 last, id, floor;
+	int i;
+
+	last = read_checked(_metadata, self->fd, &self->st, 0, 1);
+	ASSERT_EQ(0, idgen_get_state(self->fd, &a));
+	ASSERT_LE(id_ms(last), a.last_ms);
+	for (i = 0; i < 4; i++) {
+		switch (i) {
+		case 0:	/* another node: the floor leaves no room */
+			idgen_lease_init(&args, self->region, self->worker ^ 1,
+					 a.now_ms + 100, a.now_ms + 101);
+			break;
+		case 1:	/* another node: the host's last ms leaves none */
+			idgen_lease_init(&args, self->region, self->worker ^ 1,
+					 0, a.last_ms + 1);
+			break;
+		case 2:	/* a renewal whose floor lifts the next ID to the fence */
+			idgen_lease_init(&args, self->region, self->worker,
+					 a.valid_until_ms - 1, a.valid_until_ms);
+			break;
+		case 3:	/* a renewal lifting it past the fence */
+			idgen_lease_init(&args, self->region, self->worker,
+					 a.valid_until_ms + 5, a.valid_until_ms + 6);
+			break;
+		}
+		errno = 0;
+		EXPECT_EQ(-1, ioctl(self->fd, IDGEN_IOC_SET_LEASE, &args))
+			TH_LOG("case %d: floor %llu, valid_until %llu accepted", i,
+			       args.floor_ms, args.valid_until_ms);
+		EXPECT_EQ(EKEYEXPIRED, errno) TH_LOG("case %d: %s", i, strerror(errno));
+		ASSERT_EQ(0, idgen_get_state(self->fd, &b));
+		EXPECT_TRUE(lease_unchanged(&a, &b)) TH_LOG("case %d changed the state", i);
+		a = b;
+	}
+	/* Still minting under the original lease, above what it minted. */
+	EXPECT_LT(last, read_checked(_metadata, self->fd, &self->st, last, 4));
+
+	/*
+	 * Exactly one millisecond of room, ahead of the clock (within the
+	 * lead) so it is still to come when the read runs: accepted, and it
+	 * mints there.
+	 */
+	ASSERT_EQ(0, idgen_get_state(self->fd, &a));
+	floor = a.now_ms + a.max_lead_ms / 2;
+	ASSERT_EQ(0, idgen_set_lease(self->fd, self->region, self->worker ^ 1,
+				     floor, floor + 2)) TH_LOG("%s", strerror(errno));
+	ASSERT_EQ(1, idgen_read(self->fd, &id, 1)) TH_LOG("read: %s", strerror(errno));
+	EXPECT_EQ(floor + 1, id_ms(id));
 }
 
 TEST_F(leased, renewal)
@@ -899,6 +1017,147 @@ TEST_F(leased, poll_ready_with_lease)
 
 	EXPECT_TRUE(ev & POLLIN) TH_LOG("revents %#x", ev);
 	EXPECT_TRUE(ev & POLLRDNORM) TH_LOG("revents %#x", ev);
+}
+
+/*
+ * An edge-triggered poller that read the device dry (EAGAIN: the readers
+ * used up the lead bound) is woken once the clock has caught up, without
+ * calling poll() itself.  A 6-bit sequence (64 IDs per ms) makes the lead
+ * quick to drain on the slowest guest; the bound on the wake-up is
+ * generous, since without one it never comes.
+ */
+#define EPOLLET_BOUND_MS	5000
+TEST_F_TIMEOUT(leased, epollet_woken_after_eagain, 120)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLET };
+	struct idgen_lease_args args;
+	struct idgen_state st;
+	__u64 ids[512], l, t0, waited;
+	size_t drained = 0;
+	int nb, ep, n;
+	ssize_t r;
+
+	ASSERT_EQ(0, idgen_revoke(self->fd, &l));
+	ASSERT_EQ(0, idgen_get_state(self->fd, &st));
+	idgen_lease_init(&args, 0, self->worker, l, st.now_ms + LEASE_MS);
+	set_layout(&args, 0, 16, 6);
+	ASSERT_EQ(0, ioctl(self->fd, IDGEN_IOC_SET_LEASE, &args))
+		TH_LOG("lease with layout 0/16/6: %s", strerror(errno));
+
+	nb = open(IDGEN_DEV, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	ASSERT_LE(0, nb);
+	ep = epoll_create1(EPOLL_CLOEXEC);
+	ASSERT_LE(0, ep);
+	ASSERT_EQ(0, epoll_ctl(ep, EPOLL_CTL_ADD, nb, &ev));
+	/* The edge of the lease being there. */
+	ASSERT_EQ(1, epoll_wait(ep, &ev, 1, 0));
+
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	while ((r = idgen_read(nb, ids, 512)) > 0) {
+		drained += r;
+		ASSERT_GT(60 * NSEC_PER_SEC, clock_ns(CLOCK_MONOTONIC) - t0)
+			TH_LOG("still reading after 60 s, %zu IDs", drained);
+	}
+	ASSERT_EQ(EAGAIN, errno) TH_LOG("read: %s", strerror(errno));
+
+	t0 = clock_ns(CLOCK_MONOTONIC);
+	n = epoll_wait(ep, &ev, 1, EPOLLET_BOUND_MS);
+	waited = (clock_ns(CLOCK_MONOTONIC) - t0) / NSEC_PER_MSEC;
+	TH_LOG("drained %zu IDs to EAGAIN; woken after %llu ms", drained, waited);
+	ASSERT_EQ(1, n) TH_LOG("no EPOLLIN within %d ms of EAGAIN", EPOLLET_BOUND_MS);
+	EXPECT_TRUE(ev.events & EPOLLIN);
+	EXPECT_LT(0, idgen_read(nb, ids, 1)) TH_LOG("read after EPOLLIN: %s", strerror(errno));
+	close(ep);
+	close(nb);
+}
+
+static void ignore_signal(int sig)
+{
+	(void)sig;
+}
+
+static int cmp_ull(const void *a, const void *b)
+{
+	__u64 x = *(const __u64 *)a, y = *(const __u64 *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static __u64 median(__u64 *v, int n)
+{
+	qsort(v, n, sizeof(*v), cmp_ull);
+	return v[n / 2];
+}
+
+/*
+ * A signal ends a throttled read's sleep at once, rather than leaving the
+ * reader spinning in the kernel until the sleep's deadline.  Each round
+ * renews the lease with a floor that puts the next ID 5 ms beyond the lead
+ * bound, so a blocking read sleeps for the clock; every other round a
+ * timer signals the thread 1 ms into that read.  The CPU time a read uses
+ * is compared with the CPU time of the same read left to sleep: an
+ * interrupted read must not cost more (the spin cost ~4 ms each).
+ */
+#define THROTTLE_ROUNDS		21
+#define THROTTLE_SLACK_NS	(1000 * 1000ULL)
+TEST_F_TIMEOUT(leased, signal_ends_throttled_read, 120)
+{
+	struct sigaction sa = { .sa_handler = ignore_signal };	/* no SA_RESTART */
+	struct sigevent sev = {
+		.sigev_notify = SIGEV_THREAD_ID,
+		.sigev_signo = SIGUSR1,
+	};
+	const struct itimerspec in_1ms = { .it_value.tv_nsec = 1000 * 1000 };
+	const struct itimerspec off = {};
+	__u64 cpu_intr[THROTTLE_ROUNDS], cpu_slept[THROTTLE_ROUNDS];
+	__u64 wall_intr[THROTTLE_ROUNDS], id, c0, w0, floor;
+	int i, nintr = 0, nslept = 0, err;
+	struct idgen_state st;
+	timer_t timer;
+	ssize_t r;
+
+	ASSERT_EQ(0, sigaction(SIGUSR1, &sa, NULL));
+	sev._sigev_un._tid = gettid();
+	ASSERT_EQ(0, timer_create(CLOCK_MONOTONIC, &sev, &timer));
+	for (i = 0; i < 2 * THROTTLE_ROUNDS; i++) {
+		bool signal = i & 1;
+
+		ASSERT_EQ(0, idgen_get_state(self->fd, &st));
+		floor = st.now_ms + st.max_lead_ms + 4;
+		ASSERT_EQ(0, idgen_set_lease(self->fd, self->region, self->worker,
+					     floor, st.valid_until_ms))
+			TH_LOG("renewal with floor %llu: %s", floor, strerror(errno));
+		if (signal)
+			ASSERT_EQ(0, timer_settime(timer, 0, &in_1ms, NULL));
+		w0 = clock_ns(CLOCK_MONOTONIC);
+		c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID);
+		r = idgen_read(self->fd, &id, 1);
+		err = errno;
+		c0 = clock_ns(CLOCK_THREAD_CPUTIME_ID) - c0;
+		w0 = clock_ns(CLOCK_MONOTONIC) - w0;
+		ASSERT_EQ(0, timer_settime(timer, 0, &off, NULL));
+		if (!signal) {
+			ASSERT_EQ(1, r) TH_LOG("throttled read: %s", strerror(err));
+			EXPECT_LT(floor, id_ms(id));
+			cpu_slept[nslept++] = c0;
+		} else if (r < 0) {
+			ASSERT_EQ(EINTR, err) TH_LOG("read: %s", strerror(err));
+			wall_intr[nintr] = w0;
+			cpu_intr[nintr++] = c0;
+		}
+		/* The next round's floor lies above this one's. */
+		sleep_ms(7);
+	}
+	timer_delete(timer);
+	signal(SIGUSR1, SIG_DFL);
+
+	/* A slow guest may have slept through the 1 ms; most rounds do not. */
+	ASSERT_LE(THROTTLE_ROUNDS / 3, nintr) TH_LOG("only %d reads interrupted", nintr);
+	TH_LOG("median CPU of a throttled read: %llu us slept, %llu us interrupted (%d), woken after %llu us",
+	       median(cpu_slept, nslept) / 1000, median(cpu_intr, nintr) / 1000,
+	       nintr, median(wall_intr, nintr) / 1000);
+	EXPECT_GT(median(cpu_slept, nslept) + THROTTLE_SLACK_NS, median(cpu_intr, nintr))
+		TH_LOG("an interrupted read burnt the CPU until its sleep's deadline");
 }
 
 /* ------------------------------------------------------------------ */

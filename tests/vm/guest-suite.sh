@@ -20,6 +20,39 @@ if [ "${IDGEN_GUEST:-}" != 1 ]; then
 fi
 
 echo "TAP version 13"
+
+# Module parameters that make no valid layout: the load fails, says which
+# values and why, and leaves no device.  A width near 2^32 once wrapped
+# the unsigned sum and loaded a layout with undefined shifts, whose IDs
+# repeated across milliseconds.
+insmod_bad_layout() {
+	local params p msg
+	for params in "worker_bits=4294967295" "region_bits=3 worker_bits=4294967294" \
+		"worker_bits=263" "region_bits=9 worker_bits=0" \
+		"region_bits=3 worker_bits=14" "region_bits=4294967295"; do
+		dmesg -C
+		# shellcheck disable=SC2086 # one word per parameter
+		if insmod "$module" $params 2>/dev/null; then
+			echo "# insmod with $params loaded"
+			rmmod idgen
+			return 1
+		fi
+		msg=$(dmesg | grep "idgen: bad layout")
+		for p in $params; do
+			case $msg in
+			*" $p"[:\ ]*) ;;
+			*)
+				echo "# insmod with $params: no message naming $p"
+				dmesg | tail -n 5 | sed 's/^/# /'
+				return 1
+				;;
+			esac
+		done
+		[ ! -e /dev/idgen ] || { echo "# /dev/idgen exists after a failed load"; return 1; }
+	done
+}
+check "insmod refuses parameters that make no valid layout" insmod_bad_layout
+
 check "insmod $(basename "$module")" insmod "$module"
 
 # The kselftests print their own TAP; run-guest.sh's caller counts it.
@@ -90,6 +123,10 @@ check "the netlink spec drives the module through ynl" ynl_spec
 # Netlink: state, events (clock steps among them), permissions, bad
 # messages, and an unload under a listener (it reloads the module).
 IDGEN_MODULE="$module" "$top/tests/selftests/netlink_test" || status=1
+
+# Destructive: sets the clock to 2095 and leaves the generator at the end
+# of the time field, so it runs last, before the module goes.
+"$top/tests/selftests/time_end" || status=1
 
 check "rmmod at the end" rmmod idgen
 exit "$status"

@@ -50,12 +50,16 @@
  *                blocking reader sleeps instead (up to a second in all,
  *                then ETIME).
  *   EOVERFLOW    the time field is exhausted: the next millisecond does not
- *                fit in 41 bits.  Never returned before 2095-09-07.
+ *                fit in 41 bits, whatever the lease's fence (renewing
+ *                cannot help).  Never returned before 2095-09-07.
  *   EFAULT       buf is not writable and no ID was copied.
  *   EINTR        a signal arrived before any ID was copied (restarted
  *                instead under SA_RESTART).
  *
  * poll() reports EPOLLIN | EPOLLRDNORM when a read of one ID would not fail.
+ * A read or poll that found the clock behind (EAGAIN, ETIME) wakes pollers
+ * when it has caught up, so an edge-triggered (EPOLLET) poller that read
+ * the device dry is woken too.
  *
  * THE CLOCK
  * ---------
@@ -68,7 +72,11 @@
  * clock jumps forward by more than max_step_ms beyond the elapsed
  * monotonic-raw time, the generator does not follow: it goes on at the
  * monotonic-raw rate until the step is adopted (IDGEN_LEASE_CLOCK_SYNCED on
- * a lease push, or IDGEN_IOC_ADOPT_CLOCK) or reverted.
+ * a lease push, or IDGEN_IOC_ADOPT_CLOCK) or reverted (the wall clock
+ * comes back to the trusted time; what is left of a step partly undone is
+ * judged as a step of its own).  NTP slew, up to 500 ppm, is credited for
+ * at most a minute since the clock was last read, and the module reads it
+ * every second while a lease is in force.
  *
  * THE LEASE
  * ---------
@@ -206,7 +214,13 @@ struct idgen_state {
 	__u64 range_refusals;
 };
 
-#define IDGEN_IOC_MAGIC		0xB7
+/*
+ * The ioctl type byte: free in Documentation/userspace-api/ioctl/
+ * ioctl-number.rst (Linux 6.12), where 0xB7, once used here, belongs to
+ * nsfs and remoteproc (IDGEN_IOC_ADOPT_CLOCK was NS_GET_OWNER_UID).  The
+ * module asserts at build time that its commands are not nsfs's.
+ */
+#define IDGEN_IOC_MAGIC		0xE9
 
 /*
  * IDGEN_IOC_SET_LEASE - set or renew the lease (CAP_SYS_ADMIN).
@@ -222,7 +236,11 @@ struct idgen_state {
  * Errors: EPERM without CAP_SYS_ADMIN; EFAULT; EINVAL for a node out of the
  * layout's range, floor_ms >= valid_until_ms, valid_until_ms beyond
  * IDGEN_MS_MAX + 1, a renewal that would move the fence back, a bad layout,
- * unknown flags or non-zero pad.  A failed call changes nothing.
+ * unknown flags or non-zero pad; EKEYEXPIRED for a lease that could never
+ * mint: its first ID would carry a millisecond at or after valid_until_ms,
+ * because floor_ms or a millisecond the host already used (last_ms of
+ * IDGEN_IOC_GET_STATE; for a renewal, the lease's next ID) lies at
+ * valid_until_ms - 1 or later.  A failed call changes nothing.
  */
 #define IDGEN_IOC_SET_LEASE	_IOW(IDGEN_IOC_MAGIC, 1, struct idgen_lease_args)
 
@@ -265,7 +283,10 @@ struct idgen_state {
  *   IDGEN_A_FENCE_NEAR_MS, IDGEN_A_REGION_BITS, IDGEN_A_WORKER_BITS,
  *   IDGEN_A_SEQ_BITS, every IDGEN_A_CNT_* counter, and, with a lease in
  *   force, IDGEN_A_REGION, IDGEN_A_WORKER, IDGEN_A_FLOOR_MS and
- *   IDGEN_A_VALID_UNTIL_MS.  The same values as IDGEN_IOC_GET_STATE.
+ *   IDGEN_A_VALID_UNTIL_MS.  Each means what the struct idgen_state field
+ *   of the same name does; the reply is its own snapshot, so clocks and
+ *   counters may have moved since an ioctl's.  IDGEN_A_FENCE_NEAR_MS and
+ *   IDGEN_A_CNT_EVENTS_DROPPED have no ioctl counterpart.
  *
  * IDGEN_CMD_SET_CONFIG - change a setting (CAP_NET_ADMIN).
  *   IDGEN_A_FENCE_NEAR_MS (u32, 1..3600000): how long before valid_until

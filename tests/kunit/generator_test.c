@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * idgen_generator: the generator as the device drives it, on the real
+ * clock: its state right after init, and the events minting sends.
+ */
+#include <kunit/test.h>
+#include <linux/delay.h>
+#include <linux/kthread.h>
+#include <linux/math64.h>
+#include <linux/rcupdate.h>
+
+#include "generator.h"
+
+#define FENCES_MAX	40000
+
+/*
+ * A generator whose events are counted by kind, and whose renewals' fences
+ * are logged in the order the events arrive.
+ */
+struct gen_rig {
+	struct idgen_gen gen;
+	spinlock_t lock;	/* serialises the counts and the log */
+	int events[IDGEN_EVENT_MAX + 1];
+	u64 *fences;
+	int nfences;
+};
+
+static void count_event(struct idgen_gen *gen, const struct idgen_event_info *ev)
+{
+	struct gen_rig *rig = container_of(gen, struct gen_rig, gen);
+
+	spin_lock(&rig->lock);
+	rig->events[ev->type]++;
+	if (ev->type == IDGEN_EVENT_LEASE_RENEWED && rig->fences &&
+	    rig->nfences < FENCES_MAX)
+		rig->fences[rig->nfences++] = ev->valid_until_ms;
+	spin_unlock(&rig->lock);
+}
+
+static void gen_rig_free(void *rig)
+{
+	idgen_gen_uninit(&((struct gen_rig *)rig)->gen);
+	rcu_barrier();
+}
+
+static struct gen_rig *gen_rig_lead(struct kunit *test, u32 max_lead_ms)
+{
+	static const struct idgen_layout v1 = { 3, 7, 12 };
+	struct gen_rig *rig = kunit_kzalloc(test, sizeof(*rig), GFP_KERNEL);
+
+	KUNIT_ASSERT_NOT_NULL(test, rig);
+	spin_lock_init(&rig->lock);
+	KUNIT_ASSERT_EQ(test, idgen_gen_init(&rig->gen, &v1, max_lead_ms, 1000), 0);
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, gen_rig_free, rig), 0);
+	rig->gen.notify = count_event;
+	return rig;
+}
+
+static struct gen_rig *gen_rig_new(struct kunit *test)
+{
+	return gen_rig_lead(test, 1000);
+}
+
+static u64 wall_ms(void)
+{
+	return div_u64(ktime_get_real_ns(), NSEC_PER_MSEC) - IDGEN_EPOCH_UNIX_MS;
+}
+
+/* The clock's offset is taken at init: a step before the first read shows. */
+static void idgen_generator_test_clock_read_at_init(struct kunit *test)
+{
+	struct gen_rig *rig = gen_rig_new(test);
+
+	KUNIT_EXPECT_TRUE(test, rig->gen.clock.state.valid);
+	KUNIT_EXPECT_NE(test, rig->gen.clock.state.ref_raw_ns, 0ULL);
+	KUNIT_EXPECT_EQ(test, rig->gen.clock.state.held_ns, 0LL);
+}
+
+/*
+ * LEAD_EXCEEDED tells of a read refused with ETIME, not of a follow-on
+ * batch that stopped at the lead bound while the read returns IDs.
+ */
+static void idgen_generator_test_lead_event_on_refusal_only(struct kunit *test)
+{
+	struct gen_rig *rig = gen_rig_new(test);
+	struct idgen_lease_args args = { .worker = 1 };
+	struct idgen_range r;
+	u64 now = wall_ms();
+
+	/* A floor 5 s ahead, beyond the 1 s lead: ETIME, no sleep. */
+	args.floor_ms = now + 5000;
+	args.valid_until_ms = now + 60000;
+	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(&rig->gen, &args), 0);
+
+	KUNIT_EXPECT_EQ(test, idgen_gen_mint(&rig->gen, 1, IDGEN_MINT_MORE, &r),
+			-ETIME);
+	KUNIT_EXPECT_EQ(test, rig->events[IDGEN_EVENT_LEAD_EXCEEDED], 0);
+	KUNIT_EXPECT_EQ(test, idgen_gen_mint(&rig->gen, 1, IDGEN_MINT_NOWAIT, &r),
+			-ETIME);
+	KUNIT_EXPECT_EQ(test, rig->events[IDGEN_EVENT_LEAD_EXCEEDED], 1);
+	idgen_gen_revoke(&rig->gen);
+}
+
+/* One of two threads renewing the same lease, each with its own fences. */
+struct renewer {
+	struct gen_rig *rig;
+	u64 base;
+	int parity;
+	int accepted;
+	struct completion done;
+};
+
+static int renewer_fn(void *arg)
+{
+	struct renewer *w = arg;
+	struct idgen_lease_args args = { .worker = 1 };
+	int i;
+
+	for (i = 0; i < FENCES_MAX / 2; i++) {
+		args.valid_until_ms = w->base + 2 * i + w->parity;
+		/* A fence below the one in force is refused: no event. */
+		if (!idgen_gen_set_lease(&w->rig->gen, &args))
+			w->accepted++;
+		if (!(i % 64))
+			cond_resched();
+	}
+	complete(&w->done);
+	return 0;
+}
+
+/*
+ * Lease events leave in the order the changes were made: two threads
+ * renew one lease with fences that interleave, and the fences the events
+ * carry never go back.
+ */
+static void idgen_generator_test_lease_events_in_order(struct kunit *test)
+{
+	struct gen_rig *rig = gen_rig_new(test);
+	struct idgen_lease_args args = { .worker = 1 };
+	struct renewer *w = kunit_kcalloc(test, 2, sizeof(*w), GFP_KERNEL);
+	u64 now = wall_ms();
+	struct task_struct *t[2];
+	int i, back = 0;
+
+	KUNIT_ASSERT_NOT_NULL(test, w);
+	rig->fences = kunit_kcalloc(test, FENCES_MAX, sizeof(u64), GFP_KERNEL);
+	KUNIT_ASSERT_NOT_NULL(test, rig->fences);
+	if (num_online_cpus() < 2)
+		kunit_skip(test, "needs two CPUs");
+	args.valid_until_ms = now + 60000;
+	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(&rig->gen, &args), 0);
+
+	for (i = 0; i < 2; i++) {
+		w[i].rig = rig;
+		w[i].base = now + 60000;
+		w[i].parity = i;
+		init_completion(&w[i].done);
+		t[i] = kthread_run(renewer_fn, &w[i], "idgen-renew/%d", i);
+		KUNIT_ASSERT_FALSE(test, IS_ERR(t[i]));
+	}
+	for (i = 0; i < 2; i++)
+		wait_for_completion(&w[i].done);
+
+	KUNIT_EXPECT_EQ(test, rig->nfences, w[0].accepted + w[1].accepted);
+	for (i = 1; i < rig->nfences; i++)
+		back += rig->fences[i] < rig->fences[i - 1];
+	KUNIT_EXPECT_EQ_MSG(test, back, 0, "%d of %d renewal events out of order",
+			    back, rig->nfences);
+	idgen_gen_revoke(&rig->gen);
+}
+
+/* A reader on another CPU, started on demand, that mints one ID. */
+struct delayed_minter {
+	struct idgen_gen *gen;
+	struct completion go, done;
+	atomic_t minting;
+	u64 minting_ms;		/* the wall clock as it began */
+	int err;
+};
+
+static int delayed_minter_fn(void *arg)
+{
+	struct delayed_minter *m = arg;
+	struct idgen_range r;
+
+	wait_for_completion(&m->go);
+	m->minting_ms = wall_ms();
+	atomic_set(&m->minting, 1);
+	m->err = idgen_gen_mint(m->gen, 1, IDGEN_MINT_NOWAIT, &r);
+	complete(&m->done);
+	return 0;
+}
+
+/*
+ * A reader held up for longer than the lead between reading the clock and
+ * reserving is judged on the clock as it is then, not as it was: here it
+ * waits on a lease switch for 300 ms, with a lead of 100 ms, and meets a
+ * state word 250 ms past the clock it read first.
+ */
+static void idgen_generator_test_clock_read_again_after_delay(struct kunit *test)
+{
+	struct gen_rig *rig = gen_rig_lead(test, 100);
+	struct idgen_lease_args args = { .worker = 1 };
+	struct delayed_minter *m = kunit_kzalloc(test, sizeof(*m), GFP_KERNEL);
+	struct idgen_lease *lease;
+	struct task_struct *t;
+	int cpu, other = -1;
+	u64 next;
+
+	KUNIT_ASSERT_NOT_NULL(test, m);
+	for_each_online_cpu(cpu)
+		if (cpu != raw_smp_processor_id())
+			other = cpu;
+	if (other < 0)
+		kunit_skip(test, "needs a second CPU");
+	args.valid_until_ms = wall_ms() + 60000;
+	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(&rig->gen, &args), 0);
+	m->gen = &rig->gen;
+	init_completion(&m->go);
+	init_completion(&m->done);
+	t = kthread_create(delayed_minter_fn, m, "idgen-delayed");
+	KUNIT_ASSERT_FALSE(test, IS_ERR(t));
+	kthread_bind(t, other);
+	wake_up_process(t);
+
+	/* A switch under way: the reader will wait for it, as readers do. */
+	lease = rcu_dereference_protected(rig->gen.lease, true);
+	spin_lock(&rig->gen.switch_lock);
+	next = idgen_lease_close(lease);
+	complete(&m->go);
+	while (!atomic_read(&m->minting))
+		cpu_relax();
+	mdelay(300);
+	/* The switch ends with the state word 250 ms past the clock then. */
+	idgen_lease_reopen(lease, max(next, (m->minting_ms + 250) <<
+				      lease->layout.seq_bits));
+	spin_unlock(&rig->gen.switch_lock);
+
+	wait_for_completion(&m->done);
+	KUNIT_EXPECT_EQ(test, m->err, 0);
+	idgen_gen_revoke(&rig->gen);
+}
+
+static struct kunit_case idgen_generator_test_cases[] = {
+	KUNIT_CASE(idgen_generator_test_clock_read_at_init),
+	KUNIT_CASE(idgen_generator_test_lead_event_on_refusal_only),
+	KUNIT_CASE_SLOW(idgen_generator_test_lease_events_in_order),
+	KUNIT_CASE(idgen_generator_test_clock_read_again_after_delay),
+	{}
+};
+
+static struct kunit_suite idgen_generator_suite = {
+	.name = "idgen_generator",
+	.test_cases = idgen_generator_test_cases,
+};
+
+kunit_test_suite(idgen_generator_suite);
