@@ -155,6 +155,11 @@ int lease_set_main(int argc, char *argv[])
 			fprintf(stderr, "%s: the module refused the lease: a node out of the "
 				"layout's range, a renewal moving the fence back, or a bad layout\n",
 				PROG_NAME);
+		else if (err == EKEYEXPIRED)
+			fprintf(stderr, "%s: the module refused the lease: it could never mint, "
+				"because its first ID would lie at or past --valid-until (the floor, "
+				"or a millisecond this host already used, is too close to the fence; "
+				"'idgenctl lease show' gives last_ms)\n", PROG_NAME);
 		goto out;
 	}
 	ret = 0;

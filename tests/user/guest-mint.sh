@@ -106,6 +106,17 @@ else
 fi
 sed 's/^/# /' "$tmp/buf" | sed 's/^# # /# /'
 
+# A renewal whose floor leaves no millisecond below its fence could never
+# mint: refused with EKEYEXPIRED and a line saying why, the lease as it was.
+until=$(lease_ms "valid until")
+"$idgenctl" lease set --region $region --worker $worker \
+	--floor $((until + 9)) --valid-until $((until + 10)) >/dev/null 2>"$tmp/err"
+rc=$?
+sed 's/^/# /' "$tmp/err"
+check "lease set of a lease that could never mint exits 1, saying EKEYEXPIRED and why" \
+	bash -c "[ $rc -eq 1 ] && grep -q EKEYEXPIRED '$tmp/err' && grep -q 'could never mint' '$tmp/err'"
+check "... and the lease in force is unchanged" test "$(lease_ms "valid until")" = "$until"
+
 # Revoked: mint fails, naming ENOKEY.
 "$idgenctl" lease revoke >/dev/null
 "$idgenctl" mint >/dev/null 2>"$tmp/err"
