@@ -212,23 +212,33 @@ static bool etcdctl(const char *ep, const char *cmd, const char *key,
 #define BIG_LAST	9999u		/* the last key in etcd's order */
 #define BIG_OWNER	"idgen-host-0123456789.rack-17.dc-west.example.internal"
 
+/*
+ * etcd_fill.py: BIG_COUNT records as described there, or with foreign
+ * set, that many records of foreign bytes each.
+ */
 static bool run_fill(const char *fill, const char *ep, const char *prefix,
-		     uint32_t region)
+		     uint32_t region, unsigned int foreign, unsigned int count)
 {
-	char reg[16], count[16], free_w[16];
+	char reg[16], n[16], free_w[16], bytes[16];
 	pid_t pid;
 	int st;
 
 	snprintf(reg, sizeof(reg), "%" PRIu32, region);
-	snprintf(count, sizeof(count), "%u", BIG_COUNT);
+	snprintf(n, sizeof(n), "%u", count);
 	snprintf(free_w, sizeof(free_w), "%u", BIG_FREE);
+	snprintf(bytes, sizeof(bytes), "%u", foreign);
 	fflush(stdout);
 	pid = fork();
 	if (pid < 0)
 		return false;
 	if (!pid) {
-		execl("/usr/bin/python3", "python3", fill, ep, prefix, reg,
-		      count, free_w, (char *)NULL);
+		if (foreign)
+			execl("/usr/bin/python3", "python3", fill,
+			      "--foreign-bytes", bytes, ep, prefix, reg, n,
+			      (char *)NULL);
+		else
+			execl("/usr/bin/python3", "python3", fill, ep, prefix,
+			      reg, n, free_w, (char *)NULL);
 		_exit(127);
 	}
 	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
@@ -288,7 +298,7 @@ static void big_region(const char *ep, const char *base, const char *fill,
 		printf("Bail out! out of memory\n");
 		exit(1);
 	}
-	ok(run_fill(fill, ep, prefix, region),
+	ok(run_fill(fill, ep, prefix, region, 0, BIG_COUNT),
 	   "etcd_fill.py wrote %u records of about 200 bytes", BIG_COUNT);
 
 	/* More than one answer of etcd's (or our client's) would hold. */
@@ -350,6 +360,26 @@ static void big_region(const char *ep, const char *base, const char *fill,
 	   has(e, "compacted away before its last page, 4 times in a row"),
 	   "list compacted under it every time: gives up, -ETIMEDOUT, "
 	   "records unknown (%s: %s)", errname(ret), err(e));
+	etcd_free(e);
+
+	/*
+	 * Foreign values of 1.2 MB: 8 make a 13 MB range, and a page of 3
+	 * is over the client's 4 MiB.  Pages are asked for in halves.
+	 */
+	ok(run_fill(fill, ep, prefix, 6, 1200000, 8),
+	   "etcd_fill.py wrote 8 foreign values of 1.2 MB");
+	e = client1(ep, prefix, 5000);
+	ret = etcd_store_ops.cas(e, 6, 9, 0, "small", 3, &rev, NULL);
+	junk(rec, 16);
+	ret = ret ?: etcd_store_ops.list(e, 6, rec, 16);
+	good = !ret && ours(&rec[9], 9, "small", 3, rev);
+	for (w = 0; w < 8; w++)
+		good &= foreign(&rec[w], w) && rec[w].mod_revision > 0;
+	for (w = 10; w < 16; w++)
+		good &= absent(&rec[w], w);
+	ok(good, "list of a range of 13 MB in pages under 4 MiB: the 8 "
+	   "foreign values held by someone unknown, the small one ours "
+	   "(%s %s)", errname(ret), err(e));
 	etcd_free(e);
 	free(rec);
 }
