@@ -322,7 +322,7 @@ static void big_region(const char *ep, const char *base, const char *fill,
 	/* A write between two pages is not seen: one revision. */
 	snprintf(via, sizeof(via), "%s/via/%s/between-%d", base, port,
 		 (int)getpid());
-	e = client1(via, prefix, 5000);
+	e = client1(via, prefix, 10000);
 	junk(rec, BIG_WORKERS);
 	ret = etcd_store_ops.list(e, region, rec, BIG_WORKERS);
 	ok(!ret && big_as_filled(rec, -1),
@@ -341,7 +341,7 @@ static void big_region(const char *ep, const char *base, const char *fill,
 	/* That revision compacted away between two pages: start over. */
 	snprintf(via, sizeof(via), "%s/via/%s/compact-%d", base, port,
 		 (int)getpid());
-	e = client1(via, prefix, 5000);
+	e = client1(via, prefix, 10000);
 	junk(rec, BIG_WORKERS);
 	ret = etcd_store_ops.list(e, region, rec, BIG_WORKERS);
 	ok(!ret && big_as_filled(rec, BIG_LAST) &&
@@ -353,7 +353,7 @@ static void big_region(const char *ep, const char *base, const char *fill,
 	etcd_free(e);
 
 	snprintf(via, sizeof(via), "%s/via/%s/compact-always", base, port);
-	e = client1(via, prefix, 5000);
+	e = client1(via, prefix, 10000);
 	junk(rec, BIG_WORKERS);
 	ret = etcd_store_ops.list(e, region, rec, BIG_WORKERS);
 	ok(ret == -ETIMEDOUT && all_unknown(rec, BIG_WORKERS) &&
