@@ -742,12 +742,15 @@ const char *etcd_key(struct etcd *e, uint32_t region, uint32_t worker)
  * A listing reads the region's range in pages of at most ETCD_PAGE_KEYS
  * keys, all at the revision of the first page, so that it is one
  * consistent read however many pages it takes (etcd caps an answer, and
- * keys are never deleted: a region can hold tens of thousands).  A page
- * answer too big for ETCD_BODY_MAX (foreign values can be large) is asked
- * again for half as many keys, down to one key without its value: a value
- * that big is not a lease, so the record is held by someone we do not
- * know.  If the revision is compacted away between two pages, the listing
- * starts over, at most ETCD_LIST_RESTARTS times.
+ * keys are never deleted: a region can hold tens of thousands).  Both
+ * whole-region reads are listings (list_pages()): list, and region_scan,
+ * whose revision the cut-over's compare "no worker record written after
+ * it" relies on.  A page answer too big for ETCD_BODY_MAX (foreign values
+ * can be large) is asked again for half as many keys, down to one key
+ * without its value: a value that big is not a lease, so the record is
+ * held by someone we do not know (region_scan counts it as garbled).  If
+ * the revision is compacted away between two pages, the listing starts
+ * over, at most ETCD_LIST_RESTARTS times.
  */
 #define ETCD_PAGE_KEYS		512u
 #define ETCD_LIST_RESTARTS	3u
@@ -765,11 +768,15 @@ struct page {
 	/* The answer. */
 	int64_t header_rev;
 	bool more;
-	struct store_record *rec;	/* the records naming a wanted number */
+	struct store_record *rec;	/* every kv of the page; .worker is
+					 * PAGE_NO_WORKER unless its key names
+					 * a wanted number */
 	uint32_t nrec;
 	unsigned char *last;		/* the page's last key (malloc) */
 	size_t last_len;
 };
+
+#define PAGE_NO_WORKER		UINT32_MAX
 
 /* Byte-wise, as etcd orders keys: "w/10" < "w/2". */
 static int key_cmp(const unsigned char *a, size_t alen,
@@ -858,10 +865,8 @@ static int page_parse(struct etcd *e, const char *ep, struct json_object *resp,
 			ret = -EPROTO;
 			goto fail;
 		}
-		if (page_worker(p, k, klen, &w)) {
-			r.worker = w;
-			p->rec[p->nrec++] = r;
-		}
+		r.worker = page_worker(p, k, klen, &w) ? w : PAGE_NO_WORKER;
+		p->rec[p->nrec++] = r;
 		free(p->last);
 		p->last = k;
 		p->last_len = klen;
@@ -926,22 +931,29 @@ static int page_next(struct page *p)
 	return 0;
 }
 
-static int etcd_list(void *ctx, uint32_t region, struct store_record *rec,
-		     uint32_t n)
+/*
+ * What a listing does with each page's records (p->rec, p->nrec), in
+ * order; p NULL when the listing starts (over): forget what earlier pages
+ * gave.
+ */
+typedef void (*page_fn)(const struct page *p, void *arg);
+
+/*
+ * Lists every key of the region's range, workers 0..n-1 named in the
+ * records' .worker, handing each page to fn.  On 0, *revision is the one
+ * revision every page was read at.
+ */
+static int list_pages(struct etcd *e, uint32_t region, uint32_t n,
+		      page_fn fn, void *arg, int64_t *revision)
 {
-	struct etcd *e = ctx;
 	struct page p = { 0 };
 	char *pfx = NULL, *end = NULL, why[sizeof(e->err)];
 	unsigned int compacted = 0;
 	struct json_object *req;
 	bool keys_only;
-	uint32_t i;
 	int len, ret;
 
-	e->err[0] = '\0';
-	for (i = 0; i < n; i++)
-		rec_absent(&rec[i], i);
-
+	*revision = 0;
 	/* The range [prefix, prefix with its last byte + 1): '/' -> '0'. */
 	len = asprintf(&pfx, "%s/r%" PRIu32 "/w/", e->prefix, region);
 	if (len < 0) {
@@ -959,6 +971,7 @@ static int etcd_list(void *ctx, uint32_t region, struct store_record *rec,
 	p.n = n;
 
 restart:
+	fn(NULL, arg);
 	free(p.from);
 	p.from = malloc(p.plen);
 	if (!p.from)
@@ -985,11 +998,8 @@ restart:
 			continue;
 		}
 		if (ret == -ESTALE) {
-			if (++compacted <= ETCD_LIST_RESTARTS) {
-				for (i = 0; i < n; i++)
-					rec_absent(&rec[i], i);
+			if (++compacted <= ETCD_LIST_RESTARTS)
 				goto restart;
-			}
 			memcpy(why, e->err, sizeof(why));
 			set_err(e, "%s: the revision of the listing was "
 				"compacted away before its last page, %u "
@@ -998,9 +1008,8 @@ restart:
 			ret = -ETIMEDOUT;
 		}
 		if (ret)
-			goto fail;
-		for (i = 0; i < p.nrec; i++)
-			rec[p.rec[i].worker] = p.rec[i];
+			goto out;
+		fn(&p, arg);
 		if (!p.revision)
 			p.revision = p.header_rev;
 		if (!p.more)
@@ -1012,20 +1021,55 @@ restart:
 		if (p.limit < ETCD_PAGE_KEYS)
 			p.limit *= 2;
 	}
+	*revision = p.revision;
 	ret = 0;
 	goto out;
 nomem:
 	set_err(e, "out of memory");
 	ret = -ENOMEM;
-fail:
-	for (i = 0; i < n; i++)
-		rec_unknown(&rec[i], i);
 out:
 	free(p.from);
 	free(p.last);
 	free(p.rec);
 	free(end);
 	free(pfx);
+	return ret;
+}
+
+struct list_state {
+	struct store_record *rec;
+	uint32_t n;
+};
+
+static void list_page(const struct page *p, void *arg)
+{
+	struct list_state *l = arg;
+	uint32_t i;
+
+	if (!p) {
+		for (i = 0; i < l->n; i++)
+			rec_absent(&l->rec[i], i);
+		return;
+	}
+	for (i = 0; i < p->nrec; i++)
+		if (p->rec[i].worker != PAGE_NO_WORKER)
+			l->rec[p->rec[i].worker] = p->rec[i];
+}
+
+static int etcd_list(void *ctx, uint32_t region, struct store_record *rec,
+		     uint32_t n)
+{
+	struct etcd *e = ctx;
+	struct list_state l = { rec, n };
+	int64_t revision;
+	uint32_t i;
+	int ret;
+
+	e->err[0] = '\0';
+	ret = list_pages(e, region, n, list_page, &l, &revision);
+	if (ret)
+		for (i = 0; i < n; i++)
+			rec_unknown(&rec[i], i);
 	return ret;
 }
 
@@ -1546,88 +1590,47 @@ out:
 	return ret;
 }
 
-/* The answer to region_scan's range: what its records say. */
-struct scan_answer {
+/* What region_scan's pages say: the records' fences. */
+struct scan_state {
 	uint64_t max_until;
 	uint32_t garbled;
-	int64_t revision;
 };
 
-static int scan_parse(struct etcd *e, const char *ep, struct json_object *resp,
-		      int64_t revision, void *arg)
+static void scan_page(const struct page *p, void *arg)
 {
-	struct scan_answer *a = arg;
-	struct json_object *kvs;
-	size_t i, nkv;
-	int ret;
+	struct scan_state *sc = arg;
+	uint32_t i;
 
-	a->max_until = 0;
-	a->garbled = 0;
-	a->revision = revision;
-	if (!get_typed(resp, "kvs", json_type_array, &kvs)) {
-		set_err(e, "%s: kvs is not an array", ep);
-		return -EPROTO;
+	if (!p) {
+		sc->max_until = 0;
+		sc->garbled = 0;
+		return;
 	}
-	nkv = kvs ? json_object_array_length(kvs) : 0;
-	for (i = 0; i < nkv; i++) {
-		struct store_record r = { 0 };
-		unsigned char *k;
-		size_t klen;
-
-		ret = parse_kv(e, ep, json_object_array_get_idx(kvs, i), &k,
-			       &klen, &r);
-		if (ret)
-			return ret;
-		free(k);
-		if (!r.valid)
-			a->garbled++;
-		else if (r.valid_until_ms > a->max_until)
-			a->max_until = r.valid_until_ms;
+	/* Every key of the range, whether or not it names a number. */
+	for (i = 0; i < p->nrec; i++) {
+		if (!p->rec[i].valid)
+			sc->garbled++;
+		else if (p->rec[i].valid_until_ms > sc->max_until)
+			sc->max_until = p->rec[i].valid_until_ms;
 	}
-	return 0;
 }
 
-/* Every worker record of the region, in one range read. */
+/* Every worker record of the region: a listing at one revision. */
 static int etcd_region_scan(void *ctx, uint32_t region, uint64_t *max_until,
 			    uint32_t *garbled, int64_t *revision)
 {
 	struct etcd *e = ctx;
-	struct json_object *req = NULL;
-	struct scan_answer a = { 0 };
-	char *pfx = NULL;
-	size_t plen;
+	struct scan_state sc = { 0, 0 };
 	int ret;
 
 	e->err[0] = '\0';
 	*max_until = 0;
 	*garbled = 0;
-	*revision = 0;
-	if (asprintf(&pfx, "%s/r%" PRIu32 "/w/", e->prefix, region) < 0) {
-		pfx = NULL;
-		goto nomem;
-	}
-	plen = strlen(pfx);
-	req = json_object_new_object();
-	if (!req || add_b64(req, "key", pfx, plen))
-		goto nomem;
-	pfx[plen - 1]++;
-	ret = add_b64(req, "range_end", pfx, plen);
-	pfx[plen - 1]--;
-	if (ret)
-		goto nomem;
-	ret = call(e, "/v3/kv/range", to_string(req), 0, scan_parse, &a);
+	ret = list_pages(e, region, 0, scan_page, &sc, revision);
 	if (!ret) {
-		*max_until = a.max_until;
-		*garbled = a.garbled;
-		*revision = a.revision;
+		*max_until = sc.max_until;
+		*garbled = sc.garbled;
 	}
-	goto out;
-nomem:
-	set_err(e, "out of memory");
-	ret = -ENOMEM;
-out:
-	json_object_put(req);
-	free(pfx);
 	return ret;
 }
 

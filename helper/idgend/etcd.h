@@ -13,11 +13,11 @@
  * reports -ETIMEDOUT (unknown outcome) for the caller to re-read, which
  * then starts at the next endpoint.
  *
- * A region is listed in pages of at most 512 keys, every page at the first
- * one's revision (one consistent read); if that revision is compacted away
- * meanwhile, the listing starts over.  Memory stays bounded by one page's
- * answer (at most 4 MiB, smaller pages asked for when an answer is bigger)
- * and the caller's records.
+ * A region is listed (list, and region_scan for the cut-over) in pages of
+ * at most 512 keys, every page at the first one's revision (one consistent
+ * read); if that revision is compacted away meanwhile, the listing starts
+ * over.  Memory stays bounded by one page's answer (at most 4 MiB, smaller
+ * pages asked for when an answer is bigger) and the caller's records.
  */
 #ifndef IDGEND_ETCD_H
 #define IDGEND_ETCD_H

@@ -114,7 +114,9 @@ struct store_ops {
 	/*
 	 * Every worker record of the region, whatever the layout: the highest
 	 * valid_until_ms among them (unreadable values are counted in
-	 * *garbled), read at the store revision *revision.
+	 * *garbled), in one consistent read at the store revision *revision
+	 * however many requests it takes: layout_cas's workers_rev compare
+	 * is only sound against such a read.
 	 */
 	int (*region_scan)(void *ctx, uint32_t region, uint64_t *max_until,
 			   uint32_t *garbled, int64_t *revision);

@@ -144,6 +144,12 @@ if ! etcd_cluster one 1; then
 fi
 ep=$(etcd_endpoints)
 
+# The field $2 of the layout record of region 0 under prefix $1.
+layout_field() {
+	etcdctl_ get --print-value-only "$1/r0/layout" |
+		/usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
+}
+
 # A region of 25,000 records (keys are never deleted; layouts of 2^15
 # numbers exist): more than one answer of etcd's holds.  Only w99 of the
 # generator's 128 numbers is free, and it sorts near the end of the range.
@@ -159,6 +165,15 @@ if check "a region of 25,000 records (etcd_fill.py)" \
 		test "$(first_push_field big floor)" = "$floor"
 	stop big
 	check "large region: clean stop" test $? -eq 0
+	# The cut-over lists the whole region at one revision: its from_ms is
+	# the highest valid_until of the 25,000 (w24999's, 10^12 + 24999).
+	out=$("$idgend" --cut-over-layout 3/10/9 --endpoints "$ep" --prefix /big \
+		--timeout-ms 2000 2>&1)
+	rc=$?
+	check "large region: a cut-over exits 0, the record says 3/10/9 ($out)" \
+		test "$rc" -eq 0 -a "$(layout_field /big worker_bits)" = 10
+	check "large region: ... from the highest valid_until of all 25,000 records" \
+		test "$(layout_field /big from_ms)" = 1000000024999
 fi
 
 # The first endpoint answers 200 with garbage: reads go on to the member,
@@ -338,10 +353,6 @@ check "twins (b): no two generators held overlapping windows on r0/w5" \
 
 # --- the layout record -------------------------------------------------------
 
-layout_field() {
-	etcdctl_ get --print-value-only "$1/r0/layout" |
-		/usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
-}
 start la "${fast[@]}" --endpoints "$ep" --prefix /lay
 wait_log la 'lease claimed' 10
 check "layout: the first claim records the region's layout (3/7/12, from ms 0)" \

@@ -376,6 +376,72 @@ static bool between(const struct store_record *r, uint32_t w)
 	return ours(r, w, "between", 7, -1);
 }
 
+/*
+ * The cut-over's reads of a large region: region_scan lists it at one
+ * revision H, and layout_cas's compare "no worker record written after H"
+ * holds only if every page was read at H.
+ */
+static void big_region_scan(const char *ep, const char *base,
+			    const char *prefix, uint32_t region)
+{
+	const char *port = strrchr(ep, ':') + 1;
+	struct store_layout want = { .region_bits = 3, .worker_bits = 15,
+				     .seq_bits = 4 };
+	uint64_t max_until;
+	uint32_t garbled;
+	int64_t at, lrev = 0, rev;
+	char via[256];
+	struct etcd *e;
+	int ret;
+
+	e = client1(ep, prefix, 5000);
+	ret = etcd_store_ops.region_scan(e, region, &max_until, &garbled, &at);
+	ok(!ret && max_until == 1000000000000ULL + BIG_COUNT - 1 &&
+	   !garbled && at > 0,
+	   "region_scan of %u records: the highest valid_until of all, none "
+	   "garbled (%s %s; %" PRIu64 ", %" PRIu32 ")", BIG_COUNT,
+	   errname(ret), err(e), max_until, garbled);
+	want.from_ms = max_until;
+	ret = ret ?: etcd_store_ops.layout_cas(e, region, 0, at, &want, &lrev);
+	ok(!ret && lrev > at,
+	   "... and the cut-over's layout_cas at its revision writes (%s %s)",
+	   errname(ret), err(e));
+	etcd_free(e);
+
+	/* A write between two pages is after H: the cut-over must fail. */
+	snprintf(via, sizeof(via), "%s/via/%s/between-scan-%d", base, port,
+		 (int)getpid());
+	e = client1(via, prefix, 10000);
+	ret = etcd_store_ops.region_scan(e, region, &max_until, &garbled, &at);
+	ok(!ret && at >= lrev,
+	   "region_scan with a write between its pages (%s %s)",
+	   errname(ret), err(e));
+	want.worker_bits = 14;
+	want.seq_bits = 5;
+	ret = ret ?: etcd_store_ops.layout_cas(e, region, lrev, at, &want,
+					       &rev);
+	ok(ret == -ECANCELED,
+	   "... its revision is the first page's: layout_cas at it fails, the "
+	   "write is after it (%s %s)", errname(ret), err(e));
+	etcd_free(e);
+
+	/* Compacted between two pages: it starts over, at a newer H. */
+	snprintf(via, sizeof(via), "%s/via/%s/compact-scan-%d", base, port,
+		 (int)getpid());
+	e = client1(via, prefix, 10000);
+	ret = etcd_store_ops.region_scan(e, region, &max_until, &garbled, &at);
+	ok(!ret && max_until == 1000000000000ULL + BIG_COUNT - 1 &&
+	   !garbled && has(e, "compacted"),
+	   "region_scan compacted between two pages starts over (%s; last "
+	   "failure: %s)", errname(ret), err(e));
+	ret = ret ?: etcd_store_ops.layout_cas(e, region, lrev, at, &want,
+					       &rev);
+	ok(!ret && rev > lrev,
+	   "... and layout_cas at the revision it started over at writes "
+	   "(%s %s)", errname(ret), err(e));
+	etcd_free(e);
+}
+
 static void big_region(const char *ep, const char *base, const char *fill,
 		       const char *prefix)
 {
@@ -458,6 +524,8 @@ static void big_region(const char *ep, const char *base, const char *fill,
 	   "records unknown (%s: %s)", errname(ret), err(e));
 	etcd_free(e);
 
+	big_region_scan(ep, base, prefix, region);
+
 	/*
 	 * Foreign values of 1.2 MB: 8 make a 13 MB range, and a page of 3
 	 * is over the client's 4 MiB.  Pages are asked for in halves.
@@ -476,6 +544,17 @@ static void big_region(const char *ep, const char *base, const char *fill,
 	ok(good, "list of a range of 13 MB in pages under 4 MiB: the 8 "
 	   "foreign values held by someone unknown, the small one ours "
 	   "(%s %s)", errname(ret), err(e));
+	{
+		uint64_t max_until;
+		uint32_t garbled;
+
+		ret = etcd_store_ops.region_scan(e, 8, &max_until, &garbled,
+						 &rev);
+		ok(!ret && max_until == 3 && garbled == 8,
+		   "region_scan of that range: the 8 foreign values garbled, "
+		   "the small one's valid_until (%s %s; %" PRIu64 ", %"
+		   PRIu32 ")", errname(ret), err(e), max_until, garbled);
+	}
 	etcd_free(e);
 	free(rec);
 }
