@@ -8,7 +8,8 @@
  * decimal strings, and every field at its default value is left out (no
  * "kvs" for an empty range, no "succeeded" for a failed txn, no "value"
  * for an empty value).  Absent fields therefore mean their default, while
- * anything present must have the right type, or the response is -EPROTO.
+ * anything present must have the right type, or the response is garbled:
+ * the endpoint's failure (call()).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -26,7 +27,10 @@
 #include "decimal.h"
 #include "etcd.h"
 
-/* Far above any range of one region; a bigger answer is not etcd's. */
+/*
+ * Far above one page of a listing (ETCD_PAGE_KEYS) or one record: a bigger
+ * answer is not etcd's, or a page to ask for again in smaller pieces.
+ */
 #define ETCD_BODY_MAX		(4u << 20)
 #define ETCD_CONNECT_MS		1000u
 
@@ -466,8 +470,29 @@ enum outcome {
 	ANSWERED,	/* a 2xx response; e->body holds it */
 	NOT_SENT,	/* nothing left here: safe to send elsewhere */
 	NO_ANSWER,	/* sent, but no usable answer: outcome unknown */
-	FATAL,		/* -ENOMEM or -EPROTO: stop here */
+	TOO_BIG,	/* an answer over ETCD_BODY_MAX: garbled, or a page
+			 * to ask again in smaller pieces */
+	COMPACTED,	/* the revision read at was compacted away */
+	FATAL,		/* -ENOMEM: stop here */
 };
+
+/*
+ * etcd's error for a read at a compacted revision, rpctypes.ErrCompacted
+ * through the gateway: gRPC code 11 (OutOfRange), which also covers "a
+ * future revision"; only the message tells them apart.
+ */
+static bool is_compacted(struct json_object *o)
+{
+	struct json_object *c, *m;
+
+	return json_object_object_get_ex(o, "code", &c) &&
+	       json_object_is_type(c, json_type_int) &&
+	       json_object_get_int64(c) == 11 &&
+	       json_object_object_get_ex(o, "message", &m) &&
+	       json_object_is_type(m, json_type_string) &&
+	       strstr(json_object_get_string(m),
+		      "required revision has been compacted");
+}
 
 /* One POST to one endpoint; what went wrong is in e->err. */
 static enum outcome post(struct etcd *e, const char *ep, const char *path,
@@ -499,10 +524,9 @@ static enum outcome post(struct etcd *e, const char *ep, const char *path,
 		return FATAL;
 	}
 	if (e->body_too_big) {
-		*fatal = -EPROTO;
 		set_err(e, "%s: response larger than %u bytes", ep,
 			ETCD_BODY_MAX);
-		return FATAL;
+		return TOO_BIG;
 	}
 	if (rc != CURLE_OK) {
 		const char *msg = e->curl_err[0] ? e->curl_err :
@@ -537,10 +561,13 @@ static enum outcome post(struct etcd *e, const char *ep, const char *path,
 		if ((json_object_object_get_ex(o, "message", &m) ||
 		     json_object_object_get_ex(o, "error", &m)) &&
 		    json_object_is_type(m, json_type_string)) {
+			enum outcome out = is_compacted(o) ? COMPACTED :
+				NO_ANSWER;
+
 			set_err(e, "%s: HTTP %ld: %s", ep, status,
 				json_object_get_string(m));
 			json_object_put(o);
-			return NO_ANSWER;
+			return out;
 		}
 	}
 	json_object_put(o);
@@ -550,66 +577,123 @@ static enum outcome post(struct etcd *e, const char *ep, const char *path,
 }
 
 /*
- * Sends req to path on each endpoint in turn, from the last one that
- * answered, until one answers.  A write stops at the first endpoint that
- * may have received it: sending it again elsewhere could apply it twice,
- * and only a re-read can tell.  On 0, *resp is the response, an object
- * with a header whose revision is in *revision.
+ * What an operation reads from an answer that is JSON with a header:
+ * fills arg and returns 0, or returns -EPROTO (e->err saying why) when the
+ * answer is not one to its request, or -ENOMEM.  It may be called once per
+ * endpoint, so it must not leave anything behind on failure.
  */
-static int call(struct etcd *e, const char *path, const char *req,
-		bool write, struct json_object **resp, int64_t *revision)
+typedef int (*answer_fn)(struct etcd *e, const char *ep,
+			 struct json_object *resp, int64_t revision,
+			 void *arg);
+
+/* call()'s flags. */
+#define CALL_WRITE	0x1	/* not idempotent: never sent twice */
+#define CALL_PAGE	0x2	/* a page of a listing at a fixed revision:
+				 * a compacted revision is -ESTALE */
+#define CALL_SHRINK	0x4	/* an answer too big is -EMSGSIZE, for the
+				 * caller to ask for less */
+
+/* Parses e->body as an answer and hands it to parse. */
+static int answer(struct etcd *e, const char *ep, answer_fn parse,
+		  void *arg)
 {
-	char last[sizeof(e->err)] = "", why[160];
-	bool sent = false;
-	unsigned int i;
+	struct json_object *resp;
+	int64_t revision;
+	char why[160];
 	int ret;
 
-	*resp = NULL;
+	ret = parse_json(e->body, e->body_len, &resp, why, sizeof(why));
+	if (ret) {
+		if (ret == -EPROTO)
+			set_err(e, "%s: response is not JSON (%s)", ep, why);
+		return ret;
+	}
+	ret = check_header(e, ep, resp, &revision);
+	if (!ret)
+		ret = parse(e, ep, resp, revision, arg);
+	json_object_put(resp);
+	return ret;
+}
+
+/*
+ * Sends req to path on each endpoint in turn, from the last one that
+ * answered, until one gives an answer parse accepts.  A read goes on after
+ * any failure, a garbled answer included: that endpoint is broken, not
+ * etcd.  A write stops at the first endpoint that may have received it
+ * (sending it again elsewhere could apply it twice; only a re-read can
+ * tell) and is -ETIMEDOUT; the next call then starts at the next endpoint,
+ * so that the re-read does not ask the one that failed.
+ *
+ * When every endpoint failed: -EPROTO if one of them answered garbage,
+ * else -ETIMEDOUT if one of them may have received the request, else
+ * -ECONNREFUSED.  With CALL_PAGE or CALL_SHRINK, -ESTALE or -EMSGSIZE as
+ * said at the flags, at once: every member would answer the same.
+ */
+static int call(struct etcd *e, const char *path, const char *req,
+		unsigned int flags, answer_fn parse, void *arg)
+{
+	char last[sizeof(e->err)] = "";
+	bool sent = false, garbled = false;
+	unsigned int i, k;
+	int ret;
+
 	if (!e->n_endpoints) {
 		set_err(e, "no etcd endpoints");
 		return -ECONNREFUSED;
 	}
 	for (i = 0; i < e->n_endpoints; i++) {
-		unsigned int k = (e->current + i) % e->n_endpoints;
-		const char *ep = e->endpoints[k];
+		const char *ep;
 
+		k = (e->current + i) % e->n_endpoints;
+		ep = e->endpoints[k];
 		switch (post(e, ep, path, req, &ret)) {
 		case FATAL:
 			return ret;
 		case NOT_SENT:
 			memcpy(last, e->err, sizeof(last));
 			continue;
-		case NO_ANSWER:
-			if (write)
-				return -ETIMEDOUT;
+		case COMPACTED:
+			if (flags & CALL_PAGE) {
+				e->current = k;
+				return -ESTALE;
+			}
 			sent = true;
-			memcpy(last, e->err, sizeof(last));
-			continue;
+			break;
+		case NO_ANSWER:
+			sent = true;
+			break;
+		case TOO_BIG:
+			if (flags & CALL_SHRINK) {
+				e->current = k;
+				return -EMSGSIZE;
+			}
+			garbled = true;
+			break;
 		case ANSWERED:
+			ret = answer(e, ep, parse, arg);
+			if (!ret) {
+				e->current = k;
+				return 0;
+			}
+			if (ret != -EPROTO)
+				return ret;
+			garbled = true;
 			break;
 		}
-		ret = parse_json(e->body, e->body_len, resp, why, sizeof(why));
-		if (ret) {
-			if (ret == -EPROTO)
-				set_err(e, "%s: response is not JSON (%s)",
-					ep, why);
-			return ret;
+		/* Sent, and no usable answer from this endpoint. */
+		if (flags & CALL_WRITE) {
+			e->current = (k + 1) % e->n_endpoints;
+			return -ETIMEDOUT;
 		}
-		ret = check_header(e, ep, *resp, revision);
-		if (ret) {
-			json_object_put(*resp);
-			*resp = NULL;
-			return ret;
-		}
-		e->current = k;
-		return 0;
+		memcpy(last, e->err, sizeof(last));
 	}
 	if (e->n_endpoints == 1)
 		memcpy(e->err, last, sizeof(e->err));
 	else
 		set_err(e, "all %u endpoints %s (last: %.400s)",
-			e->n_endpoints, sent ? "failed" : "unreachable", last);
-	return sent ? -ETIMEDOUT : -ECONNREFUSED;
+			e->n_endpoints, sent || garbled ? "failed" :
+			"unreachable", last);
+	return garbled ? -EPROTO : sent ? -ETIMEDOUT : -ECONNREFUSED;
 }
 
 /* --- requests ------------------------------------------------------------ */
@@ -654,94 +738,363 @@ const char *etcd_key(struct etcd *e, uint32_t region, uint32_t worker)
 	return e->key;
 }
 
-static int etcd_list(void *ctx, uint32_t region, struct store_record *rec,
-		     uint32_t n)
+/*
+ * A listing reads the region's range in pages of at most ETCD_PAGE_KEYS
+ * keys, all at the revision of the first page, so that it is one
+ * consistent read however many pages it takes (etcd caps an answer, and
+ * keys are never deleted: a region can hold tens of thousands).  Both
+ * whole-region reads are listings (list_pages()): list, and region_scan,
+ * whose revision the cut-over's compare "no worker record written after
+ * it" relies on.  A page answer too big for ETCD_BODY_MAX (foreign values
+ * can be large) is asked again for half as many keys, down to one key
+ * without its value: a value that big is not a lease, so the record is
+ * held by someone we do not know (region_scan counts it as garbled).  If
+ * the revision is compacted away between two pages, the listing starts
+ * over, at most ETCD_LIST_RESTARTS times.
+ */
+#define ETCD_PAGE_KEYS		512u
+#define ETCD_LIST_RESTARTS	3u
+
+struct page {
+	/* The request. */
+	const unsigned char *pfx;	/* the range is every key under pfx */
+	size_t plen;
+	unsigned char *from;		/* the first key asked for */
+	size_t from_len;
+	int64_t revision;		/* read at; 0 on the first page */
+	uint32_t limit;
+	uint32_t n;			/* worker numbers wanted: 0..n-1 */
+
+	/* The answer. */
+	int64_t header_rev;
+	bool more;
+	struct store_record *rec;	/* every kv of the page; .worker is
+					 * PAGE_NO_WORKER unless its key names
+					 * a wanted number */
+	uint32_t nrec;
+	unsigned char *last;		/* the page's last key (malloc) */
+	size_t last_len;
+};
+
+#define PAGE_NO_WORKER		UINT32_MAX
+
+/* Byte-wise, as etcd orders keys: "w/10" < "w/2". */
+static int key_cmp(const unsigned char *a, size_t alen,
+		   const unsigned char *b, size_t blen)
 {
-	struct etcd *e = ctx;
-	struct json_object *req, *resp = NULL, *kvs;
-	size_t plen, i, nkv;
-	const char *ep;
-	int64_t rev;
-	char *pfx;
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	if (c)
+		return c;
+	return alen < blen ? -1 : alen > blen;
+}
+
+/* The worker number a key of the range names, if it names one wanted. */
+static bool page_worker(const struct page *p, const unsigned char *k,
+			size_t klen, uint32_t *worker)
+{
+	uint64_t w;
+
+	/* Only the spelling etcd_key() writes names a worker. */
+	if (!idgen_decimal((const char *)k + p->plen, klen - p->plen, 0,
+			   UINT32_MAX, &w) && w < p->n) {
+		*worker = w;
+		return true;
+	}
+	return false;
+}
+
+static int page_parse(struct etcd *e, const char *ep, struct json_object *resp,
+		      int64_t revision, void *arg)
+{
+	struct page *p = arg;
+	struct json_object *kvs, *more;
+	const unsigned char *prev = p->from;
+	size_t prev_len = p->from_len, i, nkv;
+	int64_t at = p->revision ? p->revision : revision;
+	unsigned char *k = NULL;
+	size_t klen = 0;
 	int ret;
 
-	e->err[0] = '\0';
-	for (i = 0; i < n; i++)
-		rec_absent(&rec[i], i);
-
-	/* The range [prefix, prefix with its last byte + 1): '/' -> '0'. */
-	pfx = e->key;
-	snprintf(pfx, e->key_size, "%s/r%" PRIu32 "/w/", e->prefix, region);
-	plen = strlen(pfx);
-	req = json_object_new_object();
-	if (!req)
-		goto nomem;
-	ret = add_b64(req, "key", pfx, plen);
-	if (!ret) {
-		pfx[plen - 1]++;
-		ret = add_b64(req, "range_end", pfx, plen);
-		pfx[plen - 1]--;
-	}
-	if (ret) {
-		json_object_put(req);
-		goto nomem;
-	}
-	ret = call(e, "/v3/kv/range", to_string(req), false, &resp, &rev);
-	json_object_put(req);
-	if (ret)
-		goto fail;
-
-	ep = e->endpoints[e->current];
+	p->nrec = 0;
+	free(p->last);
+	p->last = NULL;
 	if (!get_typed(resp, "kvs", json_type_array, &kvs)) {
 		set_err(e, "%s: kvs is not an array", ep);
-		ret = -EPROTO;
-		goto fail;
+		return -EPROTO;
 	}
+	if (!get_typed(resp, "more", json_type_boolean, &more)) {
+		set_err(e, "%s: more is not a boolean", ep);
+		return -EPROTO;
+	}
+	p->more = more && json_object_get_boolean(more);
 	nkv = kvs ? json_object_array_length(kvs) : 0;
+	if (nkv > p->limit || (p->more && !nkv)) {
+		set_err(e, "%s: %zu kvs%s for a limit of %" PRIu32, ep, nkv,
+			p->more ? " and more" : "", p->limit);
+		return -EPROTO;
+	}
+	if (p->more && !at) {
+		set_err(e, "%s: a partial range at no revision", ep);
+		return -EPROTO;
+	}
 	for (i = 0; i < nkv; i++) {
 		struct store_record r = { 0 };
-		unsigned char *k;
-		size_t klen;
-		uint64_t w;
+		uint32_t w;
 
 		ret = parse_kv(e, ep, json_object_array_get_idx(kvs, i), &k,
 			       &klen, &r);
 		if (ret)
 			goto fail;
-		if (klen < plen || memcmp(k, pfx, plen)) {
-			free(k);
+		if (klen < p->plen || memcmp(k, p->pfx, p->plen)) {
 			set_err(e, "%s: a key outside the range asked for",
 				ep);
 			ret = -EPROTO;
 			goto fail;
 		}
-		/* Only the spelling etcd_key() writes names a worker. */
-		if (parse_dec((char *)k + plen, klen - plen, UINT32_MAX, &w) &&
-		    (klen - plen == 1 || k[plen] != '0') && w < n) {
-			r.worker = w;
-			rec[w] = r;
+		/* In order, from where we asked: else pages could loop. */
+		if (key_cmp(k, klen, prev, prev_len) < (i ? 1 : 0)) {
+			set_err(e, "%s: keys out of order", ep);
+			ret = -EPROTO;
+			goto fail;
 		}
-		free(k);
+		if (r.mod_revision > at) {
+			set_err(e, "%s: a kv of revision %" PRId64
+				" in a read at %" PRId64, ep, r.mod_revision,
+				at);
+			ret = -EPROTO;
+			goto fail;
+		}
+		r.worker = page_worker(p, k, klen, &w) ? w : PAGE_NO_WORKER;
+		p->rec[p->nrec++] = r;
+		free(p->last);
+		p->last = k;
+		p->last_len = klen;
+		prev = k;
+		prev_len = klen;
+		k = NULL;
 	}
-	json_object_put(resp);
+	p->header_rev = revision;
 	return 0;
+fail:
+	free(k);
+	free(p->last);
+	p->last = NULL;
+	p->nrec = 0;
+	return ret;
+}
+
+/* The request for the page from p->from. */
+static struct json_object *page_request(const struct page *p,
+					const unsigned char *end,
+					bool keys_only)
+{
+	struct json_object *req = json_object_new_object(), *v;
+	char num[24];
+
+	if (!req || add_b64(req, "key", p->from, p->from_len) ||
+	    add_b64(req, "range_end", end, p->plen))
+		goto nomem;
+	snprintf(num, sizeof(num), "%" PRIu32, p->limit);
+	if (add_str(req, "limit", num))
+		goto nomem;
+	if (p->revision) {
+		snprintf(num, sizeof(num), "%" PRId64, p->revision);
+		if (add_str(req, "revision", num))
+			goto nomem;
+	}
+	if (keys_only) {
+		v = json_object_new_boolean(1);
+		if (!v || json_object_object_add(req, "keys_only", v)) {
+			json_object_put(v);
+			goto nomem;
+		}
+	}
+	return req;
+nomem:
+	json_object_put(req);
+	return NULL;
+}
+
+/* The next page starts right after the last key: last + "\0". */
+static int page_next(struct page *p)
+{
+	unsigned char *from = malloc(p->last_len + 1);
+
+	if (!from)
+		return -ENOMEM;
+	memcpy(from, p->last, p->last_len);
+	from[p->last_len] = '\0';
+	free(p->from);
+	p->from = from;
+	p->from_len = p->last_len + 1;
+	return 0;
+}
+
+/*
+ * What a listing does with each page's records (p->rec, p->nrec), in
+ * order; p NULL when the listing starts (over): forget what earlier pages
+ * gave.
+ */
+typedef void (*page_fn)(const struct page *p, void *arg);
+
+/*
+ * Lists every key of the region's range, workers 0..n-1 named in the
+ * records' .worker, handing each page to fn.  On 0, *revision is the one
+ * revision every page was read at.
+ */
+static int list_pages(struct etcd *e, uint32_t region, uint32_t n,
+		      page_fn fn, void *arg, int64_t *revision)
+{
+	struct page p = { 0 };
+	char *pfx = NULL, *end = NULL, why[sizeof(e->err)];
+	unsigned int compacted = 0;
+	struct json_object *req;
+	bool keys_only;
+	int len, ret;
+
+	*revision = 0;
+	/* The range [prefix, prefix with its last byte + 1): '/' -> '0'. */
+	len = asprintf(&pfx, "%s/r%" PRIu32 "/w/", e->prefix, region);
+	if (len < 0) {
+		pfx = NULL;
+		goto nomem;
+	}
+	end = malloc(len);
+	p.rec = malloc(ETCD_PAGE_KEYS * sizeof(*p.rec));
+	if (!end || !p.rec)
+		goto nomem;
+	memcpy(end, pfx, len);
+	end[len - 1]++;
+	p.pfx = (unsigned char *)pfx;
+	p.plen = len;
+	p.n = n;
+
+restart:
+	fn(NULL, arg);
+	free(p.from);
+	p.from = malloc(p.plen);
+	if (!p.from)
+		goto nomem;
+	memcpy(p.from, pfx, p.plen);
+	p.from_len = p.plen;
+	p.revision = 0;
+	p.limit = ETCD_PAGE_KEYS;
+	keys_only = false;
+	for (;;) {
+		req = page_request(&p, (unsigned char *)end, keys_only);
+		if (!req)
+			goto nomem;
+		ret = call(e, "/v3/kv/range", to_string(req),
+			   (p.revision ? CALL_PAGE : 0) |
+			   (p.limit > 1 || !keys_only ? CALL_SHRINK : 0),
+			   page_parse, &p);
+		json_object_put(req);
+		if (ret == -EMSGSIZE) {
+			if (p.limit > 1)
+				p.limit /= 2;
+			else
+				keys_only = true;
+			continue;
+		}
+		if (ret == -ESTALE) {
+			if (++compacted <= ETCD_LIST_RESTARTS)
+				goto restart;
+			memcpy(why, e->err, sizeof(why));
+			set_err(e, "%s: the revision of the listing was "
+				"compacted away before its last page, %u "
+				"times in a row (last: revision %" PRId64
+				", %.200s)", pfx, compacted, p.revision, why);
+			ret = -ETIMEDOUT;
+		}
+		if (ret)
+			goto out;
+		fn(&p, arg);
+		if (!p.revision)
+			p.revision = p.header_rev;
+		if (!p.more)
+			break;
+		ret = page_next(&p);
+		if (ret)
+			goto nomem;
+		keys_only = false;
+		if (p.limit < ETCD_PAGE_KEYS)
+			p.limit *= 2;
+	}
+	*revision = p.revision;
+	ret = 0;
+	goto out;
 nomem:
 	set_err(e, "out of memory");
 	ret = -ENOMEM;
-fail:
-	json_object_put(resp);
-	for (i = 0; i < n; i++)
-		rec_unknown(&rec[i], i);
+out:
+	free(p.from);
+	free(p.last);
+	free(p.rec);
+	free(end);
+	free(pfx);
 	return ret;
+}
+
+struct list_state {
+	struct store_record *rec;
+	uint32_t n;
+};
+
+static void list_page(const struct page *p, void *arg)
+{
+	struct list_state *l = arg;
+	uint32_t i;
+
+	if (!p) {
+		for (i = 0; i < l->n; i++)
+			rec_absent(&l->rec[i], i);
+		return;
+	}
+	for (i = 0; i < p->nrec; i++)
+		if (p->rec[i].worker != PAGE_NO_WORKER)
+			l->rec[p->rec[i].worker] = p->rec[i];
+}
+
+static int etcd_list(void *ctx, uint32_t region, struct store_record *rec,
+		     uint32_t n)
+{
+	struct etcd *e = ctx;
+	struct list_state l = { rec, n };
+	int64_t revision;
+	uint32_t i;
+	int ret;
+
+	e->err[0] = '\0';
+	ret = list_pages(e, region, n, list_page, &l, &revision);
+	if (ret)
+		for (i = 0; i < n; i++)
+			rec_unknown(&rec[i], i);
+	return ret;
+}
+
+struct get_answer {
+	const char *key;
+	uint32_t worker;
+	struct store_record *out;
+};
+
+static int get_parse(struct etcd *e, const char *ep, struct json_object *resp,
+		     int64_t revision, void *arg)
+{
+	struct get_answer *a = arg;
+
+	(void)revision;
+	return parse_range_one(e, ep, resp, a->key, a->worker, a->out);
 }
 
 static int etcd_get(void *ctx, uint32_t region, uint32_t worker,
 		    struct store_record *out)
 {
 	struct etcd *e = ctx;
-	struct json_object *req, *resp = NULL;
+	struct json_object *req;
 	const char *key = etcd_key(e, region, worker);
-	int64_t rev;
+	struct get_answer a = { key, worker, out };
 	int ret;
 
 	e->err[0] = '\0';
@@ -752,12 +1105,8 @@ static int etcd_get(void *ctx, uint32_t region, uint32_t worker,
 		ret = -ENOMEM;
 		goto fail;
 	}
-	ret = call(e, "/v3/kv/range", to_string(req), false, &resp, &rev);
+	ret = call(e, "/v3/kv/range", to_string(req), 0, get_parse, &a);
 	json_object_put(req);
-	if (!ret)
-		ret = parse_range_one(e, e->endpoints[e->current], resp, key,
-				      worker, out);
-	json_object_put(resp);
 	if (!ret)
 		return 0;
 fail:
@@ -895,19 +1244,80 @@ out:
 	return s;
 }
 
+/*
+ * A TxnResponse to cas_request(): applied, or the record as it is, with
+ * the layout record's revision when the txn compared it (lkey).
+ */
+struct cas_answer {
+	const char *key;
+	uint32_t worker;
+	int64_t expect_rev;
+	const char *lkey;		/* NULL: the layout was not compared */
+	bool succeeded;
+	int64_t new_rev;		/* when succeeded */
+	struct store_record now;	/* when not */
+};
+
+static int cas_parse(struct etcd *e, const char *ep, struct json_object *resp,
+		     int64_t revision, void *arg)
+{
+	struct cas_answer *a = arg;
+	struct json_object *ok, *rr;
+	struct store_record lay;
+	size_t nr = a->lkey ? 2 : 1;
+	int ret;
+
+	if (!get_typed(resp, "succeeded", json_type_boolean, &ok)) {
+		set_err(e, "%s: succeeded is not a boolean", ep);
+		return -EPROTO;
+	}
+	a->succeeded = ok && json_object_get_boolean(ok);
+	if (a->succeeded) {
+		/* The txn's revision is the put's: the record's new one. */
+		if (revision <= a->expect_rev) {
+			set_err(e, "%s: txn succeeded at revision %" PRId64,
+				ep, revision);
+			return -EPROTO;
+		}
+		a->new_rev = revision;
+		return 0;
+	}
+	rr = failed_range(resp, 0, nr);
+	if (!rr) {
+		set_err(e, "%s: failed txn without its response_range", ep);
+		return -EPROTO;
+	}
+	ret = parse_range_one(e, ep, rr, a->key, a->worker, &a->now);
+	if (ret)
+		return ret;
+	a->now.layout_rev = STORE_ANY_LAYOUT;
+	if (!a->lkey)
+		return 0;
+	rr = failed_range(resp, 1, nr);
+	if (!rr) {
+		set_err(e, "%s: failed txn without the layout's response_range",
+			ep);
+		return -EPROTO;
+	}
+	ret = parse_range_one(e, ep, rr, a->lkey, 0, &lay);
+	if (ret)
+		return ret;
+	a->now.layout_rev = lay.mod_revision;
+	return 0;
+}
+
 static int etcd_cas(void *ctx, uint32_t region, uint32_t worker,
 		    int64_t expect_rev, int64_t layout_rev,
 		    const struct store_value *val, int64_t *new_rev,
 		    struct store_record *now)
 {
 	struct etcd *e = ctx;
-	struct json_object *req = NULL, *resp = NULL, *ok, *rr;
-	struct store_record cur, lay;
+	struct json_object *req = NULL;
 	const char *key = etcd_key(e, region, worker);
 	char *lkey = NULL, *value = NULL;
 	bool fenced = layout_rev != STORE_ANY_LAYOUT;
-	const char *ep;
-	int64_t rev;
+	struct cas_answer a = { key, worker, expect_rev, NULL, false, 0,
+				{ 0 } };
 	int ret;
 
 	e->err[0] = '\0';
@@ -923,75 +1333,37 @@ static int etcd_cas(void *ctx, uint32_t region, uint32_t worker,
 	value = value_json(val);
 	if (!value || (fenced && !(lkey = layout_key(e, region))))
 		goto nomem;
+	a.lkey = lkey;
 	req = cas_request(key, expect_rev, lkey, layout_rev, value);
 	if (!req)
 		goto nomem;
-	ret = call(e, "/v3/kv/txn", to_string(req), true, &resp, &rev);
+	ret = call(e, "/v3/kv/txn", to_string(req), CALL_WRITE, cas_parse,
+		   &a);
 	json_object_put(req);
 	if (ret)
 		goto fail;
-
-	ep = e->endpoints[e->current];
-	if (!get_typed(resp, "succeeded", json_type_boolean, &ok)) {
-		set_err(e, "%s: succeeded is not a boolean", ep);
-		ret = -EPROTO;
-		goto fail;
-	}
-	if (ok && json_object_get_boolean(ok)) {
-		/* The txn's revision is the put's: the record's new one. */
-		if (rev <= expect_rev) {
-			set_err(e, "%s: txn succeeded at revision %" PRId64,
-				ep, rev);
-			ret = -EPROTO;
-			goto fail;
-		}
-		json_object_put(resp);
+	if (a.succeeded) {
 		free(lkey);
 		free(value);
 		if (new_rev)
-			*new_rev = rev;
+			*new_rev = a.new_rev;
 		return 0;
 	}
-
-	rr = failed_range(resp, 0, fenced ? 2 : 1);
-	if (!rr) {
-		set_err(e, "%s: failed txn without its response_range", ep);
-		ret = -EPROTO;
-		goto fail;
-	}
-	ret = parse_range_one(e, ep, rr, key, worker, &cur);
-	if (ret)
-		goto fail;
-	cur.layout_rev = STORE_ANY_LAYOUT;
-	if (fenced) {
-		rr = failed_range(resp, 1, 2);
-		if (!rr) {
-			set_err(e, "%s: failed txn without the layout's response_range", ep);
-			ret = -EPROTO;
-			goto fail;
-		}
-		ret = parse_range_one(e, ep, rr, lkey, 0, &lay);
-		if (ret)
-			goto fail;
-		cur.layout_rev = lay.mod_revision;
-	}
-	json_object_put(resp);
-	if (fenced && cur.layout_rev != layout_rev)
+	if (fenced && a.now.layout_rev != layout_rev)
 		set_err(e, "%s: revision %" PRId64 ", not %" PRId64 " (the layout changed)",
-			lkey, cur.layout_rev, layout_rev);
+			lkey, a.now.layout_rev, layout_rev);
 	else
 		set_err(e, "%s: revision is %" PRId64 ", not %" PRId64, key,
-			cur.mod_revision, expect_rev);
+			a.now.mod_revision, expect_rev);
 	free(lkey);
 	free(value);
 	if (now)
-		*now = cur;
+		*now = a.now;
 	return -ECANCELED;
 nomem:
 	set_err(e, "out of memory");
 	ret = -ENOMEM;
 fail:
-	json_object_put(resp);
 	free(lkey);
 	free(value);
 	if (new_rev)
@@ -1042,15 +1414,58 @@ static void parse_layout(const unsigned char *v, size_t len,
 	json_object_put(root);
 }
 
+struct layout_answer {
+	const char *key;
+	struct store_layout *out;
+};
+
+static int layout_parse(struct etcd *e, const char *ep,
+			struct json_object *resp, int64_t revision, void *arg)
+{
+	struct layout_answer *a = arg;
+	struct store_layout *out = a->out;
+	struct json_object *kvs, *kv;
+	unsigned char *val = NULL;
+	size_t n, val_len;
+
+	(void)revision;
+	memset(out, 0, sizeof(*out));
+	if (!get_typed(resp, "kvs", json_type_array, &kvs)) {
+		set_err(e, "%s: kvs is not an array", ep);
+		return -EPROTO;
+	}
+	n = kvs ? json_object_array_length(kvs) : 0;
+	if (n > 1) {
+		set_err(e, "%s: %zu kvs for the one key %s", ep, n, a->key);
+		return -EPROTO;
+	}
+	if (!n)
+		return 0;
+	kv = json_object_array_get_idx(kvs, 0);
+	if (!json_object_is_type(kv, json_type_object) ||
+	    !get_i64(kv, "mod_revision", &out->mod_revision) ||
+	    get_bytes(kv, "value", &val, &val_len)) {
+		free(val);
+		memset(out, 0, sizeof(*out));
+		set_err(e, "%s: %s: not a kv with a revision and a value", ep,
+			a->key);
+		return -EPROTO;
+	}
+	out->exists = true;
+	parse_layout(val, val_len, out);
+	free(val);
+	if (!out->valid)
+		set_err(e, "%s: %s holds a value that is not a layout", ep,
+			a->key);
+	return 0;
+}
+
 static int etcd_layout_get(void *ctx, uint32_t region, struct store_layout *out)
 {
 	struct etcd *e = ctx;
-	struct json_object *req = NULL, *resp = NULL, *kvs, *kv;
-	unsigned char *val = NULL;
+	struct json_object *req = NULL;
 	char *key = layout_key(e, region);
-	size_t n, val_len;
-	const char *ep;
-	int64_t rev;
+	struct layout_answer a = { key, out };
 	int ret;
 
 	e->err[0] = '\0';
@@ -1061,45 +1476,44 @@ static int etcd_layout_get(void *ctx, uint32_t region, struct store_layout *out)
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = call(e, "/v3/kv/range", to_string(req), false, &resp, &rev);
-	if (ret)
-		goto out;
-	ep = e->endpoints[e->current];
-	ret = -EPROTO;
-	if (!get_typed(resp, "kvs", json_type_array, &kvs)) {
-		set_err(e, "%s: kvs is not an array", ep);
-		goto out;
-	}
-	n = kvs ? json_object_array_length(kvs) : 0;
-	if (n > 1) {
-		set_err(e, "%s: %zu kvs for the one key %s", ep, n, key);
-		goto out;
-	}
-	ret = 0;
-	if (!n)
-		goto out;
-	kv = json_object_array_get_idx(kvs, 0);
-	if (!json_object_is_type(kv, json_type_object) ||
-	    !get_i64(kv, "mod_revision", &out->mod_revision) ||
-	    get_bytes(kv, "value", &val, &val_len)) {
-		set_err(e, "%s: %s: not a kv with a revision and a value", ep, key);
-		ret = -EPROTO;
-		goto out;
-	}
-	out->exists = true;
-	parse_layout(val, val_len, out);
-	if (!out->valid)
-		set_err(e, "%s: %s holds a value that is not a layout", ep, key);
+	ret = call(e, "/v3/kv/range", to_string(req), 0, layout_parse, &a);
 out:
-	free(val);
 	json_object_put(req);
-	json_object_put(resp);
 	free(key);
 	if (ret) {
 		memset(out, 0, sizeof(*out));
 		out->exists = true;	/* unknown: never "absent" */
 	}
 	return ret;
+}
+
+/* A TxnResponse to the layout's txn: applied (at revision) or not. */
+struct layout_cas_answer {
+	int64_t expect_rev;
+	bool succeeded;
+	int64_t revision;
+};
+
+static int layout_cas_parse(struct etcd *e, const char *ep,
+			    struct json_object *resp, int64_t revision,
+			    void *arg)
+{
+	struct layout_cas_answer *a = arg;
+	struct json_object *ok;
+
+	if (!get_typed(resp, "succeeded", json_type_boolean, &ok)) {
+		set_err(e, "%s: succeeded is not a boolean", ep);
+		return -EPROTO;
+	}
+	a->succeeded = ok && json_object_get_boolean(ok);
+	/* As for a worker record: the put's revision is a new one. */
+	if (a->succeeded && revision <= a->expect_rev) {
+		set_err(e, "%s: txn succeeded at revision %" PRId64, ep,
+			revision);
+		return -EPROTO;
+	}
+	a->revision = revision;
+	return 0;
 }
 
 /*
@@ -1111,10 +1525,10 @@ static int etcd_layout_cas(void *ctx, uint32_t region, int64_t expect_rev,
 			   int64_t *new_rev)
 {
 	struct etcd *e = ctx;
-	struct json_object *req = NULL, *resp = NULL, *val = NULL, *a, *op, *c, *ok;
+	struct json_object *req = NULL, *val = NULL, *a, *op, *c;
 	char *key = layout_key(e, region), *end = NULL;
+	struct layout_cas_answer r = { expect_rev, false, 0 };
 	char rev[24];
-	int64_t r;
 	int ret;
 
 	e->err[0] = '\0';
@@ -1154,14 +1568,12 @@ static int etcd_layout_cas(void *ctx, uint32_t region, int64_t expect_rev,
 	if (!op || add_b64(op, "key", key, strlen(key)) ||
 	    add_b64(op, "value", to_string(val), strlen(to_string(val))))
 		goto nomem;
-	ret = call(e, "/v3/kv/txn", to_string(req), true, &resp, &r);
+	ret = call(e, "/v3/kv/txn", to_string(req), CALL_WRITE,
+		   layout_cas_parse, &r);
 	if (ret)
 		goto out;
-	if (!get_typed(resp, "succeeded", json_type_boolean, &ok)) {
-		set_err(e, "%s: succeeded is not a boolean", e->endpoints[e->current]);
-		ret = -EPROTO;
-	} else if (ok && json_object_get_boolean(ok)) {
-		*new_rev = r;
+	if (r.succeeded) {
+		*new_rev = r.revision;
 	} else {
 		set_err(e, "%s: changed since it was read", key);
 		ret = -ECANCELED;
@@ -1173,72 +1585,52 @@ nomem:
 out:
 	json_object_put(val);
 	json_object_put(req);
-	json_object_put(resp);
 	free(key);
 	free(end);
 	return ret;
 }
 
-/* Every worker record of the region, in one range read. */
+/* What region_scan's pages say: the records' fences. */
+struct scan_state {
+	uint64_t max_until;
+	uint32_t garbled;
+};
+
+static void scan_page(const struct page *p, void *arg)
+{
+	struct scan_state *sc = arg;
+	uint32_t i;
+
+	if (!p) {
+		sc->max_until = 0;
+		sc->garbled = 0;
+		return;
+	}
+	/* Every key of the range, whether or not it names a number. */
+	for (i = 0; i < p->nrec; i++) {
+		if (!p->rec[i].valid)
+			sc->garbled++;
+		else if (p->rec[i].valid_until_ms > sc->max_until)
+			sc->max_until = p->rec[i].valid_until_ms;
+	}
+}
+
+/* Every worker record of the region: a listing at one revision. */
 static int etcd_region_scan(void *ctx, uint32_t region, uint64_t *max_until,
 			    uint32_t *garbled, int64_t *revision)
 {
 	struct etcd *e = ctx;
-	struct json_object *req = NULL, *resp = NULL, *kvs;
-	char *pfx = NULL;
-	size_t plen, i, nkv;
+	struct scan_state sc = { 0, 0 };
 	int ret;
 
 	e->err[0] = '\0';
 	*max_until = 0;
 	*garbled = 0;
-	*revision = 0;
-	if (asprintf(&pfx, "%s/r%" PRIu32 "/w/", e->prefix, region) < 0) {
-		pfx = NULL;
-		goto nomem;
+	ret = list_pages(e, region, 0, scan_page, &sc, revision);
+	if (!ret) {
+		*max_until = sc.max_until;
+		*garbled = sc.garbled;
 	}
-	plen = strlen(pfx);
-	req = json_object_new_object();
-	if (!req || add_b64(req, "key", pfx, plen))
-		goto nomem;
-	pfx[plen - 1]++;
-	ret = add_b64(req, "range_end", pfx, plen);
-	pfx[plen - 1]--;
-	if (ret)
-		goto nomem;
-	ret = call(e, "/v3/kv/range", to_string(req), false, &resp, revision);
-	if (ret)
-		goto out;
-	if (!get_typed(resp, "kvs", json_type_array, &kvs)) {
-		set_err(e, "%s: kvs is not an array", e->endpoints[e->current]);
-		ret = -EPROTO;
-		goto out;
-	}
-	nkv = kvs ? json_object_array_length(kvs) : 0;
-	for (i = 0; i < nkv; i++) {
-		struct store_record r = { 0 };
-		unsigned char *k;
-		size_t klen;
-
-		ret = parse_kv(e, e->endpoints[e->current],
-			       json_object_array_get_idx(kvs, i), &k, &klen, &r);
-		if (ret)
-			goto out;
-		free(k);
-		if (!r.valid)
-			(*garbled)++;
-		else if (r.valid_until_ms > *max_until)
-			*max_until = r.valid_until_ms;
-	}
-	ret = 0;
-	goto out;
-nomem:
-	set_err(e, "out of memory");
-	ret = -ENOMEM;
-out:
-	json_object_put(req);
-	json_object_put(resp);
-	free(pfx);
 	return ret;
 }
 

@@ -7,9 +7,17 @@
  * Keys: <prefix>/r<region>/w/<worker>, e.g. /idgen/r0/w/17.
  *
  * Endpoints are tried in turn, starting from the last one that answered:
- * a read goes on to the next endpoint after any failure; a write goes on
+ * a read goes on to the next endpoint after any failure, an answer that is
+ * not etcd's (garbage, wrong types, another key) included; a write goes on
  * only when nothing was sent (connection refused or failed), and otherwise
- * reports -ETIMEDOUT (unknown outcome) for the caller to re-read.
+ * reports -ETIMEDOUT (unknown outcome) for the caller to re-read, which
+ * then starts at the next endpoint.
+ *
+ * A region is listed (list, and region_scan for the cut-over) in pages of
+ * at most 512 keys, every page at the first one's revision (one consistent
+ * read); if that revision is compacted away meanwhile, the listing starts
+ * over.  Memory stays bounded by one page's answer (at most 4 MiB, smaller
+ * pages asked for when an answer is bigger) and the caller's records.
  */
 #ifndef IDGEND_ETCD_H
 #define IDGEND_ETCD_H

@@ -62,19 +62,27 @@ struct store_layout {
  * Errors every operation may return (negative errno):
  *   -ECANCELED     cas only: the record's revision was not the expected one;
  *                  nothing was written.  *now holds the record as it is.
- *   -ETIMEDOUT     a write whose outcome is unknown (timed out, or a server
- *                  error after the request was sent): re-read before deciding.
- *                  For reads: no endpoint answered in time.
+ *   -ETIMEDOUT     a write whose outcome is unknown (timed out, a server
+ *                  error or a garbled answer after the request was sent):
+ *                  re-read before deciding; the re-read does not start at
+ *                  the endpoint that failed.  For reads: no endpoint
+ *                  answered in time; for list also: its revision was
+ *                  compacted away before its last page, every time it
+ *                  started over.
  *   -ECONNREFUSED  no endpoint could be reached; nothing was sent.
- *   -EPROTO        a response that is not what the protocol says (garbage,
- *                  truncated, wrong types); nothing is known to have changed.
+ *   -EPROTO        reads only: no endpoint gave a usable answer, and one
+ *                  gave a response that is not what the protocol says
+ *                  (garbage, truncated, wrong types); nothing is known to
+ *                  have changed.  A garbled answer counts as that
+ *                  endpoint's failure, so the others were tried first.
  *   -ENOMEM
  * Each failure is also described in store_error(), for the log.
  */
 struct store_ops {
 	/*
 	 * Read the records of workers 0..n-1 of a region in one consistent
-	 * read; rec[i].worker = i.  Keys outside 0..n-1 are ignored.
+	 * read (all at one revision, however many requests it takes);
+	 * rec[i].worker = i.  Keys outside 0..n-1 are ignored.
 	 */
 	int (*list)(void *ctx, uint32_t region, struct store_record *rec,
 		    uint32_t n);
@@ -106,7 +114,9 @@ struct store_ops {
 	/*
 	 * Every worker record of the region, whatever the layout: the highest
 	 * valid_until_ms among them (unreadable values are counted in
-	 * *garbled), read at the store revision *revision.
+	 * *garbled), in one consistent read at the store revision *revision
+	 * however many requests it takes: layout_cas's workers_rev compare
+	 * is only sound against such a read.
 	 */
 	int (*region_scan)(void *ctx, uint32_t region, uint64_t *max_until,
 			   uint32_t *garbled, int64_t *revision);

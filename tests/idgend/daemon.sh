@@ -129,6 +129,13 @@ check "... with a line naming the endpoint, and nothing pushed" \
 	grep -q "etcd is unreachable (.*127.0.0.1:$port.*); giving up" "$work/unreachable.log"
 check "... nothing pushed" test "$(pushes unreachable)" -eq 0
 
+# fake_etcd.py: broken answers, and a proxy in front of a real member.
+port=$(etcd_free_port)
+/usr/bin/python3 "$here/fake_etcd.py" "$port" >"$work/fake.out" 2>"$work/fake.log" &
+fake_pid=$!
+for ((t = 0; t < 50; t++)); do grep -q ready "$work/fake.out" && break; sleep 0.1; done
+check "start fake_etcd.py" grep -q ready "$work/fake.out"
+
 # --- a single member ---------------------------------------------------------
 
 if ! etcd_cluster one 1; then
@@ -136,6 +143,51 @@ if ! etcd_cluster one 1; then
 	exit 1
 fi
 ep=$(etcd_endpoints)
+
+# The field $2 of the layout record of region 0 under prefix $1.
+layout_field() {
+	etcdctl_ get --print-value-only "$1/r0/layout" |
+		/usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
+}
+
+# A region of 25,000 records (keys are never deleted; layouts of 2^15
+# numbers exist): more than one answer of etcd's holds.  Only w99 of the
+# generator's 128 numbers is free, and it sorts near the end of the range.
+floor=$(($(gnow) - 5000))
+if check "a region of 25,000 records (etcd_fill.py)" \
+	/usr/bin/python3 "$here/etcd_fill.py" "$ep" /big 0 25000 99 "$floor"; then
+	# Roomier timeouts: a listing is 49 requests on a loaded machine.
+	start big --lease-ms 10000 --renew-ms 4000 --timeout-ms 2000 --claim-retry-ms 500 \
+		--endpoints "$ep" --prefix /big
+	check "large region: claims the one free number, w99" \
+		wait_log big 'lease claimed: r0/w99,' 20
+	check "large region: its floor is w99's valid_until, read from the last page" \
+		test "$(first_push_field big floor)" = "$floor"
+	stop big
+	check "large region: clean stop" test $? -eq 0
+	# The cut-over lists the whole region at one revision: its from_ms is
+	# the highest valid_until of the 25,000 (w24999's, 10^12 + 24999).
+	out=$("$idgend" --cut-over-layout 3/10/9 --endpoints "$ep" --prefix /big \
+		--timeout-ms 2000 2>&1)
+	rc=$?
+	check "large region: a cut-over exits 0, the record says 3/10/9 ($out)" \
+		test "$rc" -eq 0 -a "$(layout_field /big worker_bits)" = 10
+	check "large region: ... from the highest valid_until of all 25,000 records" \
+		test "$(layout_field /big from_ms)" = 1000000024999
+fi
+
+# The first endpoint answers 200 with garbage: reads go on to the member,
+# and the claim's write goes where the read was answered.
+start garbled "${fast[@]}" --prefix /garbled \
+	--endpoints "http://127.0.0.1:$port/via/${ep##*:}/garble,$ep"
+check "first endpoint answers garbage: the lease is claimed through the second" \
+	wait_log garbled 'lease claimed' 10
+w=$(worker_of garbled)
+check "... the record names the owner" test "$(record /garbled "${w:-x}" owner)" = garbled
+from=$(log_lines garbled)
+check "... and renewed" wait_log garbled 'lease renewed' 5 "$from"
+stop garbled
+check "... clean stop" test $? -eq 0
 
 # The first daemon under valgrind: its exit status is 99 on a leak or error.
 command -v valgrind >/dev/null &&
@@ -301,10 +353,6 @@ check "twins (b): no two generators held overlapping windows on r0/w5" \
 
 # --- the layout record -------------------------------------------------------
 
-layout_field() {
-	etcdctl_ get --print-value-only "$1/r0/layout" |
-		/usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['$2'])"
-}
 start la "${fast[@]}" --endpoints "$ep" --prefix /lay
 wait_log la 'lease claimed' 10
 check "layout: the first claim records the region's layout (3/7/12, from ms 0)" \
@@ -406,10 +454,6 @@ etcd_cleanup
 
 # --- a fake endpoint ------------------------------------------------------------
 
-port=$(etcd_free_port)
-/usr/bin/python3 "$here/fake_etcd.py" "$port" >"$work/fake.out" 2>"$work/fake.log" &
-fake_pid=$!
-for ((t = 0; t < 50; t++)); do grep -q ready "$work/fake.out" && break; sleep 0.1; done
 for scenario in garbage truncated; do
 	start "f-$scenario" "${fast[@]}" --endpoints "http://127.0.0.1:$port/$scenario" \
 		--prefix /f --start-timeout-ms 0

@@ -111,11 +111,14 @@ sys.exit(0 if s["header"]["member_id"] == s["leader"] else 1)' <<<"$status"; the
 	return 1
 }
 
+# Waits for the members only: the caller may have other children running.
 etcd_cleanup() {
 	local pid
 	for pid in "${ETCD_PIDS[@]}"; do
 		[ -n "$pid" ] && kill -KILL "$pid" 2>/dev/null
 	done
-	wait 2>/dev/null
+	for pid in "${ETCD_PIDS[@]}"; do
+		[ -n "$pid" ] && wait "$pid" 2>/dev/null
+	done
 	ETCD_PIDS=()
 }

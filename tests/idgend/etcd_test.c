@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * etcd_test: helper/idgend/etcd.c against a real etcd ("real <endpoint>")
- * or against tests/idgend/fake_etcd.py ("fake <base url>"), printing TAP.
- * etcd-client.sh builds and runs it.
+ * etcd_test: helper/idgend/etcd.c against a real etcd ("real <endpoint>
+ * <fake base url> <etcd_fill.py>") or against tests/idgend/fake_etcd.py
+ * ("fake <base url>"), printing TAP.  run.sh builds and runs it.
  *
  * Real mode writes under /etcdtest<pid> and puts foreign keys and values
  * with etcdctl, so that they come from somewhere other than the code under
- * test.  Fake mode reaches each canned scenario of fake_etcd.py as the
- * endpoint <base url>/<scenario>.
+ * test; it fills a large region with etcd_fill.py, and reaches the member
+ * also through fake_etcd.py's proxy (<base url>/via/<port>/<mode>).  Fake
+ * mode reaches each canned scenario of fake_etcd.py as the endpoint
+ * <base url>/<scenario>.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -297,7 +299,351 @@ static void real_token_layout(const char *ep, const char *prefix)
 	etcd_free(e);
 }
 
-static void real(const char *ep)
+/* --- a large region, and a proxy in front of the member ------------------ */
+
+#define BIG_COUNT	25000u		/* records etcd_fill.py writes */
+#define BIG_WORKERS	32768u		/* a layout of 2^15 numbers */
+#define BIG_FREE	99u		/* the expired one; sorts near the end */
+#define BIG_LAST	9999u		/* the last key in etcd's order */
+#define BIG_OWNER	"idgen-host-0123456789.rack-17.dc-west.example.internal"
+
+/*
+ * etcd_fill.py: BIG_COUNT records as described there, or with foreign
+ * set, that many records of foreign bytes each.
+ */
+static bool run_fill(const char *fill, const char *ep, const char *prefix,
+		     uint32_t region, unsigned int foreign, unsigned int count)
+{
+	char reg[16], n[16], free_w[16], bytes[16];
+	pid_t pid;
+	int st;
+
+	snprintf(reg, sizeof(reg), "%" PRIu32, region);
+	snprintf(n, sizeof(n), "%u", count);
+	snprintf(free_w, sizeof(free_w), "%u", BIG_FREE);
+	snprintf(bytes, sizeof(bytes), "%u", foreign);
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return false;
+	if (!pid) {
+		if (foreign)
+			execl("/usr/bin/python3", "python3", fill,
+			      "--foreign-bytes", bytes, ep, prefix, reg, n,
+			      (char *)NULL);
+		else
+			execl("/usr/bin/python3", "python3", fill, ep, prefix,
+			      reg, n, free_w, (char *)NULL);
+		_exit(127);
+	}
+	return waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	       !WEXITSTATUS(st);
+}
+
+/* What etcd_fill.py wrote for worker w. */
+static bool filled(const struct store_record *r, uint32_t w)
+{
+	char owner[STORE_OWNER_MAX];
+
+	snprintf(owner, sizeof(owner), "%s-%" PRIu32, BIG_OWNER, w);
+	return ours(r, w, owner, w == BIG_FREE ? 1000 : 1000000000000ULL + w,
+		    -1) && r->mod_revision > 0;
+}
+
+/*
+ * Every record of the large region as filled, except those in skip (a
+ * worker number, or -1); the rest of rec absent.  Diagnoses the first
+ * difference.
+ */
+static bool big_as_filled(const struct store_record *rec, int64_t skip)
+{
+	uint32_t w;
+
+	for (w = 0; w < BIG_WORKERS; w++) {
+		if ((int64_t)w == skip)
+			continue;
+		if (w < BIG_COUNT ? filled(&rec[w], w) : absent(&rec[w], w))
+			continue;
+		diag("first difference at w%" PRIu32 ":", w);
+		show(&rec[w]);
+		return false;
+	}
+	return true;
+}
+
+static bool between(const struct store_record *r, uint32_t w)
+{
+	return ours(r, w, "between", 7, -1);
+}
+
+/*
+ * The cut-over's reads of a large region: region_scan lists it at one
+ * revision H, and layout_cas's compare "no worker record written after H"
+ * holds only if every page was read at H.
+ */
+static void big_region_scan(const char *ep, const char *base,
+			    const char *prefix, uint32_t region)
+{
+	const char *port = strrchr(ep, ':') + 1;
+	struct store_layout want = { .region_bits = 3, .worker_bits = 15,
+				     .seq_bits = 4 };
+	uint64_t max_until;
+	uint32_t garbled;
+	int64_t at, lrev = 0, rev;
+	char via[256];
+	struct etcd *e;
+	int ret;
+
+	e = client1(ep, prefix, 5000);
+	ret = etcd_store_ops.region_scan(e, region, &max_until, &garbled, &at);
+	ok(!ret && max_until == 1000000000000ULL + BIG_COUNT - 1 &&
+	   !garbled && at > 0,
+	   "region_scan of %u records: the highest valid_until of all, none "
+	   "garbled (%s %s; %" PRIu64 ", %" PRIu32 ")", BIG_COUNT,
+	   errname(ret), err(e), max_until, garbled);
+	want.from_ms = max_until;
+	ret = ret ?: etcd_store_ops.layout_cas(e, region, 0, at, &want, &lrev);
+	ok(!ret && lrev > at,
+	   "... and the cut-over's layout_cas at its revision writes (%s %s)",
+	   errname(ret), err(e));
+	etcd_free(e);
+
+	/* A write between two pages is after H: the cut-over must fail. */
+	snprintf(via, sizeof(via), "%s/via/%s/between-scan-%d", base, port,
+		 (int)getpid());
+	e = client1(via, prefix, 10000);
+	ret = etcd_store_ops.region_scan(e, region, &max_until, &garbled, &at);
+	ok(!ret && at >= lrev,
+	   "region_scan with a write between its pages (%s %s)",
+	   errname(ret), err(e));
+	want.worker_bits = 14;
+	want.seq_bits = 5;
+	ret = ret ?: etcd_store_ops.layout_cas(e, region, lrev, at, &want,
+					       &rev);
+	ok(ret == -ECANCELED,
+	   "... its revision is the first page's: layout_cas at it fails, the "
+	   "write is after it (%s %s)", errname(ret), err(e));
+	etcd_free(e);
+
+	/* Compacted between two pages: it starts over, at a newer H. */
+	snprintf(via, sizeof(via), "%s/via/%s/compact-scan-%d", base, port,
+		 (int)getpid());
+	e = client1(via, prefix, 10000);
+	ret = etcd_store_ops.region_scan(e, region, &max_until, &garbled, &at);
+	ok(!ret && max_until == 1000000000000ULL + BIG_COUNT - 1 &&
+	   !garbled && has(e, "compacted"),
+	   "region_scan compacted between two pages starts over (%s; last "
+	   "failure: %s)", errname(ret), err(e));
+	ret = ret ?: etcd_store_ops.layout_cas(e, region, lrev, at, &want,
+					       &rev);
+	ok(!ret && rev > lrev,
+	   "... and layout_cas at the revision it started over at writes "
+	   "(%s %s)", errname(ret), err(e));
+	etcd_free(e);
+}
+
+static void big_region(const char *ep, const char *base, const char *fill,
+		       const char *prefix)
+{
+	/* Regions 5 and 6 are real_token_layout()'s. */
+	const uint32_t region = 7;
+	struct store_record *rec = calloc(BIG_WORKERS, sizeof(*rec)), r;
+	const char *port = strrchr(ep, ':') + 1;
+	char via[256];
+	struct etcd *e;
+	int64_t rev;
+	uint32_t w;
+	bool good;
+	int ret;
+
+	if (!rec) {
+		printf("Bail out! out of memory\n");
+		exit(1);
+	}
+	ok(run_fill(fill, ep, prefix, region, 0, BIG_COUNT),
+	   "etcd_fill.py wrote %u records of about 200 bytes", BIG_COUNT);
+
+	/* More than one answer of etcd's (or our client's) would hold. */
+	e = client1(ep, prefix, 5000);
+	junk(rec, BIG_WORKERS);
+	ret = etcd_store_ops.list(e, region, rec, BIG_WORKERS);
+	ok(!ret && big_as_filled(rec, -1),
+	   "list of %u records (2^15 numbers): every record where it "
+	   "belongs, w/10 after w/1 and before w/2 (%s %s)", BIG_COUNT,
+	   errname(ret), err(e));
+	junk(rec, BIG_WORKERS);
+	ret = etcd_store_ops.list(e, region, rec, 128);
+	good = !ret;
+	for (w = 0; w < 128; w++)
+		good &= filled(&rec[w], w);
+	ok(good && rec[128].worker == 77,
+	   "list of 128 numbers of that region: those 128, keys beyond them "
+	   "skipped (%s %s)", errname(ret), err(e));
+	etcd_free(e);
+
+	/* A write between two pages is not seen: one revision. */
+	snprintf(via, sizeof(via), "%s/via/%s/between-%d", base, port,
+		 (int)getpid());
+	e = client1(via, prefix, 10000);
+	junk(rec, BIG_WORKERS);
+	ret = etcd_store_ops.list(e, region, rec, BIG_WORKERS);
+	ok(!ret && big_as_filled(rec, -1),
+	   "list with a write to w/%u between its pages: all pages at the "
+	   "first one's revision, the old value (%s %s)", BIG_LAST,
+	   errname(ret), err(e));
+	etcd_free(e);
+	e = client1(ep, prefix, 5000);
+	junk(&r, 1);
+	ret = etcd_store_ops.get(e, region, BIG_LAST, &r);
+	ok(!ret && between(&r, BIG_LAST),
+	   "... while the write did land (%s)", errname(ret));
+	rev = r.mod_revision;
+	etcd_free(e);
+
+	/* That revision compacted away between two pages: start over. */
+	snprintf(via, sizeof(via), "%s/via/%s/compact-%d", base, port,
+		 (int)getpid());
+	e = client1(via, prefix, 10000);
+	junk(rec, BIG_WORKERS);
+	ret = etcd_store_ops.list(e, region, rec, BIG_WORKERS);
+	ok(!ret && big_as_filled(rec, BIG_LAST) &&
+	   between(&rec[BIG_LAST], BIG_LAST) &&
+	   rec[BIG_LAST].mod_revision > rev && has(e, "compacted"),
+	   "list whose revision is compacted between two pages starts over "
+	   "and reads the new revision (%s; last failure: %s)",
+	   errname(ret), err(e));
+	etcd_free(e);
+
+	snprintf(via, sizeof(via), "%s/via/%s/compact-always", base, port);
+	e = client1(via, prefix, 10000);
+	junk(rec, BIG_WORKERS);
+	ret = etcd_store_ops.list(e, region, rec, BIG_WORKERS);
+	ok(ret == -ETIMEDOUT && all_unknown(rec, BIG_WORKERS) &&
+	   has(e, "compacted away before its last page, 4 times in a row"),
+	   "list compacted under it every time: gives up, -ETIMEDOUT, "
+	   "records unknown (%s: %s)", errname(ret), err(e));
+	etcd_free(e);
+
+	big_region_scan(ep, base, prefix, region);
+
+	/*
+	 * Foreign values of 1.2 MB: 8 make a 13 MB range, and a page of 3
+	 * is over the client's 4 MiB.  Pages are asked for in halves.
+	 */
+	ok(run_fill(fill, ep, prefix, 8, 1200000, 8),
+	   "etcd_fill.py wrote 8 foreign values of 1.2 MB");
+	e = client1(ep, prefix, 5000);
+	ret = cas_(e, 8, 9, 0, "small", 3, &rev, NULL);
+	junk(rec, 16);
+	ret = ret ?: etcd_store_ops.list(e, 8, rec, 16);
+	good = !ret && ours(&rec[9], 9, "small", 3, rev);
+	for (w = 0; w < 8; w++)
+		good &= foreign(&rec[w], w) && rec[w].mod_revision > 0;
+	for (w = 10; w < 16; w++)
+		good &= absent(&rec[w], w);
+	ok(good, "list of a range of 13 MB in pages under 4 MiB: the 8 "
+	   "foreign values held by someone unknown, the small one ours "
+	   "(%s %s)", errname(ret), err(e));
+	{
+		uint64_t max_until;
+		uint32_t garbled;
+
+		ret = etcd_store_ops.region_scan(e, 8, &max_until, &garbled,
+						 &rev);
+		ok(!ret && max_until == 3 && garbled == 8,
+		   "region_scan of that range: the 8 foreign values garbled, "
+		   "the small one's valid_until (%s %s; %" PRIu64 ", %"
+		   PRIu32 ")", errname(ret), err(e), max_until, garbled);
+	}
+	etcd_free(e);
+	free(rec);
+}
+
+/*
+ * The member behind an endpoint that answers 200 with garbage: reads go on
+ * to the member, a write through the garbler is of unknown outcome and the
+ * re-read, elsewhere, settles it.
+ */
+static void garbling_endpoint(const char *ep, const char *base,
+			      const char *prefix)
+{
+	const char *port = strrchr(ep, ':') + 1;
+	struct store_record rec[8], r, now;
+	char garble[256], fwd[256];
+	const char *eps[2] = { garble, ep };
+	struct etcd *e;
+	int64_t rev, rev2;
+	uint32_t w = 0;
+	int ret;
+
+	snprintf(garble, sizeof(garble), "%s/via/%s/garble", base, port);
+	snprintf(fwd, sizeof(fwd), "%s/via/%s/fwd-garble", base, port);
+
+	e = client1(ep, prefix, 3000);
+	ret = cas_(e, 1, 2, 0, "held", 5, &rev, NULL);
+	ok(!ret, "put a record to read back (%s)", errname(ret));
+	etcd_free(e);
+
+	e = client(2, eps, prefix, 3000);
+	junk(&r, 1);
+	ret = etcd_store_ops.get(e, 1, 2, &r);
+	ok(!ret && ours(&r, 2, "held", 5, rev),
+	   "get goes on past an endpoint answering 200 with garbage (%s %s)",
+	   errname(ret), err(e));
+	etcd_free(e);
+
+	/* A claim: list, then cas on a free number. */
+	e = client(2, eps, prefix, 3000);
+	junk(rec, 8);
+	ret = etcd_store_ops.list(e, 1, rec, 8);
+	ok(!ret && ours(&rec[2], 2, "held", 5, rev) && absent(&rec[3], 3),
+	   "list goes on past it (%s %s)", errname(ret), err(e));
+	while (w < 8 && rec[w].exists)
+		w++;
+	ret = ret ?: cas_(e, 1, w, rec[w].mod_revision, "claimer", 9, &rev,
+			  NULL);
+	junk(&r, 1);
+	ret = ret ?: etcd_store_ops.get(e, 1, w, &r);
+	ok(!ret && ours(&r, w, "claimer", 9, rev),
+	   "... and the claim's write goes to the member that answered "
+	   "(%s %s)", errname(ret), err(e));
+	etcd_free(e);
+
+	/* A write the garbler never forwarded. */
+	e = client(2, eps, prefix, 3000);
+	junk(&now, 1);
+	ret = cas_(e, 1, 4, 0, "lost", 9, &rev, &now);
+	ok(ret == -ETIMEDOUT && rev == 0 && unknown(&now, 4) &&
+	   has(e, "garble: response is not JSON"),
+	   "cas through a garbling endpoint: -ETIMEDOUT, outcome unknown "
+	   "(%s: %s)", errname(ret), err(e));
+	junk(&r, 1);
+	ret = etcd_store_ops.get(e, 1, 4, &r);
+	ok(!ret && absent(&r, 4),
+	   "... the re-read goes to the member: the write did not land (%s %s)",
+	   errname(ret), err(e));
+	etcd_free(e);
+
+	/* A write applied, and its answer garbled. */
+	eps[0] = fwd;
+	e = client(2, eps, prefix, 3000);
+	ret = cas_(e, 1, 4, 0, "landed", 9, &rev, NULL);
+	ok(ret == -ETIMEDOUT && rev == 0,
+	   "cas applied behind a garbled answer: -ETIMEDOUT (%s: %s)",
+	   errname(ret), err(e));
+	junk(&r, 1);
+	ret = etcd_store_ops.get(e, 1, 4, &r);
+	ok(!ret && ours(&r, 4, "landed", 9, -1) && r.mod_revision > 0,
+	   "... the re-read goes to the member: the write landed (%s %s)",
+	   errname(ret), err(e));
+	rev = r.mod_revision;
+	ret = cas_(e, 1, 4, rev, "landed", 10, &rev2, NULL);
+	ok(!ret && rev2 > rev, "... and the next write goes there too (%s)",
+	   errname(ret));
+	etcd_free(e);
+}
+
+static void real(const char *ep, const char *base, const char *fill)
 {
 	struct store_record rec[8], r, now;
 	char prefix[64], key[128], val[512], big[200];
@@ -509,6 +855,8 @@ static void real(const char *ep)
 	}
 
 	real_token_layout(ep, prefix);
+	garbling_endpoint(ep, base, prefix);
+	big_region(ep, base, fill, prefix);
 
 	snprintf(key, sizeof(key), "%s/", prefix);
 	etcdctl(ep, "del", key, "--prefix");
@@ -548,10 +896,15 @@ static const struct {
 	{ "big", L | G | C, "response larger than" },
 };
 
-/* Runs the ops of mask against one endpoint, each expecting want. */
+/*
+ * Runs the ops of mask against one endpoint, each expecting want; a write
+ * whose answer is garbled expects -ETIMEDOUT instead of -EPROTO: it was
+ * sent, so its outcome is unknown.
+ */
 static void expect_fail(const char *ep, const char *what, int mask, int want,
 			const char *msg, unsigned int timeout_ms)
 {
+	int want_cas = want == -EPROTO ? -ETIMEDOUT : want;
 	struct store_record rec[4], r, now;
 	struct etcd *e = client1(ep, "/f", timeout_ms);
 	long long t0;
@@ -578,10 +931,10 @@ static void expect_fail(const char *ep, const char *what, int mask, int want,
 		t0 = now_ms();
 		ret = cas_(e, 0, 3, 5, "me", 10, &rev, &now);
 		t0 = now_ms() - t0;
-		ok(ret == want && rev == 0 && unknown(&now, 3) && has(e, msg) &&
-		   has(e, ep) && t0 < timeout_ms + 1000,
+		ok(ret == want_cas && rev == 0 && unknown(&now, 3) &&
+		   has(e, msg) && has(e, ep) && t0 < timeout_ms + 1000,
 		   "%s: cas gives %s, new_rev 0, *now unknown, %lld ms (%s: %s)",
-		   what, errname(want), t0, errname(ret), err(e));
+		   what, errname(want_cas), t0, errname(ret), err(e));
 	}
 	etcd_free(e);
 }
@@ -688,9 +1041,9 @@ static void fake(const char *base)
 	ok(!ret && rev == 9, "txn_ok: new_rev is the header's revision (%s)",
 	   errname(ret));
 	ret = cas_(e, 0, 3, 9, "me", 10, &rev, NULL);
-	ok(ret == -EPROTO && rev == 0,
-	   "txn_ok: a success at no newer revision is -EPROTO (%s: %s)",
-	   errname(ret), err(e));
+	ok(ret == -ETIMEDOUT && rev == 0 && has(e, "succeeded at revision 9"),
+	   "txn_ok: a success at no newer revision is garbled: -ETIMEDOUT "
+	   "(%s: %s)", errname(ret), err(e));
 	etcd_free(e);
 
 	/* Errors after the request was sent. */
@@ -702,6 +1055,67 @@ static void fake(const char *base)
 		    "Empty reply", 3000);
 	expect_fail(EP(0, "hang"), "no answer", L | C, -ETIMEDOUT,
 		    "timed out", 500);
+
+	/* A garbled answer is that endpoint's failure: reads go on. */
+	for (i = 0; i < sizeof(proto_cases) / sizeof(proto_cases[0]); i++) {
+		const char *eps[] = { EP(0, proto_cases[i].scenario),
+				      EP(1, "held") };
+		const char *sc = proto_cases[i].scenario;
+
+		if (proto_cases[i].ops & L) {
+			e = client(2, eps, "/f", 3000);
+			junk(rec, 4);
+			ret = etcd_store_ops.list(e, 0, rec, 4);
+			ok(!ret && ours(&rec[3], 3, "fake", 1234, 5),
+			   "list goes on past %s (%s %s)", sc, errname(ret),
+			   err(e));
+			etcd_free(e);
+		}
+		if (proto_cases[i].ops & G) {
+			e = client(2, eps, "/f", 3000);
+			junk(&r, 1);
+			ret = etcd_store_ops.get(e, 0, 3, &r);
+			ok(!ret && ours(&r, 3, "fake", 1234, 5),
+			   "get goes on past %s (%s %s)", sc, errname(ret),
+			   err(e));
+			etcd_free(e);
+		}
+	}
+	{
+		const char *eps[] = { EP(0, "garbage"), EP(1, "truncated") };
+
+		e = client(2, eps, "/f", 3000);
+		junk(rec, 4);
+		ret = etcd_store_ops.list(e, 0, rec, 4);
+		ok(ret == -EPROTO && all_unknown(rec, 4) &&
+		   has(e, "all 2 endpoints failed (last: ") &&
+		   has(e, "truncated at byte"),
+		   "list, every endpoint garbled: -EPROTO naming the last "
+		   "(%s: %s)", errname(ret), err(e));
+		etcd_free(e);
+	}
+	{
+		/*
+		 * garble_txn garbles writes and answers reads with a record
+		 * of its own, "garbler": a read that finds "fake" went to
+		 * the second endpoint first.
+		 */
+		const char *eps[] = { EP(0, "garble_txn"), EP(1, "held") };
+
+		e = client(2, eps, "/f", 3000);
+		junk(&now, 1);
+		ret = cas_(e, 0, 3, 5, "me", 10, &rev, &now);
+		ok(ret == -ETIMEDOUT && rev == 0 && unknown(&now, 3) &&
+		   has(e, "garble_txn: response is not JSON"),
+		   "cas with a garbled answer stops there: -ETIMEDOUT, "
+		   "outcome unknown (%s: %s)", errname(ret), err(e));
+		junk(&r, 1);
+		ret = etcd_store_ops.get(e, 0, 3, &r);
+		ok(!ret && ours(&r, 3, "fake", 1234, 5),
+		   "... and the re-read starts at the next endpoint (%s, "
+		   "owner '%s')", errname(ret), r.owner);
+		etcd_free(e);
+	}
 
 	/* Failover. */
 	{
@@ -790,14 +1204,15 @@ static void fake(const char *base)
 
 int main(int argc, char **argv)
 {
-	if (argc != 3 || (strcmp(argv[1], "real") && strcmp(argv[1], "fake"))) {
-		fprintf(stderr, "usage: %s real <endpoint> | fake <base url>\n",
-			argv[0]);
+	if (!(argc == 5 && !strcmp(argv[1], "real")) &&
+	    !(argc == 3 && !strcmp(argv[1], "fake"))) {
+		fprintf(stderr, "usage: %s real <endpoint> <fake_etcd.py base "
+			"url> <etcd_fill.py> | fake <base url>\n", argv[0]);
 		return 2;
 	}
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	if (!strcmp(argv[1], "real"))
-		real(argv[2]);
+		real(argv[2], argv[3], argv[4]);
 	else
 		fake(argv[2]);
 	curl_global_cleanup();

@@ -9,11 +9,28 @@
 # /<scenario>/v3/kv/range or /<scenario>/v3/kv/txn, and each scenario has a
 # canned answer per operation.  Stateless, so the test's requests may come
 # in any order.  Prints "ready" on stdout once listening.
+#
+# The endpoint http://127.0.0.1:PORT/via/<member port>/<mode> is a proxy in
+# front of a real member on 127.0.0.1:<member port>, in one of these modes:
+#   pass         forwards
+#   garble       answers 200 with garbage, forwarding nothing
+#   fwd-garble   forwards, then answers 200 with garbage: a write is applied
+#                and its answer lost
+#   between-TAG  forwards; after the first page of a listing (a range with a
+#                limit, no revision, and more to come) it writes the range's
+#                last key, {"owner": "between", "valid_until_ms": 7}; once
+#                per TAG
+#   compact-TAG  the same, then compacts the store at that write: the
+#                listing's revision is gone; once per TAG
+#   compact-always   the same, at every first page
 import base64
 import http.server
 import json
 import sys
+import threading
 import time
+import urllib.error
+import urllib.request
 
 
 def b64(s):
@@ -54,9 +71,11 @@ ETCD_503 = (503, json.dumps({"error": "etcdserver: request timed out",
                              "code": 14,
                              "message": "etcdserver: request timed out"}))
 
+GARBAGE = (200, "hello, I am not JSON\n")
+
 # scenario -> {"range": (status, body), "txn": (status, body)}; "*" is both.
 SCENARIOS = {
-    "garbage": {"*": (200, "hello, I am not JSON\n")},
+    "garbage": {"*": GARBAGE},
     "truncated": {"*": (200, '{"header":{"revision":"7"},"kvs":[{"key":')},
     "empty": {"*": (200, "")},
     "array": {"*": ok([HDR])},
@@ -110,10 +129,74 @@ SCENARIOS = {
     "txn_ok": {"txn": ok({"header": {"revision": "9"}, "succeeded": True,
                           "responses": [{"response_put": {
                               "header": {"revision": "9"}}}]})},
+    # Garbles writes; answers reads with a record no other scenario has,
+    # so a test sees which endpoint a read went to.
+    "garble_txn": {"range": ok({"header": HDR, "kvs": [kv(
+                       K3, json.dumps({"owner": "garbler",
+                                       "valid_until_ms": 1}))]}),
+                   "txn": GARBAGE},
     "e503": {"*": ETCD_503},
     "e404": {"*": (404, "404 page not found\n")},
     "big": {"*": (200, '{"header":{},"x":"' + "a" * (5 << 20) + '"}')},
 }
+
+
+used_tags = set()
+tags_lock = threading.Lock()
+
+
+def upstream(port, path, body):
+    """POSTs to the member: (status, body)."""
+    req = urllib.request.Request(
+        f"http://127.0.0.1:{port}{path}", data=body,
+        headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, resp.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+
+
+def write_between(port, ask):
+    """Writes the last key of the range asked for; returns its revision."""
+    _, body = upstream(port, "/v3/kv/range", json.dumps({
+        "key": ask["key"], "range_end": ask["range_end"], "limit": "1",
+        "sort_order": "DESCEND", "sort_target": "KEY",
+        "keys_only": True}).encode())
+    last = json.loads(body)["kvs"][0]["key"]
+    _, body = upstream(port, "/v3/kv/put", json.dumps({
+        "key": last,
+        "value": b64(json.dumps({"owner": "between",
+                                 "valid_until_ms": 7}))}).encode())
+    return json.loads(body)["header"]["revision"]
+
+
+def once(mode):
+    if mode.endswith("-always"):
+        return True
+    with tags_lock:
+        if mode in used_tags:
+            return False
+        used_tags.add(mode)
+        return True
+
+
+def proxy(port, mode, path, body):
+    if mode == "garble":
+        return GARBAGE
+    status, answer = upstream(port, path, body)
+    if mode == "fwd-garble":
+        return GARBAGE
+    if (mode.startswith(("between-", "compact-")) and
+            path.endswith("/range") and status == 200):
+        ask = json.loads(body)
+        if ("limit" in ask and "revision" not in ask and
+                json.loads(answer).get("more") and once(mode)):
+            rev = write_between(port, ask)
+            if mode.startswith("compact-"):
+                upstream(port, "/v3/kv/compaction",
+                         json.dumps({"revision": rev}).encode())
+    return status, answer
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -124,9 +207,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self):
         n = int(self.headers.get("Content-Length", "0"))
-        self.rfile.read(n)
+        req = self.rfile.read(n)
         parts = self.path.strip("/").split("/")
         name, op = parts[0], parts[-1]
+        if name == "via":
+            self.answer(*proxy(parts[1], parts[2],
+                               "/" + "/".join(parts[3:]), req))
+            return
         if name == "hang":
             time.sleep(60)
             return
@@ -134,7 +221,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.close_connection = True
             return
         sc = SCENARIOS.get(name, {})
-        status, body = sc.get(op, sc.get("*", (404, "no such scenario")))
+        self.answer(*sc.get(op, sc.get("*", (404, "no such scenario"))))
+
+    def answer(self, status, body):
         data = body.encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")

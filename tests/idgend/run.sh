@@ -4,10 +4,11 @@
 # run.sh: every host-side test of idgend, as one TAP stream.
 #   - the lease logic against an in-memory store and fake generators
 #   - the simulated generator, the runtime directory (lock, owner token)
-#   - the etcd client against a real etcd 3.4 member on loopback (under
-#     valgrind when installed), against fake_etcd.py's broken answers, and
-#     under libFuzzer, as are the configuration file, the state file and
-#     the decimal parser
+#   - the etcd client against a real etcd 3.4 member on loopback (also
+#     behind fake_etcd.py's proxy, and with a region of 25,000 records),
+#     against fake_etcd.py's broken answers (under valgrind when installed
+#     for both), and under libFuzzer, as are the configuration file, the
+#     state file and the decimal parser
 #   - the daemon's configuration (config.sh) and standalone mode's start:
 #     state file, layout, a clock before the epoch (standalone.sh)
 #   - the daemon itself against real etcd members (daemon.sh)
@@ -48,11 +49,8 @@ if command -v valgrind >/dev/null; then
 else
 	echo "# valgrind not found: etcd_test runs without it"
 fi
-if tap_step "start an etcd member on loopback" etcd_cluster client 1; then
-	tap_run "etcd client, real" "${vg[@]}" "$out/etcd_test" real "${ETCD_URLS[0]}"
-fi
-etcd_cleanup
-
+# fake_etcd.py: broken answers of its own, and a proxy in front of the
+# real member for the real test.
 port=$(etcd_free_port)
 /usr/bin/python3 "$here/fake_etcd.py" "$port" >"$work/fake.log" 2>&1 &
 fake_pid=$!
@@ -66,6 +64,11 @@ fake_up() {
 	return 1
 }
 if tap_step "start fake_etcd.py on 127.0.0.1:$port" fake_up; then
+	if tap_step "start an etcd member on loopback" etcd_cluster client 1; then
+		tap_run "etcd client, real" "${vg[@]}" "$out/etcd_test" real \
+			"${ETCD_URLS[0]}" "http://127.0.0.1:$port" "$here/etcd_fill.py"
+	fi
+	etcd_cleanup
 	tap_run "etcd client, fake" "${vg[@]}" "$out/etcd_test" fake "http://127.0.0.1:$port"
 fi
 
