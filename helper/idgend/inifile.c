@@ -35,13 +35,18 @@ static void trim(const char **s, const char **e)
 		(*e)--;
 }
 
-/* The end of a value: the first ';' that follows a blank. */
+/*
+ * The end of a value: the first ';' that follows a blank or opens the
+ * value.  "key =;x" is an empty value with a comment, as "key = ;x" is:
+ * otherwise the value ";x" would print (--check-config) as something
+ * that reads back as a comment.
+ */
 static const char *value_end(const char *s, const char *e)
 {
 	const char *p;
 
 	for (p = s; p < e; p++)
-		if (*p == ';' && p > s && blank(p[-1]))
+		if (*p == ';' && (p == s || blank(p[-1])))
 			return p;
 	return e;
 }
