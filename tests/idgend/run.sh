@@ -74,14 +74,16 @@ fi
 
 # libFuzzer, from the seeds in the tree: a fixed seed and number of runs,
 # so a run is repeatable and takes seconds.  New inputs it finds go to the
-# work directory, never into the tree.  The parsers' own messages go to a
+# work directory, never into the tree; an input that crashes a target is
+# kept in build/fuzz-crashes/ to replay.  The parsers' own messages go to a
 # closed stderr (-close_fd_mask=2); libFuzzer's and the sanitizers' reports
 # still show.
 fuzz() {
 	local target=$1 seeds=$2 runs=$3
 	shift 3
-	mkdir -p "$work/$target" &&
-		"$out/$target" -seed=1 -runs="$runs" -max_len=4096 "$@" \
+	mkdir -p "$work/$target" "$top/build/fuzz-crashes" &&
+		"$out/$target" -seed=1 -runs="$runs" -max_len=4096 \
+			-artifact_prefix="$top/build/fuzz-crashes/$target-" "$@" \
 			"$work/$target" "$here/$seeds"
 }
 if tap_step "build the fuzz targets (clang, libFuzzer, ASan, UBSan)" \
