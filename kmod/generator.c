@@ -17,6 +17,7 @@
 #include <linux/slab.h>
 #include <uapi/linux/idgen.h>
 
+#include "compat.h"
 #include "generator.h"
 #include "stats.h"
 
@@ -492,7 +493,7 @@ void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st)
 
 static void idgen_poll_timer_fn(struct timer_list *t)
 {
-	struct idgen_gen *gen = from_timer(gen, t, poll_timer);
+	struct idgen_gen *gen = timer_container_of(gen, t, poll_timer);
 
 	wake_up_interruptible(&gen->wait);
 }
