@@ -43,6 +43,7 @@ if [ ! -f "$root/.idgen-root" ]; then
 else
 	missing=()
 	for p in "$@"; do
+		# shellcheck disable=SC2016 # dpkg-query's own format
 		chroot "$root" dpkg-query -W -f='${Status}' "$p" 2>/dev/null |
 			grep -q 'ok installed' || missing+=("$p")
 	done

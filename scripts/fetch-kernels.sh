@@ -190,7 +190,7 @@ fetch() {
 	rm -rf "$dir"
 	mkdir -p "$root"
 
-	local kdir=$root/usr/src/linux-headers-$kver buildroot= hdrdebs
+	local kdir=$root/usr/src/linux-headers-$kver buildroot='' hdrdebs
 	if [ "$build" = host ]; then
 		mapfile -t hdrdebs < <(follow "$hdr$q")
 		unpack "$root" "${hdrdebs[@]}"
@@ -206,7 +206,7 @@ fetch() {
 		kbuild=$(depends "${hdrdebs[0]}" "^linux-kbuild-")
 		gcc=$(depends "${hdrdebs[0]}" "^gcc-[0-9]+(-for-host)?$" | head -n 1)
 		gcc=${gcc%-for-host}
-		[ -n "$kbuild" ] && [ -n "$gcc" ] || die "$hdr names no kbuild or gcc"
+		if [ -z "$kbuild" ] || [ -z "$gcc" ]; then die "$hdr names no kbuild or gcc"; fi
 		buildroot=$("$top/scripts/build-root.sh" "$suite" "$kbuild" "$gcc-aarch64-linux-gnu")
 		hdrdebs+=("$(download "$(depends "${hdrdebs[0]}" "^linux-headers-.*-common")")")
 		unpack "$buildroot" "${hdrdebs[@]}"
@@ -214,7 +214,7 @@ fetch() {
 		[ -f "$buildroot$kdir/Makefile" ] || die "no $kdir in $buildroot after unpacking $hdr"
 	fi
 
-	local image= imgdebs
+	local image='' imgdebs
 	if [ "$boot" = yes ]; then
 		mapfile -t imgdebs < <(follow "linux-image-$kver")
 		unpack "$root" "${imgdebs[@]}"

@@ -24,6 +24,7 @@ kernel=${1:?usage: kernel-env.sh KERNEL}
 if [ -f "$cache/kernels/$kernel/kernel.env" ]; then
 	# shellcheck source=/dev/null
 	. "$cache/kernels/$kernel/kernel.env"
+	# (KVER, ARCH, KDIR, BUILDROOT, IMAGE, MODDIR, ROOT come from it.)
 	printf 'KVER=%q\nARCH=%q\nKDIR=%q\nBUILDROOT=%q\nIMAGE=%q\nMODDIR=%q\nMODROOT=%q\n' \
 		"$KVER" "$ARCH" "$KDIR" "${BUILDROOT:-}" "$IMAGE" "$MODDIR" "$ROOT"
 elif [ -d "/lib/modules/$kernel" ]; then

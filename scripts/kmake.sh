@@ -49,6 +49,7 @@ cp -a "$dir/." "$BUILDROOT$stage/"
 marker=$BUILDROOT$stage.started
 touch "$marker"
 rc=0
+# shellcheck disable=SC2016 # expanded by the inner sh
 unshare --mount --propagation private sh -c '
 	root=$1
 	shift

@@ -132,7 +132,8 @@ if [[ -n $custom_image ]]; then
 else
     env_out=$("$(dirname "$0")/../../scripts/kernel-env.sh" "$kver") ||
         die "no kernel $kver to boot"
-    eval "$env_out"
+    eval "$env_out" # sets KVER IMAGE MODDIR MODROOT (and more)
+    # shellcheck disable=SC2153
     kernel_image=$IMAGE moddir=$MODDIR modroot=$MODROOT
     [[ $modroot != / ]] || modroot=
     [[ -n $kernel_image ]] || die "kernel $kver has no image to boot (headers only)"
