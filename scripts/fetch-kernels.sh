@@ -93,6 +93,8 @@ apt_opts=(
 	-o "Dir::Cache=$apt_dir/cache"
 	-o APT::Architectures::=amd64
 	-o APT::Architectures::=arm64
+	# An archive snapshot's Release may carry a Valid-Until in the past.
+	-o Acquire::Check-Valid-Until=false
 	# Downloads land in a directory owned by whoever runs this.
 	-o APT::Sandbox::User="$(id -un)"
 )
@@ -169,7 +171,7 @@ follow() {
 }
 
 fetch() {
-	local name=$1 suite flavour arch boot build meta hdr kver dir root
+	local name=$1 suite flavour arch boot build meta hdr kver dir root t0=$SECONDS
 	read -r suite flavour arch boot build <<<"${matrix[$name]}"
 	local q=""
 	[ "$arch" = amd64 ] || q=":$arch"
@@ -247,6 +249,7 @@ fetch() {
 		MODDIR=${image:+$root/lib/modules/$kver}
 	EOF
 	mv "$dir/kernel.env.tmp" "$dir/kernel.env"
+	echo "$name: ready in $((SECONDS - t0)) s" >&2
 	echo "$dir/kernel.env"
 }
 
