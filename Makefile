@@ -6,7 +6,7 @@
 # make style           checkpatch --strict over the kernel sources
 # make sparse          sparse over the module (C=2)
 # make check           every test, in QEMU guests (see README.md)
-# make matrix          the same on every kernel of the matrix (CI runs a subset)
+# make matrix          the same on every kernel of the matrix (see README.md)
 # make demo            mint and decode IDs from a real /dev/idgen in a guest
 # make bench           benchmarks in a guest; results in docs/bench/
 
@@ -29,7 +29,7 @@ style:
 check:
 	scripts/check.sh
 
-# check, with every kernel of the matrix instead of CI's subset.
+# check, with every kernel of the matrix, also those CI leaves out.
 matrix:
 	scripts/check.sh --matrix
 

@@ -13,8 +13,8 @@
 # The kernels: Debian 12's 6.1 and 6.12 (installed by deps.sh), and the
 # other kernels users run, downloaded into a cache by
 # scripts/fetch-kernels.sh (tests/vm/kernels.sh lists both).  By default
-# (and in CI) a subset of those others runs, to stay within CI's time;
-# --matrix runs them all.  Each is built at W=1 and checked with sparse;
+# (and in CI) all of those others run but the ones tests/vm/kernels.sh
+# --matrix-ci leaves out, and says why; --matrix runs them all.  Each is built at W=1 and checked with sparse;
 # each that boots runs the device tests in a guest.  idgend's guest suite
 # runs on the two installed kernels only.
 #

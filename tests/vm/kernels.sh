@@ -13,11 +13,13 @@
 # --matrix prints instead the names of the other kernels users run, which
 # scripts/fetch-kernels.sh downloads into a cache (bookworm-rt, trixie,
 # trixie-rt, sid, sid-rt, bookworm-arm64, trixie-arm64, sid-arm64; the
-# arm64 ones are cross-built, not booted).  --matrix-ci prints the subset
-# CI runs on every change, chosen to cover each kind within CI's time:
-# the newest kernel (sid), PREEMPT_RT on Debian 13 (trixie-rt) and the
-# arm64 cross-build of the newest kernel (sid-arm64).  scripts/check.sh
-# --matrix runs them all.
+# arm64 ones are cross-built, not booted).  --matrix-ci prints the ones CI
+# runs on every change: all but sid-rt, whose guest run fails the
+# concurrent-readers stress test until readers get a fair share of the
+# ceiling (issue 12, defect 2); add it here once they do.  Measured on a
+# fresh, busy 2-core machine, the whole matrix adds about 21 minutes to
+# CI (downloads and build roots 10, builds and sparse 2.5, guests 8.5).
+# scripts/check.sh --matrix runs them all.
 #
 # Exit status: 0 if at least one kernel was printed, 1 if none was found,
 # 2 on a usage error. A default series that has no kernel is reported on
@@ -35,7 +37,7 @@ usage() {
     exit 2
 }
 
-MATRIX_CI=(sid trixie-rt sid-arm64)
+MATRIX_CI=(bookworm-rt trixie trixie-rt sid bookworm-arm64 trixie-arm64 sid-arm64)
 
 series=()
 while (($#)); do
