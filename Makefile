@@ -6,6 +6,7 @@
 # make style           checkpatch --strict over the kernel sources
 # make sparse          sparse over the module (C=2)
 # make check           every test, in QEMU guests (see README.md)
+# make matrix          the same on every kernel of the matrix (see README.md)
 # make demo            mint and decode IDs from a real /dev/idgen in a guest
 # make bench           benchmarks in a guest; results in docs/bench/
 
@@ -28,10 +29,14 @@ style:
 check:
 	scripts/check.sh
 
+# check, with every kernel of the matrix, also those CI leaves out.
+matrix:
+	scripts/check.sh --matrix
+
 demo:
 	scripts/demo.sh
 
 bench:
 	scripts/bench.sh
 
-.PHONY: all modules clean sparse style check demo bench
+.PHONY: all modules clean sparse style check matrix demo bench

@@ -28,6 +28,7 @@
 #include <linux/timekeeping.h>
 
 #include "clock.h"
+#include "compat.h"
 #include "generator.h"
 #include "stats.h"
 
@@ -180,9 +181,9 @@ void idgen_clock_init(struct idgen_clock *clk, u32 max_step_ms)
 
 static void idgen_clock_sample(struct idgen_clock_sample *s)
 {
-	struct system_time_snapshot snap;
+	struct idgen_time_snapshot snap;
 
-	ktime_get_snapshot(&snap);
+	idgen_get_snapshot(&snap);
 	s->wall_ns = ktime_to_ns(snap.real);
 	/*
 	 * The raw clock stops while the host is suspended; the boot offset

@@ -17,6 +17,7 @@
 #include <linux/slab.h>
 #include <uapi/linux/idgen.h>
 
+#include "compat.h"
 #include "generator.h"
 #include "stats.h"
 
@@ -594,7 +595,7 @@ static void idgen_clock_refresh_fn(struct work_struct *work)
 
 static void idgen_poll_timer_fn(struct timer_list *t)
 {
-	struct idgen_gen *gen = from_timer(gen, t, poll_timer);
+	struct idgen_gen *gen = timer_container_of(gen, t, poll_timer);
 
 	wake_up_interruptible(&gen->wait);
 }

@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# check.sh: every test of idgen, from a fresh Debian 12 machine, as root.
+# check.sh [--matrix]: every test of idgen, from a fresh Debian 12 machine,
+# as root.
 #
 # Installs what it needs (scripts/deps.sh; IDGEN_SKIP_DEPS=1 skips it),
 # builds the module for every supported Debian kernel, runs the style and
@@ -9,10 +10,25 @@
 # tests there, and finally installs the module through DKMS and loads it in
 # a guest.  The module is never loaded into this machine's own kernel.
 #
+# The kernels: Debian 12's 6.1 and 6.12 (installed by deps.sh), and the
+# other kernels users run, downloaded into a cache by
+# scripts/fetch-kernels.sh (tests/vm/kernels.sh lists both).  By default
+# (and in CI) all of those others run but the ones tests/vm/kernels.sh
+# --matrix-ci leaves out, and says why; --matrix runs them all.  Each is built at W=1 and checked with sparse;
+# each that boots runs the device tests in a guest.  idgend's guest suite
+# runs on the two installed kernels only.
+#
 # Every check prints a TAP-like line; the run ends with the summary line
 # "N passed, N failed, N skipped" and exits non-zero on any failure.
 # Logs are kept under build/logs/.
 set -uo pipefail
+
+matrix=--matrix-ci
+case ${1:-} in
+--matrix) matrix=--matrix ;;
+"") ;;
+*) echo "usage: $0 [--matrix]" >&2; exit 2 ;;
+esac
 
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top" || exit 1
@@ -76,17 +92,24 @@ if [ ${#kernels[@]} -lt 2 ]; then
 	fail "find Debian 6.1 and 6.12 kernels with headers (found: ${kernels[*]:-none})"
 fi
 
-for k in "${kernels[@]}"; do
+# The other kernels users run: downloaded (once; the cache is kept), then
+# built and tested like the installed ones.
+mapfile -t others < <(tests/vm/kernels.sh "$matrix")
+step "fetch the kernels of the matrix: ${others[*]}" fetch-kernels.log \
+	scripts/fetch-kernels.sh "${others[@]}"
+
+for k in "${kernels[@]}" "${others[@]}"; do
 	step "build idgen.ko at W=1 without warnings for $k" "build-$k.log" \
 		scripts/build-module.sh "$k"
 done
 step "checkpatch --strict" checkpatch.log make -s style
-for k in "${kernels[@]}"; do
+for k in "${kernels[@]}" "${others[@]}"; do
 	step "sparse (C=2) clean for $k" "sparse-$k.log" \
 		scripts/sparse.sh "$k"
 done
 step "build the selftests" selftests-build.log make -s -C tests/selftests
 step "build the benchmark" bench-build.log make -s -C bench
+step "build the 32-bit caller test" compat32-build.log make -s -C tests/vm
 tap "netlink spec" netlink-spec.log tests/netlink-spec.sh
 # libidgen and idgenctl: builds, unit tests, JavaScript and PostgreSQL.
 tap "user space" user.log tests/user/run.sh
@@ -102,6 +125,27 @@ for k in "${kernels[@]}"; do
 		tap "guest $k, idgend" "guest-idgend-$k.log" \
 			tests/vm/run-guest.sh --timeout "${IDGEN_GUEST_TIMEOUT:-900}" "$k" \
 			tests/vm/idgend-suite.sh "build/$k/kmod/idgen.ko"
+	else
+		fail "guest $k: no module was built"
+	fi
+done
+# A 32-bit process, every ioctl through compat_ioctl, on the newest
+# installed kernel.
+if [ ${#kernels[@]} -gt 0 ]; then
+	k=${kernels[${#kernels[@]} - 1]}
+	tap "guest $k, i386 caller" "guest-compat32-$k.log" \
+		tests/vm/run-guest.sh --timeout "${IDGEN_GUEST_TIMEOUT:-900}" "$k" \
+		tests/vm/compat32-suite.sh "build/$k/kmod/idgen.ko"
+fi
+# The device tests on each other kernel that boots (the arm64 ones are
+# only cross-built).
+for k in "${others[@]}"; do
+	image=$(eval "$(scripts/kernel-env.sh "$k" 2>/dev/null)" && echo "${IMAGE:-}")
+	[ -n "$image" ] || continue
+	if [ -f "build/$k/kmod/idgen.ko" ]; then
+		tap "guest $k" "guest-$k.log" \
+			tests/vm/run-guest.sh --timeout "${IDGEN_GUEST_TIMEOUT:-900}" "$k" \
+			tests/vm/guest-suite.sh "build/$k/kmod/idgen.ko"
 	else
 		fail "guest $k: no module was built"
 	fi

@@ -11,6 +11,14 @@ packages=(
 	# the kernels the module is built and tested against: 6.1 and 6.12
 	linux-headers-amd64 linux-image-amd64
 	linux-headers-6.12-amd64 linux-image-6.12-amd64
+	# the other kernels of the matrix (scripts/fetch-kernels.sh): Debian's
+	# archive keys for a private apt state, mmdebstrap for the build roots
+	# of newer suites, the arm64 cross-compiler for Debian 12's arm64
+	# headers, and xz/zstd for the guests' compressed modules
+	debian-archive-keyring mmdebstrap gcc-aarch64-linux-gnu xz-utils zstd
+	# the 32-bit caller test (tests/vm/Makefile): i386 libc and libgcc;
+	# not gcc-multilib, which conflicts with the cross-compiler
+	libc6-dev-i386 lib32gcc-12-dev
 	# checkpatch.pl comes from the kernel source tarball
 	linux-source-6.12
 	# the guests

@@ -6,7 +6,9 @@
 #                         KVER COMMAND [ARG...]
 #
 # Boots /boot/vmlinuz-KVER under QEMU (TCG, no KVM) with a small busybox
-# initramfs. The guest mounts the host's root file system read-only over
+# initramfs; KVER may also name a kernel of the matrix that
+# scripts/fetch-kernels.sh unpacked into the cache (sid, trixie-rt, ...): its
+# image, and the virtio and 9p modules from its own modules tree. The guest mounts the host's root file system read-only over
 # virtio-9p, binds /dev /proc /sys into it, puts tmpfs on /tmp /var/tmp /run
 # and /root, brings up loopback, chroots into it and runs COMMAND with its
 # arguments exactly as given (no re-splitting), in the directory that is the
@@ -77,8 +79,9 @@ usage() {
     cat >&2 <<EOF
 usage: $prog [--timeout SECS] [--smp N] [--mem MB] [--log FILE] [--image BZIMAGE]
        [--expect-alloc-failures] KVER COMMAND [ARG...]
-Runs COMMAND inside a QEMU guest booted from /boot/vmlinuz-KVER, or from
-BZIMAGE (a kernel with virtio, 9p and its console built in; KVER then only
+Runs COMMAND inside a QEMU guest booted from /boot/vmlinuz-KVER, from the
+image of a kernel that scripts/fetch-kernels.sh unpacked (KVER is then its
+matrix name: sid, trixie-rt, ...), or from BZIMAGE (a kernel with virtio, 9p and its console built in; KVER then only
 names it).  --expect-alloc-failures: allocation-failure reports on the
 console are expected (fault injection) and do not fail the run.
 EOF
@@ -120,8 +123,23 @@ done
 kver=$1
 shift
 
-kernel_image=${custom_image:-/boot/vmlinuz-$kver}
-moddir=/lib/modules/$kver
+# KVER is an installed kernel (/boot, /lib/modules) or a matrix kernel
+# unpacked by scripts/fetch-kernels.sh (its image and modules in the cache).
+modroot=
+if [[ -n $custom_image ]]; then
+    kernel_image=$custom_image
+    moddir=/lib/modules/$kver
+else
+    env_out=$("$(dirname "$0")/../../scripts/kernel-env.sh" "$kver") ||
+        die "no kernel $kver to boot"
+    eval "$env_out" # sets KVER IMAGE MODDIR MODROOT (and more)
+    # shellcheck disable=SC2153
+    kernel_image=$IMAGE moddir=$MODDIR modroot=$MODROOT
+    [[ $modroot != / ]] || modroot=
+    [[ -n $kernel_image ]] || die "kernel $kver has no image to boot (headers only)"
+    # The release inside the image, which modprobe -S wants.
+    kver_release=$KVER
+fi
 [[ -r $kernel_image ]] || die "no readable kernel image $kernel_image"
 [[ -n $custom_image || -f $moddir/modules.dep ]] ||
     die "no $moddir/modules.dep for kernel $kver"
@@ -252,7 +270,7 @@ resolve_modules() {
     # A custom image has everything the guest needs built in.
     [[ -z $custom_image ]] || return 0
     for m in "${GUEST_MODULES[@]}"; do
-        "$modprobe" -S "$kver" --show-depends "$m" >"$workdir/deps" ||
+        "$modprobe" ${modroot:+-d "$modroot"} -S "${kver_release:-$kver}" --show-depends "$m" >"$workdir/deps" ||
             die "cannot resolve module $m for $kver"
         while read -r line; do
             case $line in
@@ -284,7 +302,10 @@ make_cpio() {
 }
 
 # ------------------------------------------------------- cached initramfs
-mapfile -t modules < <(resolve_modules)
+# (Not through a process substitution: a module that cannot be resolved
+# must stop the run, not leave a guest without its 9p root.)
+resolve_modules >"$workdir/modules"
+mapfile -t modules <"$workdir/modules"
 # The key: init script, module files (path, size, mtime), busybox, format.
 cache_key=$(
     {

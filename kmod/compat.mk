@@ -1,0 +1,12 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Kernel features that kmod/compat.h cannot see with the preprocessor (a
+# function, not a macro, came or went): found in the kernel's headers and
+# passed on as IDGEN_HAVE_* defines.  Included by every Kbuild that
+# compiles kmod/ sources.
+
+# ktime_get_snapshot_id() (any clock, fields systime and monoraw) replaced
+# ktime_get_snapshot() (CLOCK_REALTIME only, fields real and raw).
+ifneq ($(shell grep -s -w ktime_get_snapshot_id $(srctree)/include/linux/timekeeping.h),)
+ccflags-y += -DIDGEN_HAVE_KTIME_GET_SNAPSHOT_ID
+endif
