@@ -254,15 +254,32 @@ static void rec_absent(struct store_record *r, uint32_t worker)
 	r->worker = worker;
 }
 
+/* A write nonce: exactly STORE_NONCE_LEN lowercase hex digits. */
+static bool is_nonce(struct json_object *o)
+{
+	const char *s = json_object_get_string(o);
+	size_t i;
+
+	if (!json_object_is_type(o, json_type_string) ||
+	    json_object_get_string_len(o) != STORE_NONCE_LEN)
+		return false;
+	for (i = 0; i < STORE_NONCE_LEN; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
 /*
- * Our value, {"owner": "...", "token": "...", "valid_until_ms": N}; the
- * token is absent in values older idgend wrote.  Someone else's value is
- * not a protocol error: the record is then held by nobody we know of.
+ * Our value, {"owner": "...", "token": "...", "write": "...",
+ * "valid_until_ms": N}; token and write are absent in values older idgend
+ * wrote.  Someone else's value is not a protocol error: the record is then
+ * held by nobody we know of.
  */
 static void parse_value(const unsigned char *v, size_t len,
 			struct store_record *r)
 {
-	struct json_object *root = NULL, *owner, *token = NULL, *until;
+	struct json_object *root = NULL, *owner, *token = NULL, *nonce = NULL;
+	struct json_object *until;
 	char why[64];
 	uint64_t ms;
 	size_t olen, tlen = 0;
@@ -270,6 +287,7 @@ static void parse_value(const unsigned char *v, size_t len,
 	r->valid = false;
 	r->owner[0] = '\0';
 	r->token[0] = '\0';
+	r->nonce[0] = '\0';
 	r->valid_until_ms = 0;
 	if (parse_json((const char *)v, len, &root, why, sizeof(why)))
 		return;
@@ -290,6 +308,8 @@ static void parse_value(const unsigned char *v, size_t len,
 		    memchr(json_object_get_string(token), '\0', tlen))
 			goto out;
 	}
+	if (json_object_object_get_ex(root, "write", &nonce) && !is_nonce(nonce))
+		goto out;
 	if (json_object_is_type(until, json_type_int)) {
 		/* json-c saturates out-of-range numbers at UINT64_MAX. */
 		if (json_object_get_int64(until) < 0)
@@ -308,6 +328,9 @@ static void parse_value(const unsigned char *v, size_t len,
 	memcpy(r->owner, json_object_get_string(owner), olen + 1);
 	if (token)
 		memcpy(r->token, json_object_get_string(token), tlen + 1);
+	if (nonce)
+		memcpy(r->nonce, json_object_get_string(nonce),
+		       STORE_NONCE_LEN + 1);
 	r->valid_until_ms = ms;
 	r->valid = true;
 out:
@@ -874,7 +897,7 @@ static struct json_object *failed_range(struct json_object *resp, size_t i,
 	return rr;
 }
 
-/* {"owner": ..., "token": ..., "valid_until_ms": N}, or NULL. */
+/* {"owner": ..., "token": ..., "write": ..., "valid_until_ms": N}, or NULL. */
 static char *value_json(const struct store_value *val)
 {
 	struct json_object *o, *v;
@@ -882,7 +905,8 @@ static char *value_json(const struct store_value *val)
 
 	o = json_object_new_object();
 	if (!o || add_str(o, "owner", val->owner) ||
-	    (val->token && val->token[0] && add_str(o, "token", val->token)))
+	    (val->token && val->token[0] && add_str(o, "token", val->token)) ||
+	    (val->nonce && add_str(o, "write", val->nonce)))
 		goto out;
 	v = json_object_new_uint64(val->valid_until_ms);
 	if (!v || json_object_object_add(o, "valid_until_ms", v)) {
@@ -915,7 +939,8 @@ static int etcd_cas(void *ctx, uint32_t region, uint32_t worker,
 		*new_rev = 0;
 	if (expect_rev < 0 || (fenced && layout_rev < 0) ||
 	    strlen(val->owner) >= STORE_OWNER_MAX ||
-	    (val->token && strlen(val->token) >= STORE_TOKEN_MAX)) {
+	    (val->token && strlen(val->token) >= STORE_TOKEN_MAX) ||
+	    (val->nonce && strlen(val->nonce) != STORE_NONCE_LEN)) {
 		set_err(e, "%s: bad cas arguments", key);
 		ret = -EINVAL;
 		goto fail;

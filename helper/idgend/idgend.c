@@ -338,10 +338,13 @@ static int run_etcd(struct daemon *d)
 {
 	struct lease_config *lc = &d->lease_cfg;
 	struct lease *l = &d->lease;
+	char boot_id[RUNTIME_BOOT_ID_LEN + 1];
 	struct etcd *e;
 	int err, status = 0;
 
-	err = runtime_token(d->cfg.runtime_dir, d->token);
+	err = runtime_boot_id(boot_id);
+	if (!err)
+		err = runtime_token(d->cfg.runtime_dir, boot_id, d->token);
 	if (err)
 		return err == -EBADMSG ? EXIT_CONFIG : EXIT_FATAL;
 	e = etcd_open(&d->cfg);

@@ -7,10 +7,19 @@
  * R1 Ownership.  A worker record is ours only when its owner AND its token
  *    are this instance's (the token: 128 random bits, hex, from
  *    owner-token in the runtime directory: one per boot and host, kept
- *    across idgend restarts).  A record without a token (an older writer)
- *    is nobody's.  Our own write whose answer was lost reads back with our
- *    token, so it stays ours; a record that names our owner with another
- *    token is another host with the same name: never ours, logged loudly.
+ *    across idgend restarts of that boot and made anew when the file was
+ *    made in another boot), AND, while we hold it, its write nonce is one
+ *    of ours: every write carries a fresh random nonce, and the lease
+ *    remembers the nonce of the write in flight and those of its writes
+ *    whose answer was lost while the record read back unchanged (they may
+ *    still land), until a later write of ours settles them.  A record
+ *    without a token (an older writer) is nobody's.  Our own write whose
+ *    answer was lost reads back with our token and one of our nonces, so
+ *    it stays ours; a record that names our owner with another token is
+ *    another host with the same name, and one with our owner and token but
+ *    a nonce not ours is another instance sharing our token (a copied
+ *    runtime directory, a cloned VM): never ours, logged loudly.  After a
+ *    restart (R7) the nonces are gone: the generator's fence tells.
  * R2 Every write of a worker record is one etcd txn comparing the record's
  *    mod_revision with the one we read AND the region's layout record's
  *    mod_revision with the one we read (claim, renew, release, give-back).
@@ -33,16 +42,22 @@
  *    than floor_wait_ms ahead defers the claim (-EBUSY).
  * R5 Renewal moves valid_until forward by CAS (R2); it is pushed only
  *    after the store confirmed it.  A failed compare whose layout record
- *    changed, or whose record is no longer ours (R1), revokes at once; one
- *    whose record is still ours at another revision (our write whose
- *    answer was lost) takes that revision and its valid_until, revoking
- *    if that is below the fence already pushed.
+ *    changed, or whose record is no longer ours (R1: owner, token and one
+ *    of our nonces), revokes at once; one whose record is still ours at
+ *    another revision (our write whose answer was lost) takes that
+ *    revision and its valid_until, revoking if that is below the fence
+ *    already pushed.  A renewal whose answer was lost while the record
+ *    reads back unchanged keeps its nonce as pending.  A write of ours
+ *    that succeeds, or a record taken up, settles every pending nonce (a
+ *    write compares the revision, so none of them can land after it).
  * R6 Release revokes first, then writes the last ms returned as
  *    valid_until (R2); if that write fails the number frees at its fence.
  * R7 Adopt after a restart: the lease the generator holds is kept only if
- *    its record is ours (R1), its valid_until is at or above the fence the
- *    generator holds, and the record was written after the layout record
- *    (mod_revision above it): otherwise it is revoked.
+ *    its record has our owner and token (R1), its valid_until is exactly
+ *    the fence the generator holds (a later one is a renewal never pushed
+ *    or another instance with our token: not told apart, so not kept), and
+ *    the record was written after the layout record (mod_revision above
+ *    it): otherwise it is revoked.
  *
  * The generator enforces its fence by itself (F1, F5), so a daemon that
  * stops here at any point can never cause a duplicate.
@@ -52,6 +67,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "lease.h"
 #include "log.h"
@@ -90,6 +106,63 @@ static bool is_ours(const struct lease *l, const struct store_record *r)
 		!strcmp(r->owner, l->cfg->owner);
 }
 
+/* R1: a nonce of the write in flight or of one not settled yet. */
+static bool is_our_nonce(const struct lease *l, const char *nonce)
+{
+	unsigned int i;
+
+	if (!nonce[0])
+		return false;
+	if (!strcmp(nonce, l->nonce))
+		return true;
+	for (i = 0; i < l->npending; i++)
+		if (!strcmp(nonce, l->pending[i]))
+			return true;
+	return false;
+}
+
+/* R1, while we hold a lease: our owner, our token and one of our writes. */
+static bool is_our_write(const struct lease *l, const struct store_record *r)
+{
+	return is_ours(l, r) && is_our_nonce(l, r->nonce);
+}
+
+/* The write in flight may still land: remember its nonce (R5). */
+static void keep_pending(struct lease *l)
+{
+	if (l->npending == LEASE_PENDING_MAX) {
+		/* The oldest is forgotten: at worst a false loss, never a
+		 * false win. */
+		memmove(l->pending[0], l->pending[1],
+			sizeof(l->pending[0]) * (LEASE_PENDING_MAX - 1));
+		l->npending--;
+	}
+	memcpy(l->pending[l->npending++], l->nonce, sizeof(l->nonce));
+}
+
+/* A write of ours succeeded, or a record was taken up: all settled. */
+static void settle_pending(struct lease *l)
+{
+	l->npending = 0;
+}
+
+/*
+ * A record with our owner and our token that none of our writes made:
+ * another idgend runs with this instance's owner token.
+ */
+static void say_token_twin(const struct lease *l, const struct store_record *r)
+{
+	log_alert("r%" PRIu32 "/w%" PRIu32 " holds this host's owner '%s' and its "
+		  "owner token, but write %s is not one of this instance's: "
+		  "another idgend shares this host's owner token (a runtime "
+		  "directory on persistent storage, a container image with its "
+		  "/run, a cloned VM); this instance does not take the record "
+		  "as its own. Give every host its own owner in idgend.conf and "
+		  "its runtime directory on a tmpfs made at boot",
+		  l->cfg->region, r->worker, r->owner,
+		  r->nonce[0] ? r->nonce : "(none)");
+}
+
 /*
  * A record that names our owner but is not ours: another host with the
  * same owner name (a cloned image), or a record an older idgend wrote.
@@ -113,6 +186,19 @@ static void say_if_twin(const struct lease *l, const struct store_record *r)
 			 r->owner);
 }
 
+/*
+ * A fresh write nonce in l->nonce, from getrandom(): a cloned VM's kernel
+ * reseeds it, where a copy of this process's own generator would repeat.
+ */
+static void new_nonce(struct lease *l)
+{
+	uint64_t x;
+
+	if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != sizeof(x))
+		x = next_random(l) ^ now_ms(l);
+	snprintf(l->nonce, sizeof(l->nonce), "%016" PRIx64, x);
+}
+
 static int write_record(struct lease *l, uint32_t worker, int64_t rev,
 			uint64_t until, int64_t *new_rev,
 			struct store_record *now)
@@ -120,9 +206,11 @@ static int write_record(struct lease *l, uint32_t worker, int64_t rev,
 	struct store_value v = {
 		.owner = l->cfg->owner,
 		.token = l->cfg->token,
+		.nonce = l->nonce,
 		.valid_until_ms = until,
 	};
 
+	new_nonce(l);
 	return l->store->cas(l->store_ctx, l->cfg->region, worker, rev,
 			     l->layout_rev, &v, new_rev, now);
 }
@@ -290,11 +378,13 @@ static int claim_outcome(struct lease *l, uint32_t worker, int64_t old_rev,
 	err = l->store->get(l->store_ctx, l->cfg->region, worker, &cur);
 	if (err)
 		return err;
-	if (cur.mod_revision != old_rev && is_ours(l, &cur) &&
+	if (cur.mod_revision != old_rev && is_our_write(l, &cur) &&
 	    cur.valid_until_ms == until) {
 		*new_rev = cur.mod_revision;
 		return 0;
 	}
+	if (cur.mod_revision == old_rev)
+		keep_pending(l);	/* it may land yet */
 	return -ECANCELED;
 }
 
@@ -376,7 +466,7 @@ int lease_claim(struct lease *l)
 				 store_error(l));
 			err = claim_outcome(l, w, rec[w].mod_revision, until,
 					    &new_rev);
-		} else if (err == -ECANCELED && is_ours(l, &now_rec) &&
+		} else if (err == -ECANCELED && is_our_write(l, &now_rec) &&
 			   now_rec.valid_until_ms == until) {
 			new_rev = now_rec.mod_revision;
 			err = 0;
@@ -390,7 +480,10 @@ int lease_claim(struct lease *l)
 			else
 				log_info("r%" PRIu32 "/w%d: another claimer was first; "
 					 "trying again", l->cfg->region, w);
-			say_if_twin(l, &now_rec);
+			if (is_ours(l, &now_rec))
+				say_token_twin(l, &now_rec);
+			else
+				say_if_twin(l, &now_rec);
 			err = -EAGAIN;
 			continue;
 		}
@@ -436,6 +529,7 @@ int lease_claim(struct lease *l)
 		l->held = true;
 		l->worker = w;
 		l->rev = new_rev;
+		settle_pending(l);
 		l->floor_ms = floor_ms;
 		l->confirmed_ms = until;
 		l->pushed_ms = until;
@@ -461,6 +555,7 @@ static int lost(struct lease *l, const struct store_record *cur)
 	say_if_twin(l, cur);
 	err = l->dev->ops->revoke(l->dev->ctx, &last);
 	l->held = false;
+	settle_pending(l);
 	if (err) {
 		log_alert("lease lost: r%" PRIu32 "/w%" PRIu32 " is held by '%s' until ms %"
 			  PRIu64 ", and revoking it failed (%s); the generator stops at "
@@ -537,10 +632,14 @@ int lease_renew(struct lease *l)
 				 l->worker, store_error(l));
 			err = l->store->get(l->store_ctx, l->cfg->region,
 					    l->worker, &cur);
-			if (err)
+			if (err) {
+				keep_pending(l);	/* it may land yet */
 				goto unreachable;
-			if (cur.mod_revision == l->rev)
-				return -ETIMEDOUT;	/* not applied */
+			}
+			if (cur.mod_revision == l->rev) {
+				keep_pending(l);	/* not yet applied */
+				return -ETIMEDOUT;
+			}
 			/*
 			 * Changed: if ours, by our own write, which passed
 			 * the layout compare and so came before any cut-over.
@@ -554,12 +653,17 @@ int lease_renew(struct lease *l)
 				return lost_layout(l);
 			if (!is_ours(l, &cur))
 				return lost(l, &cur);
+			if (!is_our_write(l, &cur)) {
+				say_token_twin(l, &cur);
+				return lost(l, &cur);
+			}
 			/*
 			 * Still ours at another revision: a write of ours
 			 * whose answer was lost.  Take the record as the
 			 * store has it; push only what it says.
 			 */
 			l->rev = cur.mod_revision;
+			settle_pending(l);
 			if (cur.valid_until_ms < l->pushed_ms) {
 				log_alert("r%" PRIu32 "/w%" PRIu32 ": the store holds valid_until "
 					  "ms %" PRIu64 ", below the fence pushed (ms %" PRIu64
@@ -576,6 +680,7 @@ int lease_renew(struct lease *l)
 			goto unreachable;
 		l->rev = new_rev;
 		l->confirmed_ms = until;
+		settle_pending(l);
 		break;
 	}
 	if (tries == 2)
@@ -633,7 +738,7 @@ int lease_release(struct lease *l)
 	err = write_record(l, l->worker, l->rev, last, &new_rev, &cur);
 	if (err == -ETIMEDOUT &&
 	    !l->store->get(l->store_ctx, l->cfg->region, l->worker, &cur) &&
-	    is_ours(l, &cur) && cur.valid_until_ms == last)
+	    is_our_write(l, &cur) && cur.valid_until_ms == last)
 		err = 0;
 	if (err) {
 		log_warn("lease revoked: r%" PRIu32 "/w%" PRIu32 ", last ms %" PRIu64
@@ -698,7 +803,25 @@ int lease_adopt(struct lease *l)
 		return err;
 	}
 	if (!is_ours(l, &cur)) {
-		say_if_twin(l, &cur);
+		if (cur.valid && cur.token[0] &&
+		    !strcmp(cur.owner, l->cfg->owner) &&
+		    cur.valid_until_ms == h.valid_until_ms) {
+			/*
+			 * Exactly the fence the generator holds: most likely
+			 * this host's own idgend before the runtime directory
+			 * (and its owner token) was lost; but another host
+			 * with this owner name cannot be ruled out.
+			 */
+			log_warn("r%" PRIu32 "/w%" PRIu32 " names this host's owner "
+				 "'%s' with another owner token, at exactly the fence "
+				 "the generator holds: this host's own idgend before "
+				 "its runtime directory (with the owner token) was "
+				 "lost, or another host with the same owner name; not "
+				 "taken as this instance's", h.region, h.worker,
+				 cur.owner);
+		} else {
+			say_if_twin(l, &cur);
+		}
 		snprintf(why, sizeof(why), "the store gives to '%s' until ms %" PRIu64
 			 "%s", cur.valid ? cur.owner : "(nobody)",
 			 cur.valid_until_ms,
@@ -708,6 +831,13 @@ int lease_adopt(struct lease *l)
 	}
 	if (cur.valid_until_ms < h.valid_until_ms)
 		return adopt_refused(l, &h, "the store holds to a lower fence");
+	if (cur.valid_until_ms > h.valid_until_ms) {
+		snprintf(why, sizeof(why), "the store holds to a later fence, ms %"
+			 PRIu64 ": a renewal of this host's that was never pushed, "
+			 "or another idgend with this host's owner token (R7)",
+			 cur.valid_until_ms);
+		return adopt_refused(l, &h, why);
+	}
 	/* R7: written before the layout record was, it is of an older era. */
 	if (cur.mod_revision <= l->layout_rev)
 		return adopt_refused(l, &h, "was written before the region's "

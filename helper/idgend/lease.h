@@ -38,6 +38,9 @@ struct lease_config {
 	unsigned int claim_attempts;	/* lost races before giving up */
 };
 
+/* Writes whose outcome is still unknown that a lease remembers. */
+#define LEASE_PENDING_MAX	8
+
 struct lease {
 	const struct lease_config *cfg;
 	const struct store_ops *store;
@@ -55,6 +58,15 @@ struct lease {
 	uint64_t floor_ms;
 	uint64_t confirmed_ms;		/* valid_until the store holds for us */
 	uint64_t pushed_ms;		/* the fence the generator holds */
+
+	/*
+	 * R1: the nonce of the write in flight, and those of our writes of
+	 * this lease whose outcome is not settled yet (an answer lost while
+	 * the record read back unchanged: the write may still land).
+	 */
+	char nonce[STORE_NONCE_LEN + 1];
+	char pending[LEASE_PENDING_MAX][STORE_NONCE_LEN + 1];
+	unsigned int npending;
 };
 
 /*

@@ -6,10 +6,12 @@
  * lease tests implement it in memory.
  *
  * A record's value is {"owner": "<name>", "token": "<32 hex digits>",
- * "valid_until_ms": N} (more fields are allowed and ignored; a value
- * without a token, as older idgend wrote it, reads with token "" and is
- * nobody's to take back).  A record that was never written counts as free
- * with valid_until_ms 0.
+ * "write": "<16 hex digits>", "valid_until_ms": N} (more fields are
+ * allowed and ignored; a value without a token, as older idgend wrote it,
+ * reads with token "" and is nobody's to take back).  "write" is a nonce
+ * made afresh for each write: it tells this instance's own writes from
+ * those of another instance that shares its owner and token (lease.c, R1).
+ * A record that was never written counts as free with valid_until_ms 0.
  *
  * Each region also has a layout record (struct store_layout), and every
  * write of a worker record compares the layout record's revision in the
@@ -24,6 +26,7 @@
 
 #define STORE_OWNER_MAX		128	/* bytes, with the NUL */
 #define STORE_TOKEN_MAX		65	/* bytes, with the NUL */
+#define STORE_NONCE_LEN		16	/* hex digits of a write nonce */
 #define STORE_ANY_LAYOUT	(-1)	/* cas: no compare on the layout */
 
 struct store_record {
@@ -33,6 +36,7 @@ struct store_record {
 	int64_t mod_revision;		/* 0 when !exists */
 	char owner[STORE_OWNER_MAX];	/* "" when free or unparsable */
 	char token[STORE_TOKEN_MAX];	/* "" likewise, or from an old writer */
+	char nonce[STORE_NONCE_LEN + 1];	/* the write's; "" if none */
 	uint64_t valid_until_ms;	/* ms since IDGEN_EPOCH_UNIX_MS */
 	int64_t layout_rev;		/* cas's -ECANCELED only: the layout
 					 * record's mod_revision then (0: absent) */
@@ -42,6 +46,7 @@ struct store_record {
 struct store_value {
 	const char *owner;
 	const char *token;
+	const char *nonce;		/* STORE_NONCE_LEN hex digits, or NULL */
 	uint64_t valid_until_ms;
 };
 

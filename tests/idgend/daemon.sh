@@ -299,6 +299,34 @@ stop yb
 check "twins (b): no two generators held overlapping windows on r0/w5" \
 	windows xb.gen.log yb.gen.log
 
+# (c) One owner name AND one owner token: X's owner-token file copied into
+# Y's runtime directory (a runtime directory on persistent storage, a
+# container image with its /run, a cloned VM).  X frozen past its lease, Y
+# claims, X thaws: only the write nonce tells Y's record from X's own.
+fill /twc $(($(gnow) + 600000)) 5
+start xc "${fast[@]}" --endpoints "$ep" --prefix /twc --owner same
+wait_log xc 'lease claimed: r0/w5,' 10
+sleep 1.5
+kill -STOP "${PID[xc]}"
+mkdir -p "$work/yc.run"
+cp "$work/xc.run/owner-token" "$work/yc.run/owner-token"
+start yc "${fast[@]}" --endpoints "$ep" --prefix /twc --owner same
+check "one token (c): Y, with X's owner and token, claims w5 once X's lease ran out" \
+	wait_log yc 'lease claimed: r0/w5,' 20
+check "one token (c): ... with X's token (same boot: the file was kept)" \
+	test "$(record /twc 5 token)" = "$(head -n 1 "$work/xc.run/owner-token")"
+from=$(log_lines xc)
+kill -CONT "${PID[xc]}"
+check "one token (c): X, thawed, finds a write not its own on w5: lease lost" \
+	wait_log xc 'lease lost: r0/w5' 10 "$from"
+check "one token (c): ... and says loudly that another idgend shares its token" \
+	wait_log xc "another idgend shares this host's owner token" 1 "$from"
+sleep 2		# renewals of both, had they both gone on
+stop xc
+stop yc
+check "one token (c): no two generators held overlapping windows on r0/w5" \
+	windows xc.gen.log yc.gen.log
+
 # --- the layout record -------------------------------------------------------
 
 layout_field() {

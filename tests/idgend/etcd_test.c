@@ -221,7 +221,7 @@ static void real_token_layout(const char *ep, const char *prefix)
 {
 	struct store_value v = {
 		.owner = "tok", .token = "00112233445566778899aabbccddeeff",
-		.valid_until_ms = 77,
+		.nonce = "0123456789abcdef", .valid_until_ms = 77,
 	};
 	struct store_layout want = { .region_bits = 3, .worker_bits = 7,
 				     .seq_bits = 12 }, got;
@@ -252,8 +252,10 @@ static void real_token_layout(const char *ep, const char *prefix)
 	ok(!ret, "cas with the layout's revision writes (%s)", errname(ret));
 	ret = etcd_store_ops.get(e, 5, 1, &r);
 	ok(!ret && r.valid && !strcmp(r.owner, "tok") &&
-	   !strcmp(r.token, v.token) && r.valid_until_ms == 77,
-	   "the record carries owner and token (%s '%s')", errname(ret), r.token);
+	   !strcmp(r.token, v.token) && !strcmp(r.nonce, v.nonce) &&
+	   r.valid_until_ms == 77,
+	   "the record carries owner, token and write nonce (%s '%s' '%s')",
+	   errname(ret), r.token, r.nonce);
 
 	/* The cut-over's write: fenced by the worker records. */
 	ret = etcd_store_ops.region_scan(e, 5, &max_until, &garbled, &at);
@@ -294,6 +296,12 @@ static void real_token_layout(const char *ep, const char *prefix)
 	ret = etcd_store_ops.get(e, 6, 2, &r);
 	ok(!ret && r.exists && !r.valid,
 	   "a record whose token is not a string is unreadable (%s)", errname(ret));
+	etcdctl(ep, "put", key, "{\"owner\":\"o\",\"token\":\"t\",\"write\":"
+		"\"0123456789ABCDEF\",\"valid_until_ms\":1}");
+	ret = etcd_store_ops.get(e, 6, 2, &r);
+	ok(!ret && r.exists && !r.valid,
+	   "a record whose write nonce is not 16 lowercase hex digits is "
+	   "unreadable (%s)", errname(ret));
 	etcd_free(e);
 }
 

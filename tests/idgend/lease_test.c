@@ -115,6 +115,7 @@ enum fault {
 	F_TIMEOUT_APPLIED,	/* written, answer lost */
 	F_TIMEOUT_LOST,		/* not written, answer lost */
 	F_RACE,			/* another owner writes just before */
+	F_TIMEOUT_LATE,		/* answer lost; lands at the next cas */
 };
 
 struct fake_store {
@@ -125,6 +126,13 @@ struct fake_store {
 	bool down;		/* every call fails */
 	int64_t step_on_list;	/* one-shot clock step after a list */
 	unsigned int writes;
+	/* F_TIMEOUT_LATE's write, still in flight */
+	bool late;
+	uint32_t late_worker;
+	int64_t late_expect, late_layout_rev;
+	char late_owner[STORE_OWNER_MAX], late_token[STORE_TOKEN_MAX];
+	char late_nonce[STORE_NONCE_LEN + 1];
+	uint64_t late_until;
 };
 
 static int fs_list(void *ctx, uint32_t region, struct store_record *rec,
@@ -153,8 +161,8 @@ static int fs_get(void *ctx, uint32_t region, uint32_t worker,
 	return 0;
 }
 
-static void fs_write_tok(struct fake_store *s, uint32_t w, const char *owner,
-			 const char *token, uint64_t until)
+static void fs_write_nonce(struct fake_store *s, uint32_t w, const char *owner,
+			   const char *token, const char *nonce, uint64_t until)
 {
 	struct store_record *r = &s->rec[w];
 
@@ -162,9 +170,17 @@ static void fs_write_tok(struct fake_store *s, uint32_t w, const char *owner,
 	r->worker = w;
 	snprintf(r->owner, sizeof(r->owner), "%s", owner);
 	snprintf(r->token, sizeof(r->token), "%s", token);
+	snprintf(r->nonce, sizeof(r->nonce), "%s", nonce ? nonce : "");
 	r->valid_until_ms = until;
 	r->mod_revision = ++s->revision;
 	s->writes++;
+}
+
+/* A write by another instance with this owner and token: its own nonce. */
+static void fs_write_tok(struct fake_store *s, uint32_t w, const char *owner,
+			 const char *token, uint64_t until)
+{
+	fs_write_nonce(s, w, owner, token, "0123456789abcdef", until);
 }
 
 /* Another host's write: a token of its own. */
@@ -183,10 +199,31 @@ static int fs_cas(void *ctx, uint32_t region, uint32_t w, int64_t expect,
 
 	(void)region;
 	s->next_cas = F_NONE;
+	if (s->late) {
+		/* The write in flight lands first, if its compare holds. */
+		s->late = false;
+		if (s->rec[s->late_worker].mod_revision == s->late_expect &&
+		    (s->late_layout_rev == STORE_ANY_LAYOUT ||
+		     s->late_layout_rev == s->layout.mod_revision))
+			fs_write_nonce(s, s->late_worker, s->late_owner,
+				       s->late_token, s->late_nonce, s->late_until);
+	}
 	if (s->down || f == F_UNREACHABLE)
 		return -ECONNREFUSED;
 	if (f == F_TIMEOUT_LOST)
 		return -ETIMEDOUT;
+	if (f == F_TIMEOUT_LATE) {
+		s->late = true;
+		s->late_worker = w;
+		s->late_expect = expect;
+		s->late_layout_rev = layout_rev;
+		snprintf(s->late_owner, sizeof(s->late_owner), "%s", val->owner);
+		snprintf(s->late_token, sizeof(s->late_token), "%s", val->token);
+		snprintf(s->late_nonce, sizeof(s->late_nonce), "%s",
+			 val->nonce ? val->nonce : "");
+		s->late_until = val->valid_until_ms;
+		return -ETIMEDOUT;
+	}
 	if (f == F_RACE)
 		fs_write(s, w, "intruder", fake_now + LEASE_MS);
 	if (s->rec[w].mod_revision != expect ||
@@ -199,7 +236,8 @@ static int fs_cas(void *ctx, uint32_t region, uint32_t w, int64_t expect,
 		}
 		return -ECANCELED;
 	}
-	fs_write_tok(s, w, val->owner, val->token, val->valid_until_ms);
+	fs_write_nonce(s, w, val->owner, val->token, val->nonce,
+		       val->valid_until_ms);
 	*new_rev = s->rec[w].mod_revision;
 	return f == F_TIMEOUT_APPLIED ? -ETIMEDOUT : 0;
 }
@@ -697,14 +735,25 @@ static void test_renew_lost(void)
 	check(!strcmp(f.store.rec[f.l.worker].owner, "thief"),
 	      "renew: ... and leaves the other owner's record alone");
 
-	/* Our own write whose answer we lost, then a normal renewal. */
+	/*
+	 * Our own write whose answer we lost, read back unchanged, that
+	 * lands later: the next renewal finds it and takes it up.
+	 */
 	setup(&f, "me", 37);
 	lease_claim(&f.l);
-	fs_write_tok(&f.store, f.l.worker, "me", f.token, fake_now + LEASE_MS + 10);
+	f.store.next_cas = F_TIMEOUT_LATE;
+	fake_now += 1000;
+	err = lease_renew(&f.l);
+	check(err == -ETIMEDOUT && f.gen.pushes == 1 && f.l.npending == 1,
+	      "renew: an answer lost, the record unchanged: nothing pushed, its "
+	      "nonce kept as pending (%d)", err);
 	fake_now += 1000;
 	check(!lease_renew(&f.l) && f.l.held && !f.gen.revokes &&
-	      f.l.rev == f.store.rec[f.l.worker].mod_revision,
-	      "renew: our own record at a newer revision is taken up, not lost");
+	      f.l.rev == f.store.rec[f.l.worker].mod_revision &&
+	      f.gen.h.valid_until_ms == fake_now + LEASE_MS && !f.l.npending &&
+	      !f.gen.violation,
+	      "renew: our own write landing late is taken up, not lost; "
+	      "the next write settles it");
 }
 
 static void test_release(void)
@@ -759,7 +808,7 @@ static void test_adopt(void)
 
 /* ---- two daemons, one store, random faults ---- */
 
-static void test_walk(const char *name_a, const char *name_b)
+static void test_walk(const char *name_a, const char *name_b, bool one_token)
 {
 	struct fixture a, b;
 	struct lease *ls[2];
@@ -769,6 +818,11 @@ static void test_walk(const char *name_a, const char *name_b)
 
 	setup(&a, name_a, 51);
 	setup(&b, name_b, 53);
+	if (one_token) {
+		/* One owner-token file copied to both hosts. */
+		memcpy(b.token, a.token, sizeof(b.token));
+		b.gen.token = b.cfg.token = b.token;
+	}
 	/* One store for both. */
 	b.gen.store = &a.store;
 	b.l.store_ctx = &a.store;
@@ -790,7 +844,7 @@ static void test_walk(const char *name_a, const char *name_b)
 		who = rng & 1;
 		op = (rng >> 8) % 10;
 		fake_now += (rng >> 16) % 20000;
-		a.store.next_cas = (rng >> 32) % 4 == 0 ? (enum fault)((rng >> 40) % 5) : F_NONE;
+		a.store.next_cas = (rng >> 32) % 4 == 0 ? (enum fault)((rng >> 40) % 6) : F_NONE;
 		if (!ls[who]->held) {
 			if (op < 6 && !lease_claim(ls[who]))
 				claims++;
@@ -808,11 +862,12 @@ static void test_walk(const char *name_a, const char *name_b)
 		if (violations)
 			break;
 	}
-	check(!violations, "walk (%s, %s): 20000 steps of two daemons with faults: "
-	      "no (worker, ms) two generators could both mint, no unconfirmed "
-	      "push (%d claims, %d losses)", name_a, name_b, claims, lost);
-	check(claims > 100 && lost > 0, "walk (%s, %s): the walk claimed and lost "
-	      "leases", name_a, name_b);
+	check(!violations, "walk (%s, %s%s): 20000 steps of two daemons with "
+	      "faults: no (worker, ms) two generators could both mint, no "
+	      "unconfirmed push (%d claims, %d losses)", name_a, name_b,
+	      one_token ? ", one token" : "", claims, lost);
+	check(claims > 100 && lost > 0, "walk (%s, %s%s): the walk claimed and "
+	      "lost leases", name_a, name_b, one_token ? ", one token" : "");
 }
 
 
@@ -894,6 +949,37 @@ static void test_token(void)
 		lease_renew(&a.l);
 	check(!lease_renew(&b.l) && !a.gen.violation && !b.gen.violation,
 	      "token: no (worker, ms) both could mint");
+
+	/*
+	 * (c) One owner name AND one token (an owner-token file copied with
+	 * a runtime directory, a cloned VM): X frozen past its lease, Y
+	 * claims, X thaws.  Only the write nonce tells Y's record from a
+	 * write of X's own.
+	 */
+	twins(&a, &b, 67);
+	memcpy(b.token, a.token, sizeof(b.token));
+	fill_others(&a.store, 5, 0);
+	check(!lease_claim(&a.l) && a.l.worker == 5, "one token: X claims w5");
+	fence = a.gen.h.valid_until_ms;
+	fake_now = fence + 1;
+	for (int w = 0; w < WORKERS; w++)
+		if (w != 5)
+			fs_write(&a.store, w, "other", fake_now + 10 * LEASE_MS);
+	check(!lease_claim(&b.l) && b.l.worker == 5 && b.gen.h.floor_ms >= fence,
+	      "one token: Y, with X's owner and token, claims w5 above X's fence");
+	mark = log_mark();
+	fake_now += 1000;
+	err = lease_renew(&a.l);
+	check(err == -ESTALE && !a.l.held && a.gen.revokes == 1 &&
+	      a.gen.pushes == 1,
+	      "one token: X's renewal finds a write not its own: lost and "
+	      "revoked, nothing pushed (%d)", err);
+	check(logged_since(mark, "another idgend shares this host's owner token"),
+	      "one token: ... and says so loudly");
+	fake_now += 1000;
+	check(!lease_renew(&b.l) && b.l.held && !a.gen.violation &&
+	      !b.gen.violation,
+	      "one token: Y renews undisturbed; no (worker, ms) both could mint");
 
 	/* A record an older idgend wrote (no token) is nobody's. */
 	setup(&a, "me", 73);
@@ -1297,9 +1383,11 @@ int main(void)
 	test_renew_lost();
 	test_release();
 	test_adopt();
-	test_walk("host-a", "host-b");
+	test_walk("host-a", "host-b", false);
 	/* Two hosts with one owner name: only their tokens tell them apart. */
-	test_walk("twin", "twin");
+	test_walk("twin", "twin", false);
+	/* ... and with one token too: only their write nonces. */
+	test_walk("twin", "twin", true);
 	test_token();
 	test_layout();
 	test_standalone();
