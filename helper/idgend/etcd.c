@@ -817,6 +817,16 @@ static char *layout_key(struct etcd *e, uint32_t region)
 	return k;
 }
 
+/* The key of the prefix's region width record: "/idgen/region_bits". */
+static char *width_key(struct etcd *e)
+{
+	char *k;
+
+	if (asprintf(&k, "%s/region_bits", e->prefix) < 0)
+		return NULL;
+	return k;
+}
+
 /* Appends {"target": "MOD", "key": key, "mod_revision": rev, "result": res}. */
 static int add_compare(struct json_object *a, const char *key, int64_t rev,
 		       const char *result)
@@ -1128,16 +1138,16 @@ out:
 }
 
 /*
- * if MOD(layout) == expect_rev [and MOD(every worker key) < workers_rev + 1]
- * then put layout.
+ * if MOD(layout) == expect_rev [and MOD(width) == width_rev] [and
+ * MOD(every worker key) < workers_rev + 1] then put layout.
  */
 static int etcd_layout_cas(void *ctx, uint32_t region, int64_t expect_rev,
-			   int64_t workers_rev, const struct store_layout *l,
-			   int64_t *new_rev)
+			   int64_t workers_rev, int64_t width_rev,
+			   const struct store_layout *l, int64_t *new_rev)
 {
 	struct etcd *e = ctx;
 	struct json_object *req = NULL, *resp = NULL, *val = NULL, *a, *op, *c, *ok;
-	char *key = layout_key(e, region), *end = NULL;
+	char *key = layout_key(e, region), *end = NULL, *wkey = NULL;
 	char rev[24];
 	int64_t r;
 	int ret;
@@ -1156,6 +1166,9 @@ static int etcd_layout_cas(void *ctx, uint32_t region, int64_t expect_rev,
 	req = json_object_new_object();
 	a = req ? add_new(req, "compare", true) : NULL;
 	if (!a || add_compare(a, key, expect_rev, "EQUAL"))
+		goto nomem;
+	if (width_rev && (!(wkey = width_key(e)) ||
+			  add_compare(a, wkey, width_rev, "EQUAL")))
 		goto nomem;
 	if (workers_rev) {
 		/* Every key in [.../w/, .../w0): '/' + 1 is '0'. */
@@ -1201,6 +1214,126 @@ out:
 	json_object_put(resp);
 	free(key);
 	free(end);
+	free(wkey);
+	return ret;
+}
+
+/* --- the region width record ------------------------------------------- */
+
+static int etcd_width_get(void *ctx, struct store_width *out)
+{
+	struct etcd *e = ctx;
+	struct json_object *req = NULL, *resp = NULL, *kvs, *kv, *root = NULL;
+	unsigned char *val = NULL;
+	char *key = width_key(e), why[64];
+	size_t n, val_len;
+	uint64_t rb;
+	const char *ep;
+	int64_t rev;
+	int ret;
+
+	e->err[0] = '\0';
+	memset(out, 0, sizeof(*out));
+	req = key ? json_object_new_object() : NULL;
+	if (!req || add_b64(req, "key", key, strlen(key))) {
+		set_err(e, "out of memory");
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = call(e, "/v3/kv/range", to_string(req), false, &resp, &rev);
+	if (ret)
+		goto out;
+	ep = e->endpoints[e->current];
+	ret = -EPROTO;
+	if (!get_typed(resp, "kvs", json_type_array, &kvs)) {
+		set_err(e, "%s: kvs is not an array", ep);
+		goto out;
+	}
+	n = kvs ? json_object_array_length(kvs) : 0;
+	if (n > 1) {
+		set_err(e, "%s: %zu kvs for the one key %s", ep, n, key);
+		goto out;
+	}
+	ret = 0;
+	if (!n)
+		goto out;
+	kv = json_object_array_get_idx(kvs, 0);
+	if (!json_object_is_type(kv, json_type_object) ||
+	    !get_i64(kv, "mod_revision", &out->mod_revision) ||
+	    get_bytes(kv, "value", &val, &val_len)) {
+		set_err(e, "%s: %s: not a kv with a revision and a value", ep, key);
+		ret = -EPROTO;
+		goto out;
+	}
+	out->exists = true;
+	if (!parse_json((const char *)val, val_len, &root, why, sizeof(why)) &&
+	    json_object_is_type(root, json_type_object) &&
+	    get_uint(root, "region_bits", 64, &rb)) {
+		out->region_bits = rb;
+		out->valid = true;
+	} else {
+		set_err(e, "%s: %s holds a value that is not a region width", ep,
+			key);
+	}
+out:
+	json_object_put(root);
+	free(val);
+	json_object_put(req);
+	json_object_put(resp);
+	free(key);
+	if (ret) {
+		memset(out, 0, sizeof(*out));
+		out->exists = true;	/* unknown: never "absent" */
+	}
+	return ret;
+}
+
+/* if MOD(width) == 0 (absent) then put {"region_bits": R}. */
+static int etcd_width_create(void *ctx, uint8_t region_bits, int64_t *new_rev)
+{
+	struct etcd *e = ctx;
+	struct json_object *req = NULL, *resp = NULL, *val = NULL, *a, *op, *ok;
+	char *key = width_key(e);
+	int64_t r;
+	int ret;
+
+	e->err[0] = '\0';
+	*new_rev = 0;
+	val = key ? json_object_new_object() : NULL;
+	if (!val || json_object_object_add(val, "region_bits",
+					   json_object_new_int(region_bits)))
+		goto nomem;
+	req = json_object_new_object();
+	a = req ? add_new(req, "compare", true) : NULL;
+	if (!a || add_compare(a, key, 0, "EQUAL"))
+		goto nomem;
+	a = add_new(req, "success", true);
+	op = a ? add_new(a, NULL, false) : NULL;
+	op = op ? add_new(op, "request_put", false) : NULL;
+	if (!op || add_b64(op, "key", key, strlen(key)) ||
+	    add_b64(op, "value", to_string(val), strlen(to_string(val))))
+		goto nomem;
+	ret = call(e, "/v3/kv/txn", to_string(req), true, &resp, &r);
+	if (ret)
+		goto out;
+	if (!get_typed(resp, "succeeded", json_type_boolean, &ok)) {
+		set_err(e, "%s: succeeded is not a boolean", e->endpoints[e->current]);
+		ret = -EPROTO;
+	} else if (ok && json_object_get_boolean(ok)) {
+		*new_rev = r;
+	} else {
+		set_err(e, "%s: exists already", key);
+		ret = -ECANCELED;
+	}
+	goto out;
+nomem:
+	set_err(e, "out of memory");
+	ret = -ENOMEM;
+out:
+	json_object_put(val);
+	json_object_put(req);
+	json_object_put(resp);
+	free(key);
 	return ret;
 }
 
@@ -1281,6 +1414,8 @@ const struct store_ops etcd_store_ops = {
 	.layout_get = etcd_layout_get,
 	.layout_cas = etcd_layout_cas,
 	.region_scan = etcd_region_scan,
+	.width_get = etcd_width_get,
+	.width_create = etcd_width_create,
 	.error = etcd_error,
 };
 

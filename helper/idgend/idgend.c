@@ -328,10 +328,12 @@ static int run_cut_over(struct daemon *d)
 		return EXIT_FATAL;
 	lc->region = d->cfg.region;
 	lc->layout = d->cfg.layout;
-	err = lease_cut_over(lc, &etcd_store_ops, e, &d->cfg.cut_over_layout);
+	lc->lease_ms = d->cfg.lease_ms;
+	err = lease_cut_over(lc, &etcd_store_ops, e, &system_clock_ops, &d->clock,
+			     &d->cfg.cut_over_layout, d->cfg.force);
 	etcd_free(e);
 	curl_global_cleanup();
-	return !err ? 0 : err == -EINVAL ? EXIT_CONFIG : EXIT_FATAL;
+	return !err ? 0 : err == -EINVAL || err == -ERANGE ? EXIT_CONFIG : EXIT_FATAL;
 }
 
 static int run_etcd(struct daemon *d)

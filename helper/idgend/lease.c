@@ -26,13 +26,23 @@
  *    An unknown outcome (timeout, garbled answer) is re-read before any
  *    decision; nothing is pushed on an unknown outcome.
  * R3 Layout.  /<prefix>/r<R>/layout holds {region_bits, worker_bits,
- *    seq_bits, from_ms}; it is created once (create-if-absent) with
- *    from_ms 0 and changed only by lease_cut_over(), which writes
- *    from_ms = the highest valid_until of every worker record of the region
- *    in one listing at revision H, in a txn comparing the layout record's
- *    revision and "no worker record modified after H".  A host whose
- *    layout differs from the record's never claims (and revokes what it
- *    holds): a configuration error.
+ *    seq_bits, from_ms}, and /<prefix>/region_bits holds {region_bits}, the
+ *    one region width of every region under the prefix (regions of two
+ *    widths mint the same IDs), created once (create-if-absent) by the
+ *    first host or cut-over to need it and never changed.  A layout record
+ *    is written, when a host finds none (create-if-absent) and by
+ *    lease_cut_over() alike, with from_ms = the highest valid_until of
+ *    every worker record of the region, whatever its layout, in one
+ *    listing at revision H, in a txn comparing the layout record's
+ *    revision (0: absent), the region width record's revision and "no
+ *    worker record modified after H".  A from_ms more than lease_ms ahead
+ *    of the writer's clock is not written (the records responsible are
+ *    named) unless forced (--force, a cut-over only).  from_ms is not
+ *    carried over from the record replaced: the listing bounds every ID
+ *    (records are never deleted), and a from_ms set far ahead by mistake
+ *    can come down again.  A host whose layout differs from the region's
+ *    record, or whose region bits differ from the region width record,
+ *    never claims (and revokes what it holds): a configuration error.
  * R4 Floor.  A claim's floor is max(the record's valid_until as the
  *    claiming txn compared it, the layout's from_ms).  The generator is
  *    pushed (floor, now + lease) only after the txn succeeded and the
@@ -41,15 +51,19 @@
  *    by writing valid_until = floor (R2), never pushed.  A from_ms more
  *    than floor_wait_ms ahead defers the claim (-EBUSY).
  * R5 Renewal moves valid_until forward by CAS (R2); it is pushed only
- *    after the store confirmed it.  A failed compare whose layout record
- *    changed, or whose record is no longer ours (R1: owner, token and one
- *    of our nonces), revokes at once; one whose record is still ours at
- *    another revision (our write whose answer was lost) takes that
- *    revision and its valid_until, revoking if that is below the fence
- *    already pushed.  A renewal whose answer was lost while the record
- *    reads back unchanged keeps its nonce as pending.  A write of ours
- *    that succeeds, or a record taken up, settles every pending nonce (a
- *    write compares the revision, so none of them can land after it).
+ *    after the store confirmed it.  A failed compare whose record is no
+ *    longer ours (R1: owner, token and one of our nonces) revokes at once.
+ *    One whose layout record changed revokes at once and reads the layout
+ *    record again (R3): still this host's layout (a cut-over there and
+ *    back, the record deleted and written again), it claims anew, whose
+ *    floor is at least the new from_ms (R4); another layout, it stops (a
+ *    configuration error).  One whose record is still ours at another
+ *    revision (our write whose answer was lost) takes that revision and
+ *    its valid_until, revoking if that is below the fence already pushed.
+ *    A renewal whose answer was lost while the record reads back
+ *    unchanged keeps its nonce as pending.  A write of ours that
+ *    succeeds, or a record taken up, settles every pending nonce (a write
+ *    compares the revision, so none of them can land after it).
  * R6 Release revokes first, then writes the last ms returned as
  *    valid_until (R2); if that write fails the number frees at its fence.
  * R7 Adopt after a restart: the lease the generator holds is kept only if
@@ -224,8 +238,180 @@ static bool same_layout(const struct lease_layout *a,
 }
 
 /*
- * R3: read the region's layout record (create it with ours if there is
- * none) and check it is ours.  Sets l->layout_rev and l->layout_from_ms.
+ * R3: the prefix's region width record, created with region_bits if there
+ * is none.  0 with *width_rev, -EMEDIUMTYPE when it holds another width
+ * (logged: a configuration error), or a store error (logged).
+ */
+static int check_width(const struct lease_config *cfg,
+		       const struct store_ops *store, void *ctx,
+		       const struct lease_layout *me, int64_t *width_rev)
+{
+	struct store_width cur;
+	int64_t rev;
+	int err;
+
+	err = store->width_get(ctx, &cur);
+	if (!err && !cur.exists) {
+		err = store->width_create(ctx, me->region_bits, &rev);
+		if (!err) {
+			log_notice("recorded the region width of every region under "
+				   "this prefix, %u bits (layout %u/%u/%u)",
+				   me->region_bits, me->region_bits,
+				   me->worker_bits, me->seq_bits);
+			*width_rev = rev;
+			return 0;
+		}
+		/* Another host was first, or the outcome is unknown. */
+		if (err == -ECANCELED || err == -ETIMEDOUT || err == -EPROTO)
+			err = store->width_get(ctx, &cur);
+	}
+	if (err) {
+		log_err("cannot read the prefix's region width record: %s",
+			store->error(ctx));
+		return err;
+	}
+	if (!cur.exists) {
+		log_err("the prefix's region width record is still missing after "
+			"writing it");
+		return -EAGAIN;
+	}
+	if (!cur.valid) {
+		log_err("the prefix's region width record is unreadable (%s); not "
+			"claiming until it is repaired (idgend(8), LAYOUT)",
+			store->error(ctx));
+		return -EMEDIUMTYPE;
+	}
+	if (cur.region_bits != me->region_bits) {
+		log_err("r%" PRIu32 ": every region under this prefix has %u region "
+			"bits (the prefix's region width record), this host's "
+			"layout %u/%u/%u has %u: not claiming, regions of different "
+			"widths mint the same IDs. Use a layout with %u region bits "
+			"(idgend(8), LAYOUT)", cfg->region, cur.region_bits,
+			me->region_bits, me->worker_bits, me->seq_bits,
+			me->region_bits, cur.region_bits);
+		return -EMEDIUMTYPE;
+	}
+	*width_rev = cur.mod_revision;
+	return 0;
+}
+
+/* At most this many records are named in a refusal. */
+#define FAR_NAMED_MAX	10
+
+/*
+ * Name the worker records whose valid_until is above limit: the ones a
+ * layout record's from_ms would wait for.  Every possible worker number
+ * is listed (worker_bits is at most 16), whatever the layout that wrote it.
+ */
+static void name_far_records(const struct lease_config *cfg,
+			     const struct store_ops *store, void *ctx,
+			     uint64_t now, uint64_t limit)
+{
+	const uint32_t n = 1U << 16;
+	struct store_record *rec = calloc(n, sizeof(*rec));
+	uint32_t i, named = 0;
+
+	if (!rec || store->list(ctx, cfg->region, rec, n)) {
+		log_err("r%" PRIu32 ": cannot list the records responsible: %s",
+			cfg->region, rec ? store->error(ctx) : "out of memory");
+		free(rec);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (!rec[i].valid || rec[i].valid_until_ms <= limit)
+			continue;
+		if (named++ < FAR_NAMED_MAX)
+			log_err("r%" PRIu32 "/w%" PRIu32 ": owner '%s', valid_until ms %"
+				PRIu64 " (%" PRIu64 " s ahead of this clock)",
+				cfg->region, i, rec[i].owner,
+				rec[i].valid_until_ms,
+				(rec[i].valid_until_ms - now) / 1000);
+	}
+	if (named > FAR_NAMED_MAX)
+		log_err("r%" PRIu32 ": and %" PRIu32 " more", cfg->region,
+			named - FAR_NAMED_MAX);
+	free(rec);
+}
+
+/*
+ * R3: write the region's layout record *next, whose mod_revision was
+ * expect_rev (0: create it), with from_ms = the highest valid_until of
+ * every worker record of the region, whatever its layout, read at the
+ * store revision H, in one txn that also requires that no worker record
+ * was written after H and that the region width record is still
+ * width_rev.  Both the first layout record of a region and every cut-over
+ * are written so: the region may hold leases of another layout (a
+ * rolling upgrade from an idgend that wrote no layout record, a record
+ * deleted by hand), and no ID of the new layout may fall at or below
+ * their fences.
+ *
+ * from_ms is not carried forward from the record it replaces: records
+ * are never deleted by idgend, and every ID ever minted in the region is
+ * below the valid_until its worker record holds (a record's valid_until
+ * never goes below a fence its holders minted under), so the listing
+ * alone bounds them all.  Keeping max(old from_ms, listing) would add
+ * nothing for a deleted record either (a claim of that number reads floor
+ * 0 anyway: deleting records is never safe), and it would make a from_ms
+ * set far ahead by mistake (a host whose clock jumped) permanent.  So a
+ * from_ms far ahead can be lowered once the record responsible is.
+ *
+ * A from_ms more than lease_ms ahead of now is refused unless force:
+ * the region would mint nothing until then.  0 with *rev, -ERANGE for
+ * that refusal (logged, naming the records), -ECANCELED when a compare
+ * failed (read again), or a store error.
+ */
+static int write_layout(const struct lease_config *cfg,
+			const struct store_ops *store, void *ctx, uint64_t now,
+			bool force, int64_t expect_rev, int64_t width_rev,
+			struct store_layout *next, int64_t *rev)
+{
+	uint64_t max_until;
+	uint32_t garbled;
+	int64_t at;
+	int err;
+
+	err = store->region_scan(ctx, cfg->region, &max_until, &garbled, &at);
+	if (err)
+		return err;
+	if (garbled)
+		log_warn("r%" PRIu32 ": %" PRIu32 " worker records hold values "
+			 "that are not leases; their fences are unknown "
+			 "and not counted", cfg->region, garbled);
+	next->from_ms = max_until;
+	if (max_until > now + cfg->lease_ms) {
+		if (!force) {
+			log_err("r%" PRIu32 ": the layout %u/%u/%u would start at ms %"
+				PRIu64 ", %" PRIu64 " s ahead of this clock (more than "
+				"lease_ms): the region would mint nothing until then. "
+				"Not written; the worker records responsible:",
+				cfg->region, next->region_bits,
+				next->worker_bits, next->seq_bits, max_until,
+				(max_until - now) / 1000);
+			name_far_records(cfg, store, ctx, now,
+					 now + cfg->lease_ms);
+			log_err("r%" PRIu32 ": stop or fix the hosts that hold them "
+				"(a clock far ahead?), or write it anyway with "
+				"idgend --cut-over-layout %u/%u/%u --force "
+				"(idgend(8), LAYOUT)", cfg->region,
+				next->region_bits, next->worker_bits,
+				next->seq_bits);
+			return -ERANGE;
+		}
+		log_warn("r%" PRIu32 ": --force: the layout starts at ms %" PRIu64
+			 ", %" PRIu64 " s ahead of this clock", cfg->region,
+			 max_until, (max_until - now) / 1000);
+	}
+	return store->layout_cas(ctx, cfg->region, expect_rev, at, width_rev,
+				 next, rev);
+}
+
+/* How often a layout write may lose its race with lease writes. */
+#define LAYOUT_TRIES	8
+
+/*
+ * R3: read the region's layout record (write it with ours if there is
+ * none, as write_layout() does) and check it is ours, and the prefix's
+ * region width.  Sets l->layout_rev and l->layout_from_ms.
  */
 static int check_layout(struct lease *l)
 {
@@ -235,26 +421,35 @@ static int check_layout(struct lease *l)
 		.worker_bits = me->worker_bits,
 		.seq_bits = me->seq_bits,
 	};
-	int64_t rev;
-	int err;
+	int64_t rev, width_rev;
+	int err, tries;
 
-	err = l->store->layout_get(l->store_ctx, l->cfg->region, &cur);
-	if (!err && !cur.exists) {
-		err = l->store->layout_cas(l->store_ctx, l->cfg->region, 0, 0,
-					   &want, &rev);
+	for (tries = 0; tries < LAYOUT_TRIES; tries++) {
+		err = check_width(l->cfg, l->store, l->store_ctx, me, &width_rev);
+		if (err)
+			return err;
+		err = l->store->layout_get(l->store_ctx, l->cfg->region, &cur);
+		if (err || cur.exists)
+			break;
+		err = write_layout(l->cfg, l->store, l->store_ctx, now_ms(l),
+				   false, 0, width_rev, &want, &rev);
 		if (!err) {
 			log_notice("r%" PRIu32 ": recorded the region's layout, "
-				   "%u/%u/%u (region/worker/sequence bits)",
-				   l->cfg->region, me->region_bits,
-				   me->worker_bits, me->seq_bits);
+				   "%u/%u/%u (region/worker/sequence bits), from ms %"
+				   PRIu64, l->cfg->region, me->region_bits,
+				   me->worker_bits, me->seq_bits, want.from_ms);
 			l->layout_rev = rev;
-			l->layout_from_ms = 0;
+			l->layout_from_ms = want.from_ms;
 			return 0;
 		}
-		/* Another host was first, or the outcome is unknown. */
-		if (err == -ECANCELED || err == -ETIMEDOUT || err == -EPROTO)
-			err = l->store->layout_get(l->store_ctx, l->cfg->region,
-						   &cur);
+		if (err == -ERANGE)
+			return -EMEDIUMTYPE;	/* logged; the operator decides */
+		/*
+		 * Another host was first, a lease moved, or the outcome is
+		 * unknown: read it again.
+		 */
+		if (err != -ECANCELED && err != -ETIMEDOUT && err != -EPROTO)
+			break;
 	}
 	if (err) {
 		log_err("r%" PRIu32 ": cannot read the region's layout record: %s",
@@ -263,7 +458,7 @@ static int check_layout(struct lease *l)
 	}
 	if (!cur.exists) {
 		log_err("r%" PRIu32 ": the region's layout record is still missing "
-			"after writing it", l->cfg->region);
+			"after writing it %d times", l->cfg->region, tries);
 		return -EAGAIN;
 	}
 	if (!cur.valid) {
@@ -571,21 +766,43 @@ static int lost(struct lease *l, const struct store_record *cur)
 	return -ESTALE;
 }
 
-/* The layout record changed under our lease: a cut-over.  Stop at once. */
+/*
+ * The layout record changed under our lease (R5): a cut-over, or the
+ * record deleted and written again.  Stop at once, then read it again: if
+ * it still is this host's layout, the lease is claimed anew above its new
+ * from_ms (-ESTALE); if it is not, -EMEDIUMTYPE (a configuration error,
+ * logged by check_layout() with both layouts).
+ */
 static int lost_layout(struct lease *l)
 {
 	uint64_t last = 0;
-	int err;
+	int err, rerr;
 
 	err = l->dev->ops->revoke(l->dev->ctx, &last);
 	l->held = false;
-	log_alert("lease lost: r%" PRIu32 "/w%" PRIu32 ": the region's layout record "
-		  "changed (a cut-over); this host's layout %u/%u/%u is no longer "
-		  "the region's: %s%s", l->cfg->region, l->worker,
-		  l->cfg->layout.region_bits, l->cfg->layout.worker_bits,
-		  l->cfg->layout.seq_bits, err ? "revoking failed: " : "revoked",
-		  err ? strerror(-err) : "");
-	return -EMEDIUMTYPE;
+	settle_pending(l);
+	if (err)
+		log_alert("lease lost: r%" PRIu32 "/w%" PRIu32 ": the region's layout "
+			  "record changed (a cut-over, or the record written "
+			  "again), and revoking failed (%s); the generator stops "
+			  "at its fence, ms %" PRIu64 "; reading the record again",
+			  l->cfg->region, l->worker, strerror(-err),
+			  l->pushed_ms);
+	else
+		log_alert("lease lost: r%" PRIu32 "/w%" PRIu32 ": the region's layout "
+			  "record changed (a cut-over, or the record written "
+			  "again): revoked, last ms %" PRIu64 "; reading the record "
+			  "again", l->cfg->region, l->worker, last);
+	rerr = check_layout(l);
+	if (rerr == -EMEDIUMTYPE)
+		return rerr;
+	if (!rerr)
+		log_notice("r%" PRIu32 ": the region's layout is still this host's, "
+			   "%u/%u/%u, from ms %" PRIu64 ": claiming anew above it",
+			   l->cfg->region, l->cfg->layout.region_bits,
+			   l->cfg->layout.worker_bits, l->cfg->layout.seq_bits,
+			   l->layout_from_ms);
+	return -ESTALE;
 }
 
 /*
@@ -856,31 +1073,24 @@ int lease_adopt(struct lease *l)
 
 int lease_cut_over(const struct lease_config *cfg,
 		   const struct store_ops *store, void *ctx,
-		   const struct lease_layout *want)
+		   const struct clock_ops *clock, void *clock_ctx,
+		   const struct lease_layout *want, bool force)
 {
 	struct store_layout cur, next = {
 		.region_bits = want->region_bits,
 		.worker_bits = want->worker_bits,
 		.seq_bits = want->seq_bits,
 	};
-	uint64_t max_until;
-	uint32_t garbled;
-	int64_t at, rev;
+	int64_t rev, width_rev;
+	uint64_t now;
 	int err, tries;
 
-	for (tries = 0; tries < 8; tries++) {
+	for (tries = 0; tries < LAYOUT_TRIES; tries++) {
 		err = store->layout_get(ctx, cfg->region, &cur);
 		if (err)
 			goto fail;
+		now = clock->now_ms(clock_ctx);
 		if (cur.exists && cur.valid) {
-			if (same_layout(want, &cur)) {
-				log_notice("r%" PRIu32 ": the layout is %u/%u/%u since ms %"
-					   PRIu64 " already; nothing to do",
-					   cfg->region, cur.region_bits,
-					   cur.worker_bits, cur.seq_bits,
-					   cur.from_ms);
-				return 0;
-			}
 			if (cur.region_bits != want->region_bits) {
 				log_err("r%" PRIu32 ": a cut-over keeps region_bits (%u): "
 					"the region bits are shared by every region, "
@@ -888,23 +1098,35 @@ int lease_cut_over(const struct lease_config *cfg,
 					cfg->region, cur.region_bits);
 				return -EINVAL;
 			}
+			if (same_layout(want, &cur) &&
+			    cur.from_ms <= now + cfg->lease_ms) {
+				log_notice("r%" PRIu32 ": the layout is %u/%u/%u since ms %"
+					   PRIu64 " already; nothing to do",
+					   cfg->region, cur.region_bits,
+					   cur.worker_bits, cur.seq_bits,
+					   cur.from_ms);
+				return 0;
+			}
+			if (same_layout(want, &cur))
+				log_notice("r%" PRIu32 ": the layout is %u/%u/%u, but "
+					   "from ms %" PRIu64 ", %" PRIu64 " s ahead: "
+					   "writing it again from the worker records",
+					   cfg->region, cur.region_bits,
+					   cur.worker_bits, cur.seq_bits,
+					   cur.from_ms, (cur.from_ms - now) / 1000);
 		}
-		err = store->region_scan(ctx, cfg->region, &max_until, &garbled,
-					 &at);
+		err = check_width(cfg, store, ctx, want, &width_rev);
+		if (err == -EMEDIUMTYPE)
+			return -EINVAL;
 		if (err)
-			goto fail;
-		if (garbled)
-			log_warn("r%" PRIu32 ": %" PRIu32 " worker records hold values "
-				 "that are not leases; their fences are unknown "
-				 "and not counted", cfg->region, garbled);
-		next.from_ms = max_until;
-		if (cur.valid && cur.from_ms > next.from_ms)
-			next.from_ms = cur.from_ms;
-		err = store->layout_cas(ctx, cfg->region,
-					cur.exists ? cur.mod_revision : 0, at,
-					&next, &rev);
+			return err;
+		err = write_layout(cfg, store, ctx, now, force,
+				   cur.exists ? cur.mod_revision : 0, width_rev,
+				   &next, &rev);
 		if (err == -ECANCELED)
 			continue;	/* a lease moved: list again */
+		if (err == -ERANGE)
+			return err;
 		if (err)
 			goto fail;
 		log_notice("r%" PRIu32 ": layout cut over to %u/%u/%u, from ms %" PRIu64

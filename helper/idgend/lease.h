@@ -85,7 +85,10 @@ int lease_claim(struct lease *l);
  * Move valid_until forward in the store, then push it.  0, or:
  *   -ESTALE    the record is someone else's now: the generator's lease was
  *              revoked at once and l->held is false
- *   -EMEDIUMTYPE  the region's layout was cut over: revoked likewise
+ *   -EMEDIUMTYPE  the region's layout record changed to another layout
+ *              (a cut-over): revoked likewise; one changed but still
+ *              this host's layout is -ESTALE (claim again, above its new
+ *              from_ms)
  *   a store error: nothing was pushed; the generator goes on minting up
  *              to the fence it holds, and stops there by itself
  */
@@ -111,13 +114,18 @@ int lease_adopt(struct lease *l);
  * Change the region's layout to *want: the explicit cut-over of
  * idgend(8).  Every worker record of the region is read in one listing;
  * the new layout's from_ms is the highest valid_until among them; the
- * layout record is written only if neither it nor any worker record
- * changed since that listing.  0 (also when the region has that layout
- * already), -EINVAL for a change of region_bits (logged), or a store
- * error (logged).
+ * layout record is written only if neither it, nor any worker record,
+ * nor the prefix's region width record changed since that listing.  0
+ * (also when the region has that layout already, unless its from_ms is
+ * more than lease_ms ahead: then it is written again from the listing),
+ * -EINVAL for a change of region_bits or one the prefix's region width
+ * record does not allow (logged), -ERANGE for a from_ms more than
+ * lease_ms ahead of the clock without force (logged, naming the records
+ * responsible), or a store error (logged).
  */
 int lease_cut_over(const struct lease_config *cfg,
 		   const struct store_ops *store, void *store_ctx,
-		   const struct lease_layout *want);
+		   const struct clock_ops *clock, void *clock_ctx,
+		   const struct lease_layout *want, bool force);
 
 #endif /* IDGEND_LEASE_H */

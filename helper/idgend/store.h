@@ -17,6 +17,13 @@
  * write of a worker record compares the layout record's revision in the
  * same transaction: a cut-over to another layout fails every write made
  * under the old one.
+ *
+ * The whole prefix has one region width record (struct store_width): every
+ * region's layout has its region bits, since regions of different widths
+ * put different bits of an ID in the region field, and their IDs collide
+ * (r0 of 2/8/12 worker 133 and r1 of 3/7/12 worker 5 share node bits
+ * 0x85000).  It is created once, if absent, and compared by mod_revision
+ * in every transaction that writes a layout record.
  */
 #ifndef IDGEND_STORE_H
 #define IDGEND_STORE_H
@@ -63,6 +70,14 @@ struct store_layout {
 	uint64_t from_ms;
 };
 
+/* The prefix's region width record: {"region_bits": R}. */
+struct store_width {
+	bool exists;
+	bool valid;			/* its value parsed; else region_bits is 0 */
+	int64_t mod_revision;		/* 0 when !exists */
+	uint8_t region_bits;
+};
+
 /*
  * Errors every operation may return (negative errno):
  *   -ECANCELED     cas only: the record's revision was not the expected one;
@@ -101,13 +116,18 @@ struct store_ops {
 	int (*layout_get)(void *ctx, uint32_t region, struct store_layout *out);
 	/*
 	 * Write the layout record if its mod_revision is still expect_rev
-	 * (0: create it) and, when workers_rev is not 0, no worker record of
-	 * the region was written after revision workers_rev.  -ECANCELED
-	 * when either compare failed; nothing was written.
+	 * (0: create it), when workers_rev is not 0 no worker record of the
+	 * region was written after revision workers_rev, and when width_rev
+	 * is not 0 the region width record's mod_revision is still width_rev.
+	 * -ECANCELED when a compare failed; nothing was written.
 	 */
 	int (*layout_cas)(void *ctx, uint32_t region, int64_t expect_rev,
-			  int64_t workers_rev, const struct store_layout *l,
-			  int64_t *new_rev);
+			  int64_t workers_rev, int64_t width_rev,
+			  const struct store_layout *l, int64_t *new_rev);
+	/* Read the prefix's region width record. */
+	int (*width_get)(void *ctx, struct store_width *out);
+	/* Create it with region_bits if it does not exist (-ECANCELED if it does). */
+	int (*width_create)(void *ctx, uint8_t region_bits, int64_t *new_rev);
 	/*
 	 * Every worker record of the region, whatever the layout: the highest
 	 * valid_until_ms among them (unreadable values are counted in

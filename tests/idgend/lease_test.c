@@ -121,6 +121,7 @@ enum fault {
 struct fake_store {
 	struct store_record rec[WORKERS];
 	struct store_layout layout;
+	struct store_width width;
 	int64_t revision;
 	enum fault next_cas;	/* one-shot */
 	bool down;		/* every call fails */
@@ -143,7 +144,8 @@ static int fs_list(void *ctx, uint32_t region, struct store_record *rec,
 	(void)region;
 	if (s->down)
 		return -ECONNREFUSED;
-	memcpy(rec, s->rec, n * sizeof(*rec));
+	memset(rec, 0, n * sizeof(*rec));
+	memcpy(rec, s->rec, (n < WORKERS ? n : WORKERS) * sizeof(*rec));
 	fake_now += s->step_on_list;
 	s->step_on_list = 0;
 	return 0;
@@ -260,8 +262,8 @@ static int fs_layout_get(void *ctx, uint32_t region, struct store_layout *out)
 }
 
 static int fs_layout_cas(void *ctx, uint32_t region, int64_t expect,
-			 int64_t workers_rev, const struct store_layout *l,
-			 int64_t *new_rev)
+			 int64_t workers_rev, int64_t width_rev,
+			 const struct store_layout *l, int64_t *new_rev)
 {
 	struct fake_store *s = ctx;
 	int w;
@@ -269,7 +271,8 @@ static int fs_layout_cas(void *ctx, uint32_t region, int64_t expect,
 	(void)region;
 	if (s->down)
 		return -ECONNREFUSED;
-	if (s->layout.mod_revision != expect)
+	if (s->layout.mod_revision != expect ||
+	    (width_rev && s->width.mod_revision != width_rev))
 		return -ECANCELED;
 	for (w = 0; workers_rev && w < WORKERS; w++)
 		if (s->rec[w].mod_revision > workers_rev)
@@ -277,6 +280,30 @@ static int fs_layout_cas(void *ctx, uint32_t region, int64_t expect,
 	s->layout = *l;
 	s->layout.exists = s->layout.valid = true;
 	s->layout.mod_revision = *new_rev = ++s->revision;
+	return 0;
+}
+
+static int fs_width_get(void *ctx, struct store_width *out)
+{
+	struct fake_store *s = ctx;
+
+	if (s->down)
+		return -ECONNREFUSED;
+	*out = s->width;
+	return 0;
+}
+
+static int fs_width_create(void *ctx, uint8_t region_bits, int64_t *new_rev)
+{
+	struct fake_store *s = ctx;
+
+	if (s->down)
+		return -ECONNREFUSED;
+	if (s->width.exists)
+		return -ECANCELED;
+	s->width.exists = s->width.valid = true;
+	s->width.region_bits = region_bits;
+	s->width.mod_revision = *new_rev = ++s->revision;
 	return 0;
 }
 
@@ -311,7 +338,8 @@ static int fs_region_scan(void *ctx, uint32_t region, uint64_t *max_until,
 static const struct store_ops fake_store_ops = {
 	.list = fs_list, .get = fs_get, .cas = fs_cas,
 	.layout_get = fs_layout_get, .layout_cas = fs_layout_cas,
-	.region_scan = fs_region_scan, .error = fs_error,
+	.region_scan = fs_region_scan, .width_get = fs_width_get,
+	.width_create = fs_width_create, .error = fs_error,
 };
 
 /* ---- generators, and the uniqueness check across them ---- */
@@ -503,11 +531,30 @@ static void setup(struct fixture *f, const char *owner, uint64_t seed)
 	gens[0] = &f->gen;
 }
 
+/*
+ * The region's layout recorded by its other hosts, before they wrote
+ * their leases: the test layout, from ms 0.
+ */
+static void layout_recorded(struct fake_store *s)
+{
+	if (s->layout.exists)
+		return;
+	s->width = (struct store_width){ .exists = true, .valid = true,
+		.region_bits = TEST_LAYOUT.region_bits,
+		.mod_revision = ++s->revision };
+	s->layout = (struct store_layout){ .exists = true, .valid = true,
+		.region_bits = TEST_LAYOUT.region_bits,
+		.worker_bits = TEST_LAYOUT.worker_bits,
+		.seq_bits = TEST_LAYOUT.seq_bits,
+		.mod_revision = ++s->revision };
+}
+
 /* Every number held by someone else until later, but the one given. */
 static void fill_others(struct fake_store *s, int except, uint64_t except_until)
 {
 	int w;
 
+	layout_recorded(s);
 	for (w = 0; w < WORKERS; w++)
 		fs_write(s, w, "other", w == except ? except_until : fake_now + 5000);
 }
@@ -1056,11 +1103,12 @@ static void test_layout(void)
 	fake_now += 1000;
 	lease_renew(&a.l);
 	fence = a.store.rec[a.l.worker].valid_until_ms;
-	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store,
-			     &(struct lease_layout){ 2, 4, 16 });
+	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+			     &(struct lease_layout){ 2, 4, 16 }, false);
 	check(err == -EINVAL && a.store.layout.worker_bits == 3,
 	      "cut-over: a change of region bits is refused");
-	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &wide);
+	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock,
+			     NULL, &wide, false);
 	check(!err && a.store.layout.worker_bits == 2 &&
 	      a.store.layout.from_ms == fence,
 	      "cut-over: the new layout starts above the old layout's last fence");
@@ -1071,7 +1119,7 @@ static void test_layout(void)
 	      a.gen.h.valid_until_ms == fence,
 	      "cut-over: the old layout's renewal fails its compare: revoked, "
 	      "nothing pushed (%d)", err);
-	check(logged_since(mark, "layout record changed (a cut-over)"),
+	check(logged_since(mark, "layout record changed (a cut-over, or the record written again)"),
 	      "cut-over: ... with an alert");
 	check(lease_claim(&a.l) == -EMEDIUMTYPE,
 	      "cut-over: the old layout's host claims no more");
@@ -1096,7 +1144,8 @@ static void test_layout(void)
 	renew_target = &a.l;
 	after_scan = renew_during_scan;
 	scans = 0;
-	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &wide);
+	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock,
+			     NULL, &wide, false);
 	check(!err && scans == 2 &&
 	      a.store.layout.from_ms == a.store.rec[a.l.worker].valid_until_ms &&
 	      a.store.layout.from_ms == a.gen.h.valid_until_ms,
@@ -1107,11 +1156,222 @@ static void test_layout(void)
 	setup(&a, "me", 107);
 	lease_claim(&a.l);
 	fake_now += 1000;
-	lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &wide);
-	lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &TEST_LAYOUT);
+	lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock,
+			     NULL, &wide, false);
+	lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+		       &TEST_LAYOUT, false);
 	restart(&a);
 	check(!lease_adopt(&a.l) && !a.l.held && !a.gen.h.leased,
 	      "layout: a lease from before a cut-over (and back) is not adopted");
+}
+
+/* ---- one region width for the prefix; layout records written again ---- */
+
+static uint64_t write_at_scan_until;
+
+static void lease_written_during_scan(struct fake_store *s)
+{
+	fs_write(s, 1, "other", write_at_scan_until);
+}
+
+static void test_region_width(void)
+{
+	struct fixture a, b;
+	unsigned int writes;
+	long mark;
+	int err;
+
+	setup(&a, "me", 201);
+	check(!lease_claim(&a.l) && a.store.width.exists &&
+	      a.store.width.region_bits == 3,
+	      "region width: the first claim records the prefix's region width");
+
+	/* Region 1 of the same prefix, another region width: refused. */
+	setup(&b, "two-bits", 203);
+	b.store.width = a.store.width;
+	b.store.revision = a.store.revision;
+	b.cfg.region = 1;
+	b.cfg.layout = (struct lease_layout){ 2, 4, 16 };
+	writes = b.store.writes;
+	mark = log_mark();
+	err = lease_claim(&b.l);
+	check(err == -EMEDIUMTYPE && !b.gen.pushes && b.store.writes == writes &&
+	      !b.store.layout.exists,
+	      "region width: a region of another width does not claim (%d), and "
+	      "records no layout", err);
+	check(logged_since(mark, "every region under this prefix has 3 region bits") &&
+	      logged_since(mark, "this host's layout 2/4/16 has 2"),
+	      "region width: ... and names both widths");
+	err = lease_cut_over(&b.cfg, &fake_store_ops, &b.store, &fake_clock, NULL,
+			     &(struct lease_layout){ 2, 4, 16 }, false);
+	check(err == -EINVAL && !b.store.layout.exists,
+	      "region width: a cut-over to another width is refused (%d)", err);
+
+	/* The width record changed between the check and the layout write. */
+	setup(&b, "me", 205);
+	b.store.width = a.store.width;
+	b.store.revision = 100;
+	after_scan = NULL;
+	check(!lease_claim(&b.l), "region width: setup");
+	b.store.layout = (struct store_layout){ 0 };
+	b.store.width.mod_revision = ++b.store.revision;
+	err = lease_cut_over(&b.cfg, &fake_store_ops, &b.store, &fake_clock, NULL,
+			     &TEST_LAYOUT, false);
+	check(!err && b.store.layout.exists,
+	      "region width: a layout write compares the width record's "
+	      "revision, read fresh on each try (%d)", err);
+}
+
+static void test_layout_rewritten(void)
+{
+	struct fixture p, q;
+	struct lease_layout wide = { 3, 2, 17 };
+	uint64_t fence;
+	long mark;
+	int err;
+
+	/*
+	 * P (3/3/16) holds w6; the layout record is deleted by hand; Q
+	 * (3/2/17) finds none and records its own: from_ms must be above
+	 * P's fence, as a cut-over's, or Q mints P's node bits.
+	 */
+	setup(&p, "p", 211);
+	fill_others(&p.store, 6, 0);
+	check(!lease_claim(&p.l) && p.l.worker == 6, "layout rewritten: P holds w6");
+	fence = p.gen.h.valid_until_ms;
+	p.store.layout = (struct store_layout){ 0 };
+	setup(&q, "q", 213);
+	q.store = p.store;
+	q.cfg.layout = wide;
+	q.cfg.workers = 4;
+	q.gen.store = &q.store;
+	scans = 0;
+	err = lease_claim(&q.l);
+	check(err == -EBUSY && !q.gen.pushes && q.store.layout.exists &&
+	      q.store.layout.worker_bits == 2 && q.store.layout.from_ms == fence,
+	      "layout rewritten: Q records its layout from P's fence, ms %" PRIu64
+	      " (from_ms %" PRIu64 "), and waits for it (%d)", fence,
+	      q.store.layout.from_ms, err);
+	fake_now = fence - 500;
+	err = lease_claim(&q.l);
+	check(!err && q.gen.h.floor_ms >= fence && fake_now > fence,
+	      "layout rewritten: ... then mints only above it (floor %" PRIu64 ")",
+	      q.gen.h.floor_ms);
+
+	/* A lease written between the listing and the layout write. */
+	setup(&q, "q", 215);
+	write_at_scan_until = fake_now + LEASE_MS * 3;
+	after_scan = lease_written_during_scan;
+	scans = 0;
+	q.cfg.lease_ms = LEASE_MS * 4;
+	err = lease_claim(&q.l);
+	check(err == -EBUSY && scans == 2 &&
+	      q.store.layout.from_ms == write_at_scan_until,
+	      "layout recorded: a lease written after its listing makes it list "
+	      "again; from_ms covers it (%d, %u scans)", err, scans);
+
+	/* A rolling upgrade: leases of an idgend that recorded no layout. */
+	setup(&q, "q", 217);
+	fence = fake_now + 500;
+	for (int w = 0; w < WORKERS; w++)
+		fs_write(&q.store, w, "old-idgend", w == 3 ? fake_now - 1 : fence);
+	err = lease_claim(&q.l);
+	check(!err && q.store.layout.from_ms == fence && q.l.worker == 3 &&
+	      q.gen.h.floor_ms >= fence && fake_now > fence,
+	      "layout recorded: the first layout record of a region with older "
+	      "leases starts above them all (%d)", err);
+
+	/* A cut-over there and back: P claims anew instead of stopping. */
+	setup(&p, "p", 219);
+	check(!lease_claim(&p.l), "layout there and back: P claims");
+	fake_now += 1000;
+	lease_renew(&p.l);
+	fence = p.gen.h.valid_until_ms;
+	check(!lease_cut_over(&p.cfg, &fake_store_ops, &p.store, &fake_clock,
+			      NULL, &wide, false) &&
+	      !lease_cut_over(&p.cfg, &fake_store_ops, &p.store, &fake_clock,
+			      NULL, &TEST_LAYOUT, false) &&
+	      p.store.layout.worker_bits == 3,
+	      "layout there and back: cut over to 3/2/17 and back to 3/3/16");
+	fake_now += 1000;
+	mark = log_mark();
+	err = lease_renew(&p.l);
+	check(err == -ESTALE && !p.l.held && !p.gen.h.leased &&
+	      p.gen.h.valid_until_ms == fence,
+	      "layout there and back: P's renewal revokes, nothing pushed, and "
+	      "says claim again, not stop (%d)", err);
+	check(logged_since(mark, "the region's layout is still this host's, 3/3/16") &&
+	      !logged_since(mark, "is no longer the region's"),
+	      "layout there and back: ... with a true message");
+	fake_now = p.store.layout.from_ms - 500;
+	err = lease_claim(&p.l);
+	check(!err && p.gen.h.floor_ms >= p.store.layout.from_ms && !p.gen.violation,
+	      "layout there and back: P claims again above the new from_ms (%d)",
+	      err);
+
+	/* The record deleted under P's lease: P writes it again, claims anew. */
+	fake_now += 1000;
+	p.store.layout = (struct store_layout){ 0 };
+	err = lease_renew(&p.l);
+	check(err == -ESTALE && p.store.layout.exists &&
+	      p.store.layout.from_ms >= p.gen.h.valid_until_ms &&
+	      !p.gen.h.leased,
+	      "layout deleted: the renewal revokes, records the layout again "
+	      "above its own fence, and claims anew (%d)", err);
+}
+
+static uint64_t far_ahead;
+
+static void test_cut_over_far_ahead(void)
+{
+	struct fixture a;
+	struct lease_layout wide = { 3, 2, 17 };
+	uint64_t old_from;
+	long mark;
+	int err;
+
+	/* A record from a host whose clock jumped decades ahead. */
+	setup(&a, "me", 231);
+	check(!lease_claim(&a.l), "far ahead: setup");
+	far_ahead = fake_now + 86400000ULL * 365 * 20;
+	fs_write(&a.store, (a.l.worker + 1) % WORKERS, "clock-ahead", far_ahead);
+	old_from = a.store.layout.from_ms;
+	mark = log_mark();
+	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+			     &wide, false);
+	check(err == -ERANGE && a.store.layout.worker_bits == 3 &&
+	      a.store.layout.from_ms == old_from,
+	      "far ahead: a cut-over whose from_ms is decades ahead is refused, "
+	      "nothing written (%d)", err);
+	check(logged_since(mark, "owner 'clock-ahead', valid_until ms") &&
+	      logged_since(mark, "--force"),
+	      "far ahead: ... naming the record responsible and --force");
+	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+			     &wide, true);
+	check(!err && a.store.layout.worker_bits == 2 &&
+	      a.store.layout.from_ms == far_ahead,
+	      "far ahead: --force writes it (%d)", err);
+
+	/* The record responsible put right: the same layout comes down. */
+	fs_write(&a.store, (a.l.worker + 1) % WORKERS, "clock-ahead", fake_now);
+	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+			     &wide, false);
+	check(!err && a.store.layout.worker_bits == 2 &&
+	      a.store.layout.from_ms < far_ahead &&
+	      a.store.layout.from_ms >= a.store.rec[a.l.worker].valid_until_ms,
+	      "far ahead: once the record is put right, a cut-over to the same "
+	      "layout lowers from_ms to the listing's (%d)", err);
+	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+			     &wide, false);
+	check(!err, "far ahead: ... and then has nothing to do");
+
+	/* A host that finds no layout record does not write one far ahead. */
+	setup(&a, "me", 233);
+	fs_write(&a.store, 2, "clock-ahead", far_ahead);
+	err = lease_claim(&a.l);
+	check(err == -EMEDIUMTYPE && !a.store.layout.exists && !a.gen.pushes,
+	      "far ahead: nor does a claim record a layout decades ahead (%d)",
+	      err);
 }
 
 /* ---- standalone ---- */
@@ -1390,6 +1650,9 @@ int main(void)
 	test_walk("twin", "twin", true);
 	test_token();
 	test_layout();
+	test_region_width();
+	test_layout_rewritten();
+	test_cut_over_far_ahead();
 	test_standalone();
 	test_state_file();
 	test_standalone_clock_before_epoch();
