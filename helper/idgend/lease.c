@@ -927,12 +927,35 @@ unreachable:
 	return err;
 }
 
+/*
+ * Where the number frees when the release could not write it back: at
+ * the valid_until the store holds, which is the one confirmed to us
+ * unless a renewal whose answer was lost has landed since (or lands yet).
+ */
+static void say_frees_at(struct lease *l, const struct store_record *cur)
+{
+	if (cur && cur->exists && cur->valid)
+		log_warn("r%" PRIu32 "/w%" PRIu32 ": the store holds valid_until ms %"
+			 PRIu64 " for '%s': the number frees then",
+			 l->cfg->region, l->worker, cur->valid_until_ms,
+			 cur->owner);
+	else if (l->npending)
+		log_warn("r%" PRIu32 "/w%" PRIu32 ": the number frees at the "
+			 "valid_until the store holds: ms %" PRIu64 ", or later if "
+			 "a renewal whose answer was lost landed", l->cfg->region,
+			 l->worker, l->confirmed_ms);
+	else
+		log_warn("r%" PRIu32 "/w%" PRIu32 ": the number frees at the "
+			 "valid_until the store holds, ms %" PRIu64, l->cfg->region,
+			 l->worker, l->confirmed_ms);
+}
+
 int lease_release(struct lease *l)
 {
 	struct store_record cur;
 	uint64_t last = 0;
 	int64_t new_rev;
-	int err;
+	int err, tries;
 
 	if (!l->held)
 		return 0;
@@ -940,30 +963,49 @@ int lease_release(struct lease *l)
 	err = l->dev->ops->revoke(l->dev->ctx, &last);
 	if (err) {
 		/* Unknown what was minted: the record keeps its fence. */
-		log_err("r%" PRIu32 "/w%" PRIu32 ": revoke failed (%s); the number "
-			"frees at ms %" PRIu64, l->cfg->region, l->worker,
-			strerror(-err), l->confirmed_ms);
+		log_err("r%" PRIu32 "/w%" PRIu32 ": revoke failed (%s)",
+			l->cfg->region, l->worker, strerror(-err));
+		say_frees_at(l, NULL);
 		return err;
 	}
 	if (last >= l->confirmed_ms) {
 		/* The generator never mints at the fence: not reached. */
 		log_err("r%" PRIu32 "/w%" PRIu32 ": revoke returned last ms %" PRIu64
-			" at or past the fence; the number frees at ms %" PRIu64,
-			l->cfg->region, l->worker, last, l->confirmed_ms);
+			" at or past the fence", l->cfg->region, l->worker, last);
+		say_frees_at(l, NULL);
 		return -EPROTO;
 	}
-	err = write_record(l, l->worker, l->rev, last, &new_rev, &cur);
-	if (err == -ETIMEDOUT &&
-	    !l->store->get(l->store_ctx, l->cfg->region, l->worker, &cur) &&
-	    is_our_write(l, &cur) && cur.valid_until_ms == last)
-		err = 0;
+	for (tries = 0; tries < 2; tries++) {
+		memset(&cur, 0, sizeof(cur));
+		err = write_record(l, l->worker, l->rev, last, &new_rev, &cur);
+		if (err == -ETIMEDOUT &&
+		    !l->store->get(l->store_ctx, l->cfg->region, l->worker, &cur) &&
+		    is_our_write(l, &cur) && cur.valid_until_ms == last)
+			err = 0;
+		/*
+		 * Our own write at another revision: this one, resent by
+		 * the transport, or a renewal whose answer was lost, landed
+		 * late (write over it).
+		 */
+		if (err == -ECANCELED && is_our_write(l, &cur)) {
+			if (cur.valid_until_ms == last) {
+				err = 0;
+				break;
+			}
+			l->rev = cur.mod_revision;
+			continue;
+		}
+		break;
+	}
 	if (err) {
 		log_warn("lease revoked: r%" PRIu32 "/w%" PRIu32 ", last ms %" PRIu64
-			 "; writing it back failed (%s), so the number frees at ms %"
-			 PRIu64, l->cfg->region, l->worker, last, store_error(l),
-			 l->confirmed_ms);
+			 "; writing it back failed (%s)", l->cfg->region,
+			 l->worker, last, store_error(l));
+		say_frees_at(l, err == -ECANCELED ? &cur : NULL);
+		settle_pending(l);
 		return err;
 	}
+	settle_pending(l);
 	log_notice("lease released: r%" PRIu32 "/w%" PRIu32 ", last ms %" PRIu64
 		   "; the number is free", l->cfg->region, l->worker, last);
 	return 0;

@@ -821,6 +821,43 @@ static void test_release(void)
 	      "release: ... and not below anything minted");
 }
 
+/* A renewal whose answer was lost lands late, after the release's revoke. */
+static void test_release_late_renewal(void)
+{
+	struct fixture f;
+	uint32_t w;
+	long mark;
+	int err;
+
+	setup(&f, "me", 45);
+	lease_claim(&f.l);
+	w = f.l.worker;
+	f.store.next_cas = F_TIMEOUT_LATE;
+	fake_now += 1000;
+	lease_renew(&f.l);
+	fake_now += 1000;
+	mark = log_mark();
+	err = lease_release(&f.l);
+	check(!err && f.store.rec[w].valid_until_ms == f.gen.h.last_ms &&
+	      !strcmp(f.store.rec[w].owner, "me") &&
+	      logged_since(mark, "lease released"),
+	      "release: a renewal of ours that landed late is written over; the "
+	      "number is free (%d)", err);
+
+	/* Another's record by then: the log says what the store holds. */
+	setup(&f, "me", 47);
+	lease_claim(&f.l);
+	w = f.l.worker;
+	fs_write(&f.store, w, "thief", fake_now + 2 * LEASE_MS);
+	fake_now += 1000;
+	mark = log_mark();
+	err = lease_release(&f.l);
+	check(err == -ECANCELED && logged_since(mark, "the store holds valid_until ms") &&
+	      logged_since(mark, "for 'thief': the number frees then"),
+	      "release: a failed write-back logs the valid_until the store holds "
+	      "(%d)", err);
+}
+
 static void test_adopt(void)
 {
 	struct fixture f;
@@ -1385,7 +1422,8 @@ static void test_standalone(void)
 		.region = 1, .worker = 3, .lease_ms = LEASE_MS,
 		.dev = &dev, .clock = &fake_clock,
 	};
-	uint64_t stored, fence;
+	uint64_t stored, fence, module_last;
+	long mark;
 
 	if (!mkdtemp(dir)) {
 		check(false, "standalone: mkdtemp: %s", strerror(errno));
@@ -1398,10 +1436,13 @@ static void test_standalone(void)
 	nr_gens = 0;
 	fake_synced = true;
 
+	mark = log_mark();
 	check(!standalone_start(&s) && g.h.floor_ms == 0 &&
 	      !state_file_read(path, &stored) && stored == fake_now + LEASE_MS &&
 	      !g.violation,
 	      "standalone: first start stores the fence, then pushes it");
+	check(logged_since(mark, "IDs may repeat if the wall clock is behind"),
+	      "standalone: ... warning that a wiped state directory looks the same");
 	fake_now += 20000;
 	check(!standalone_renew(&s) && !state_file_read(path, &stored) &&
 	      stored == fake_now + LEASE_MS && g.h.valid_until_ms == stored &&
@@ -1465,6 +1506,27 @@ static void test_standalone(void)
 	      "standalone: ... and with --fresh-state it starts above what the "
 	      "generator remembers");
 	s.fresh_state = false;
+
+	/*
+	 * The whole state directory wiped while the module keeps its state
+	 * (an idgend restart, no reboot): the floor is the module's last ms.
+	 */
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/sub/state", dir);
+	memset(&s.held, 0, sizeof(s) - offsetof(struct standalone, held));
+	g.h.leased = false;
+	module_last = fake_now - 10;
+	g.h.last_ms = module_last;
+	g.pushes = 0;
+	mark = log_mark();
+	check(!standalone_start(&s) && g.pushes == 1 &&
+	      g.h.floor_ms == module_last && s.floor_ms == module_last,
+	      "standalone: a wiped state directory starts above the module's "
+	      "last ms (floor %" PRIu64 ")", s.floor_ms);
+	check(logged_since(mark, "the state directory wiped"),
+	      "standalone: ... with the warning");
 
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/sub", dir);
@@ -1642,6 +1704,7 @@ int main(void)
 	test_renew();
 	test_renew_lost();
 	test_release();
+	test_release_late_renewal();
 	test_adopt();
 	test_walk("host-a", "host-b", false);
 	/* Two hosts with one owner name: only their tokens tell them apart. */
