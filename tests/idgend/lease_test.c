@@ -862,6 +862,7 @@ static void test_adopt(void)
 {
 	struct fixture f;
 	uint32_t w;
+	long mark;
 
 	setup(&f, "me", 43);
 	lease_claim(&f.l);
@@ -880,6 +881,33 @@ static void test_adopt(void)
 	check(!lease_adopt(&f.l) && !f.l.held && f.gen.revokes == 1 &&
 	      !f.gen.h.leased,
 	      "adopt: a lease the store gives to another owner is revoked");
+
+	/*
+	 * The runtime directory lost (a new token) while the module kept
+	 * the lease: the record holds exactly the module's fence, so the
+	 * log names this host's own idgend as the likely writer.
+	 */
+	setup(&f, "me", 44);
+	lease_claim(&f.l);
+	restart(&f);
+	snprintf(f.token, sizeof(f.token), "%032x", 0xfeed);
+	mark = log_mark();
+	check(!lease_adopt(&f.l) && !f.l.held && !f.gen.h.leased,
+	      "adopt: a new owner token (runtime directory lost): revoked");
+	check(logged_since(mark, "this host's own idgend before its runtime "
+			   "directory (with the owner token) was lost, or another "
+			   "host") && !logged_since(mark, "cloned from one image"),
+	      "adopt: ... saying both possibilities, not only a clone");
+
+	/* R7: a later fence in the store than the module's: not kept. */
+	setup(&f, "me", 46);
+	lease_claim(&f.l);
+	fs_write_nonce(&f.store, f.l.worker, "me", f.token, "00000000000000aa",
+		       f.gen.h.valid_until_ms + 1000);
+	restart(&f);
+	check(!lease_adopt(&f.l) && !f.l.held && !f.gen.h.leased,
+	      "adopt: our token but a later fence than the module's (an unpushed "
+	      "renewal, or another instance with our token): revoked");
 
 	/* The store unreachable: an error, and nothing revoked. */
 	setup(&f, "me", 47);
