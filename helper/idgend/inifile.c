@@ -35,13 +35,17 @@ static void trim(const char **s, const char **e)
 		(*e)--;
 }
 
-/* The end of a value: the first ';' that follows a blank. */
+/*
+ * The end of a value: the first ';' that follows a blank or the '='
+ * itself, so "key =;x" reads as "key = ;x" does (a comment), as the
+ * value --check-config prints after "key = " reads back.
+ */
 static const char *value_end(const char *s, const char *e)
 {
 	const char *p;
 
 	for (p = s; p < e; p++)
-		if (*p == ';' && p > s && blank(p[-1]))
+		if (*p == ';' && (p == s || blank(p[-1])))
 			return p;
 	return e;
 }

@@ -95,6 +95,8 @@ tap_step "CRLF line ends and a byte-order mark" \
 	valid crlf "\xef\xbb\xbf[idgend]\r\nregion = 3\r\n" "region = 3"
 tap_step "comments: ';' and '#' lines, ';' after a value" \
 	valid comments "; a\n# b\n[idgend] ; c\nregion = 4 ; d\n" "region = 4"
+tap_step "a ';' right after the '=' starts a comment too, as after a blank" \
+	refused semicolon "[idgend]\nmode = etcd\nowner =;;30\n" "semicolon.conf:3: [idgend] owner: empty value"
 tap_step "an unknown section is refused" \
 	refused section "[idgen]\nregion = 1\n" "section.conf:1: unknown section [idgen]"
 tap_step "a key before any section is refused" \
