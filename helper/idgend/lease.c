@@ -65,7 +65,10 @@
  *    succeeds, or a record taken up, settles every pending nonce (a write
  *    compares the revision, so none of them can land after it).
  * R6 Release revokes first, then writes the last ms returned as
- *    valid_until (R2); if that write fails the number frees at its fence.
+ *    valid_until (R2); a failed compare that finds our own write (R1) at
+ *    another revision (a renewal whose answer was lost, landed late) writes
+ *    again at that revision; if the write fails the number frees at the
+ *    valid_until the store holds.
  * R7 Adopt after a restart: the lease the generator holds is kept only if
  *    its record has our owner and token (R1), its valid_until is exactly
  *    the fence the generator holds (a later one is a renewal never pushed
