@@ -40,7 +40,9 @@
  *    named) unless forced (--force, a cut-over only).  from_ms is not
  *    carried over from the record replaced: the listing bounds every ID
  *    (records are never deleted), and a from_ms set far ahead by mistake
- *    can come down again.  A host whose layout differs from the region's
+ *    can come down again (a cut-over to the layout the region has writes
+ *    nothing, unless its from_ms is more than lease_ms ahead: then it is
+ *    written again from a listing).  A host whose layout differs from the region's
  *    record, or whose region bits differ from the region width record,
  *    never claims (and revokes what it holds): a configuration error.
  * R4 Floor.  A claim's floor is max(the record's valid_until as the
