@@ -59,7 +59,8 @@ static const struct opt opts[] = {
 static const char usage[] =
 	"Usage: idgend [--config FILE] [--check-config] [--fresh-state]\n"
 	"              [--KEY VALUE]...\n"
-	"       idgend --cut-over-layout R/W/S [--config FILE] [--KEY VALUE]...\n"
+	"       idgend --cut-over-layout R/W/S [--force] [--config FILE]\n"
+	"              [--KEY VALUE]...\n"
 	"Lease this host's idgen worker number and keep /dev/idgen's lease\n"
 	"in force.  Every key of the configuration file (default "
 	CONFIG_DEFAULT_PATH ")\n"
@@ -73,6 +74,8 @@ static const char usage[] =
 	"\n"
 	"--fresh-state: in standalone mode, start even though the state file\n"
 	"is missing from its directory (this host never minted as its worker).\n"
+	"--force: with --cut-over-layout, write the layout even when it would\n"
+	"start more than lease_ms ahead of the clock.\n"
 	"\n"
 	"See idgend(8).\n";
 
@@ -388,6 +391,10 @@ static int check(struct config *cfg)
 			"bits (%u): every region shares them\n", cfg->layout.region_bits);
 		return -1;
 	}
+	if (cfg->force && !cfg->cut_over) {
+		fprintf(stderr, "idgend: --force is for --cut-over-layout only\n");
+		return -1;
+	}
 	if (cfg->runtime_dir[0] != '/') {
 		fprintf(stderr, "idgend: %s: runtime_dir '%s' must be an absolute path\n",
 			where, cfg->runtime_dir);
@@ -562,6 +569,10 @@ int config_load(struct config *cfg, int argc, char *argv[])
 		/* A flag only: a key in the file would outlive the one start. */
 		if (!strcmp(arg, "--fresh-state")) {
 			cfg->fresh_state = true;
+			continue;
+		}
+		if (!strcmp(arg, "--force")) {
+			cfg->force = true;
 			continue;
 		}
 		if (!strcmp(arg, "--cut-over-layout")) {

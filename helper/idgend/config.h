@@ -43,6 +43,7 @@ struct config {
 	bool check_only;		/* --check-config */
 	bool fresh_state;		/* --fresh-state (standalone) */
 	bool cut_over;			/* --cut-over-layout R/W/S */
+	bool force;			/* --force: with cut_over only */
 	struct lease_layout cut_over_layout;
 };
 

@@ -258,15 +258,32 @@ static void rec_absent(struct store_record *r, uint32_t worker)
 	r->worker = worker;
 }
 
+/* A write nonce: exactly STORE_NONCE_LEN lowercase hex digits. */
+static bool is_nonce(struct json_object *o)
+{
+	const char *s = json_object_get_string(o);
+	size_t i;
+
+	if (!json_object_is_type(o, json_type_string) ||
+	    json_object_get_string_len(o) != STORE_NONCE_LEN)
+		return false;
+	for (i = 0; i < STORE_NONCE_LEN; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return true;
+}
+
 /*
- * Our value, {"owner": "...", "token": "...", "valid_until_ms": N}; the
- * token is absent in values older idgend wrote.  Someone else's value is
- * not a protocol error: the record is then held by nobody we know of.
+ * Our value, {"owner": "...", "token": "...", "write": "...",
+ * "valid_until_ms": N}; token and write are absent in values older idgend
+ * wrote.  Someone else's value is not a protocol error: the record is then
+ * held by nobody we know of.
  */
 static void parse_value(const unsigned char *v, size_t len,
 			struct store_record *r)
 {
-	struct json_object *root = NULL, *owner, *token = NULL, *until;
+	struct json_object *root = NULL, *owner, *token = NULL, *nonce = NULL;
+	struct json_object *until;
 	char why[64];
 	uint64_t ms;
 	size_t olen, tlen = 0;
@@ -274,6 +291,7 @@ static void parse_value(const unsigned char *v, size_t len,
 	r->valid = false;
 	r->owner[0] = '\0';
 	r->token[0] = '\0';
+	r->nonce[0] = '\0';
 	r->valid_until_ms = 0;
 	if (parse_json((const char *)v, len, &root, why, sizeof(why)))
 		return;
@@ -294,6 +312,8 @@ static void parse_value(const unsigned char *v, size_t len,
 		    memchr(json_object_get_string(token), '\0', tlen))
 			goto out;
 	}
+	if (json_object_object_get_ex(root, "write", &nonce) && !is_nonce(nonce))
+		goto out;
 	if (json_object_is_type(until, json_type_int)) {
 		/* json-c saturates out-of-range numbers at UINT64_MAX. */
 		if (json_object_get_int64(until) < 0)
@@ -312,6 +332,9 @@ static void parse_value(const unsigned char *v, size_t len,
 	memcpy(r->owner, json_object_get_string(owner), olen + 1);
 	if (token)
 		memcpy(r->token, json_object_get_string(token), tlen + 1);
+	if (nonce)
+		memcpy(r->nonce, json_object_get_string(nonce),
+		       STORE_NONCE_LEN + 1);
 	r->valid_until_ms = ms;
 	r->valid = true;
 out:
@@ -1143,6 +1166,16 @@ static char *layout_key(struct etcd *e, uint32_t region)
 	return k;
 }
 
+/* The key of the prefix's region width record: "/idgen/region_bits". */
+static char *width_key(struct etcd *e)
+{
+	char *k;
+
+	if (asprintf(&k, "%s/region_bits", e->prefix) < 0)
+		return NULL;
+	return k;
+}
+
 /* Appends {"target": "MOD", "key": key, "mod_revision": rev, "result": res}. */
 static int add_compare(struct json_object *a, const char *key, int64_t rev,
 		       const char *result)
@@ -1223,7 +1256,7 @@ static struct json_object *failed_range(struct json_object *resp, size_t i,
 	return rr;
 }
 
-/* {"owner": ..., "token": ..., "valid_until_ms": N}, or NULL. */
+/* {"owner": ..., "token": ..., "write": ..., "valid_until_ms": N}, or NULL. */
 static char *value_json(const struct store_value *val)
 {
 	struct json_object *o, *v;
@@ -1231,7 +1264,8 @@ static char *value_json(const struct store_value *val)
 
 	o = json_object_new_object();
 	if (!o || add_str(o, "owner", val->owner) ||
-	    (val->token && val->token[0] && add_str(o, "token", val->token)))
+	    (val->token && val->token[0] && add_str(o, "token", val->token)) ||
+	    (val->nonce && add_str(o, "write", val->nonce)))
 		goto out;
 	v = json_object_new_uint64(val->valid_until_ms);
 	if (!v || json_object_object_add(o, "valid_until_ms", v)) {
@@ -1325,7 +1359,8 @@ static int etcd_cas(void *ctx, uint32_t region, uint32_t worker,
 		*new_rev = 0;
 	if (expect_rev < 0 || (fenced && layout_rev < 0) ||
 	    strlen(val->owner) >= STORE_OWNER_MAX ||
-	    (val->token && strlen(val->token) >= STORE_TOKEN_MAX)) {
+	    (val->token && strlen(val->token) >= STORE_TOKEN_MAX) ||
+	    (val->nonce && strlen(val->nonce) != STORE_NONCE_LEN)) {
 		set_err(e, "%s: bad cas arguments", key);
 		ret = -EINVAL;
 		goto fail;
@@ -1517,16 +1552,16 @@ static int layout_cas_parse(struct etcd *e, const char *ep,
 }
 
 /*
- * if MOD(layout) == expect_rev [and MOD(every worker key) < workers_rev + 1]
- * then put layout.
+ * if MOD(layout) == expect_rev [and MOD(width) == width_rev] [and
+ * MOD(every worker key) < workers_rev + 1] then put layout.
  */
 static int etcd_layout_cas(void *ctx, uint32_t region, int64_t expect_rev,
-			   int64_t workers_rev, const struct store_layout *l,
-			   int64_t *new_rev)
+			   int64_t workers_rev, int64_t width_rev,
+			   const struct store_layout *l, int64_t *new_rev)
 {
 	struct etcd *e = ctx;
 	struct json_object *req = NULL, *val = NULL, *a, *op, *c;
-	char *key = layout_key(e, region), *end = NULL;
+	char *key = layout_key(e, region), *end = NULL, *wkey = NULL;
 	struct layout_cas_answer r = { expect_rev, false, 0 };
 	char rev[24];
 	int ret;
@@ -1545,6 +1580,9 @@ static int etcd_layout_cas(void *ctx, uint32_t region, int64_t expect_rev,
 	req = json_object_new_object();
 	a = req ? add_new(req, "compare", true) : NULL;
 	if (!a || add_compare(a, key, expect_rev, "EQUAL"))
+		goto nomem;
+	if (width_rev && (!(wkey = width_key(e)) ||
+			  add_compare(a, wkey, width_rev, "EQUAL")))
 		goto nomem;
 	if (workers_rev) {
 		/* Every key in [.../w/, .../w0): '/' + 1 is '0'. */
@@ -1587,6 +1625,137 @@ out:
 	json_object_put(req);
 	free(key);
 	free(end);
+	free(wkey);
+	return ret;
+}
+
+/* --- the region width record ------------------------------------------- */
+
+struct width_answer {
+	const char *key;
+	struct store_width *out;
+};
+
+static int width_parse(struct etcd *e, const char *ep,
+		       struct json_object *resp, int64_t revision, void *arg)
+{
+	struct width_answer *a = arg;
+	struct store_width *out = a->out;
+	struct json_object *kvs, *kv, *root = NULL;
+	unsigned char *val = NULL;
+	size_t n, val_len;
+	char why[64];
+	uint64_t rb;
+
+	(void)revision;
+	memset(out, 0, sizeof(*out));
+	if (!get_typed(resp, "kvs", json_type_array, &kvs)) {
+		set_err(e, "%s: kvs is not an array", ep);
+		return -EPROTO;
+	}
+	n = kvs ? json_object_array_length(kvs) : 0;
+	if (n > 1) {
+		set_err(e, "%s: %zu kvs for the one key %s", ep, n, a->key);
+		return -EPROTO;
+	}
+	if (!n)
+		return 0;
+	kv = json_object_array_get_idx(kvs, 0);
+	if (!json_object_is_type(kv, json_type_object) ||
+	    !get_i64(kv, "mod_revision", &out->mod_revision) ||
+	    get_bytes(kv, "value", &val, &val_len)) {
+		free(val);
+		memset(out, 0, sizeof(*out));
+		set_err(e, "%s: %s: not a kv with a revision and a value", ep,
+			a->key);
+		return -EPROTO;
+	}
+	out->exists = true;
+	if (!parse_json((const char *)val, val_len, &root, why, sizeof(why)) &&
+	    json_object_is_type(root, json_type_object) &&
+	    get_uint(root, "region_bits", 64, &rb)) {
+		out->region_bits = rb;
+		out->valid = true;
+	} else {
+		set_err(e, "%s: %s holds a value that is not a region width", ep,
+			a->key);
+	}
+	json_object_put(root);
+	free(val);
+	return 0;
+}
+
+static int etcd_width_get(void *ctx, struct store_width *out)
+{
+	struct etcd *e = ctx;
+	struct json_object *req = NULL;
+	char *key = width_key(e);
+	struct width_answer a = { key, out };
+	int ret;
+
+	e->err[0] = '\0';
+	memset(out, 0, sizeof(*out));
+	req = key ? json_object_new_object() : NULL;
+	if (!req || add_b64(req, "key", key, strlen(key))) {
+		set_err(e, "out of memory");
+		ret = -ENOMEM;
+		goto out;
+	}
+	ret = call(e, "/v3/kv/range", to_string(req), 0, width_parse, &a);
+out:
+	json_object_put(req);
+	free(key);
+	if (ret) {
+		memset(out, 0, sizeof(*out));
+		out->exists = true;	/* unknown: never "absent" */
+	}
+	return ret;
+}
+
+/* if MOD(width) == 0 (absent) then put {"region_bits": R}. */
+static int etcd_width_create(void *ctx, uint8_t region_bits, int64_t *new_rev)
+{
+	struct etcd *e = ctx;
+	struct json_object *req = NULL, *val = NULL, *a, *op;
+	char *key = width_key(e);
+	/* A txn answer like the layout's: applied at a new revision, or not. */
+	struct layout_cas_answer r = { 0, false, 0 };
+	int ret;
+
+	e->err[0] = '\0';
+	*new_rev = 0;
+	val = key ? json_object_new_object() : NULL;
+	if (!val || json_object_object_add(val, "region_bits",
+					   json_object_new_int(region_bits)))
+		goto nomem;
+	req = json_object_new_object();
+	a = req ? add_new(req, "compare", true) : NULL;
+	if (!a || add_compare(a, key, 0, "EQUAL"))
+		goto nomem;
+	a = add_new(req, "success", true);
+	op = a ? add_new(a, NULL, false) : NULL;
+	op = op ? add_new(op, "request_put", false) : NULL;
+	if (!op || add_b64(op, "key", key, strlen(key)) ||
+	    add_b64(op, "value", to_string(val), strlen(to_string(val))))
+		goto nomem;
+	ret = call(e, "/v3/kv/txn", to_string(req), CALL_WRITE,
+		   layout_cas_parse, &r);
+	if (ret)
+		goto out;
+	if (r.succeeded) {
+		*new_rev = r.revision;
+	} else {
+		set_err(e, "%s: exists already", key);
+		ret = -ECANCELED;
+	}
+	goto out;
+nomem:
+	set_err(e, "out of memory");
+	ret = -ENOMEM;
+out:
+	json_object_put(val);
+	json_object_put(req);
+	free(key);
 	return ret;
 }
 
@@ -1648,6 +1817,8 @@ const struct store_ops etcd_store_ops = {
 	.layout_get = etcd_layout_get,
 	.layout_cas = etcd_layout_cas,
 	.region_scan = etcd_region_scan,
+	.width_get = etcd_width_get,
+	.width_create = etcd_width_create,
 	.error = etcd_error,
 };
 

@@ -328,20 +328,25 @@ static int run_cut_over(struct daemon *d)
 		return EXIT_FATAL;
 	lc->region = d->cfg.region;
 	lc->layout = d->cfg.layout;
-	err = lease_cut_over(lc, &etcd_store_ops, e, &d->cfg.cut_over_layout);
+	lc->lease_ms = d->cfg.lease_ms;
+	err = lease_cut_over(lc, &etcd_store_ops, e, &system_clock_ops, &d->clock,
+			     &d->cfg.cut_over_layout, d->cfg.force);
 	etcd_free(e);
 	curl_global_cleanup();
-	return !err ? 0 : err == -EINVAL ? EXIT_CONFIG : EXIT_FATAL;
+	return !err ? 0 : err == -EINVAL || err == -ERANGE ? EXIT_CONFIG : EXIT_FATAL;
 }
 
 static int run_etcd(struct daemon *d)
 {
 	struct lease_config *lc = &d->lease_cfg;
 	struct lease *l = &d->lease;
+	char boot_id[RUNTIME_BOOT_ID_LEN + 1];
 	struct etcd *e;
 	int err, status = 0;
 
-	err = runtime_token(d->cfg.runtime_dir, d->token);
+	err = runtime_boot_id(boot_id);
+	if (!err)
+		err = runtime_token(d->cfg.runtime_dir, boot_id, d->token);
 	if (err)
 		return err == -EBADMSG ? EXIT_CONFIG : EXIT_FATAL;
 	e = etcd_open(&d->cfg);

@@ -7,23 +7,44 @@
  * R1 Ownership.  A worker record is ours only when its owner AND its token
  *    are this instance's (the token: 128 random bits, hex, from
  *    owner-token in the runtime directory: one per boot and host, kept
- *    across idgend restarts).  A record without a token (an older writer)
- *    is nobody's.  Our own write whose answer was lost reads back with our
- *    token, so it stays ours; a record that names our owner with another
- *    token is another host with the same name: never ours, logged loudly.
+ *    across idgend restarts of that boot and made anew when the file was
+ *    made in another boot), AND, while we hold it, its write nonce is one
+ *    of ours: every write carries a fresh random nonce, and the lease
+ *    remembers the nonce of the write in flight and those of its writes
+ *    whose answer was lost while the record read back unchanged (they may
+ *    still land), until a later write of ours settles them.  A record
+ *    without a token (an older writer) is nobody's.  Our own write whose
+ *    answer was lost reads back with our token and one of our nonces, so
+ *    it stays ours; a record that names our owner with another token is
+ *    another host with the same name, and one with our owner and token but
+ *    a nonce not ours is another instance sharing our token (a copied
+ *    runtime directory, a cloned VM): never ours, logged loudly.  After a
+ *    restart (R7) the nonces are gone: the generator's fence tells.
  * R2 Every write of a worker record is one etcd txn comparing the record's
  *    mod_revision with the one we read AND the region's layout record's
  *    mod_revision with the one we read (claim, renew, release, give-back).
  *    An unknown outcome (timeout, garbled answer) is re-read before any
  *    decision; nothing is pushed on an unknown outcome.
  * R3 Layout.  /<prefix>/r<R>/layout holds {region_bits, worker_bits,
- *    seq_bits, from_ms}; it is created once (create-if-absent) with
- *    from_ms 0 and changed only by lease_cut_over(), which writes
- *    from_ms = the highest valid_until of every worker record of the region
- *    in one listing at revision H, in a txn comparing the layout record's
- *    revision and "no worker record modified after H".  A host whose
- *    layout differs from the record's never claims (and revokes what it
- *    holds): a configuration error.
+ *    seq_bits, from_ms}, and /<prefix>/region_bits holds {region_bits}, the
+ *    one region width of every region under the prefix (regions of two
+ *    widths mint the same IDs), created once (create-if-absent) by the
+ *    first host or cut-over to need it and never changed.  A layout record
+ *    is written, when a host finds none (create-if-absent) and by
+ *    lease_cut_over() alike, with from_ms = the highest valid_until of
+ *    every worker record of the region, whatever its layout, in one
+ *    listing at revision H, in a txn comparing the layout record's
+ *    revision (0: absent), the region width record's revision and "no
+ *    worker record modified after H".  A from_ms more than lease_ms ahead
+ *    of the writer's clock is not written (the records responsible are
+ *    named) unless forced (--force, a cut-over only).  from_ms is not
+ *    carried over from the record replaced: the listing bounds every ID
+ *    (records are never deleted), and a from_ms set far ahead by mistake
+ *    can come down again (a cut-over to the layout the region has writes
+ *    nothing, unless its from_ms is more than lease_ms ahead: then it is
+ *    written again from a listing).  A host whose layout differs from the region's
+ *    record, or whose region bits differ from the region width record,
+ *    never claims (and revokes what it holds): a configuration error.
  * R4 Floor.  A claim's floor is max(the record's valid_until as the
  *    claiming txn compared it, the layout's from_ms).  The generator is
  *    pushed (floor, now + lease) only after the txn succeeded and the
@@ -32,17 +53,30 @@
  *    by writing valid_until = floor (R2), never pushed.  A from_ms more
  *    than floor_wait_ms ahead defers the claim (-EBUSY).
  * R5 Renewal moves valid_until forward by CAS (R2); it is pushed only
- *    after the store confirmed it.  A failed compare whose layout record
- *    changed, or whose record is no longer ours (R1), revokes at once; one
- *    whose record is still ours at another revision (our write whose
- *    answer was lost) takes that revision and its valid_until, revoking
- *    if that is below the fence already pushed.
+ *    after the store confirmed it.  A failed compare whose record is no
+ *    longer ours (R1: owner, token and one of our nonces) revokes at once.
+ *    One whose layout record changed revokes at once and reads the layout
+ *    record again (R3): still this host's layout (a cut-over there and
+ *    back, the record deleted and written again), it claims anew, whose
+ *    floor is at least the new from_ms (R4); another layout, it stops (a
+ *    configuration error).  One whose record is still ours at another
+ *    revision (our write whose answer was lost) takes that revision and
+ *    its valid_until, revoking if that is below the fence already pushed.
+ *    A renewal whose answer was lost while the record reads back
+ *    unchanged keeps its nonce as pending.  A write of ours that
+ *    succeeds, or a record taken up, settles every pending nonce (a write
+ *    compares the revision, so none of them can land after it).
  * R6 Release revokes first, then writes the last ms returned as
- *    valid_until (R2); if that write fails the number frees at its fence.
+ *    valid_until (R2); a failed compare that finds our own write (R1) at
+ *    another revision (a renewal whose answer was lost, landed late) writes
+ *    again at that revision; if the write fails the number frees at the
+ *    valid_until the store holds.
  * R7 Adopt after a restart: the lease the generator holds is kept only if
- *    its record is ours (R1), its valid_until is at or above the fence the
- *    generator holds, and the record was written after the layout record
- *    (mod_revision above it): otherwise it is revoked.
+ *    its record has our owner and token (R1), its valid_until is exactly
+ *    the fence the generator holds (a later one is a renewal never pushed
+ *    or another instance with our token: not told apart, so not kept), and
+ *    the record was written after the layout record (mod_revision above
+ *    it): otherwise it is revoked.
  *
  * The generator enforces its fence by itself (F1, F5), so a daemon that
  * stops here at any point can never cause a duplicate.
@@ -52,6 +86,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include "lease.h"
 #include "log.h"
@@ -90,6 +125,63 @@ static bool is_ours(const struct lease *l, const struct store_record *r)
 		!strcmp(r->owner, l->cfg->owner);
 }
 
+/* R1: a nonce of the write in flight or of one not settled yet. */
+static bool is_our_nonce(const struct lease *l, const char *nonce)
+{
+	unsigned int i;
+
+	if (!nonce[0])
+		return false;
+	if (!strcmp(nonce, l->nonce))
+		return true;
+	for (i = 0; i < l->npending; i++)
+		if (!strcmp(nonce, l->pending[i]))
+			return true;
+	return false;
+}
+
+/* R1, while we hold a lease: our owner, our token and one of our writes. */
+static bool is_our_write(const struct lease *l, const struct store_record *r)
+{
+	return is_ours(l, r) && is_our_nonce(l, r->nonce);
+}
+
+/* The write in flight may still land: remember its nonce (R5). */
+static void keep_pending(struct lease *l)
+{
+	if (l->npending == LEASE_PENDING_MAX) {
+		/* The oldest is forgotten: at worst a false loss, never a
+		 * false win. */
+		memmove(l->pending[0], l->pending[1],
+			sizeof(l->pending[0]) * (LEASE_PENDING_MAX - 1));
+		l->npending--;
+	}
+	memcpy(l->pending[l->npending++], l->nonce, sizeof(l->nonce));
+}
+
+/* A write of ours succeeded, or a record was taken up: all settled. */
+static void settle_pending(struct lease *l)
+{
+	l->npending = 0;
+}
+
+/*
+ * A record with our owner and our token that none of our writes made:
+ * another idgend runs with this instance's owner token.
+ */
+static void say_token_twin(const struct lease *l, const struct store_record *r)
+{
+	log_alert("r%" PRIu32 "/w%" PRIu32 " holds this host's owner '%s' and its "
+		  "owner token, but write %s is not one of this instance's: "
+		  "another idgend shares this host's owner token (a runtime "
+		  "directory on persistent storage, a container image with its "
+		  "/run, a cloned VM); this instance does not take the record "
+		  "as its own. Give every host its own owner in idgend.conf and "
+		  "its runtime directory on a tmpfs made at boot",
+		  l->cfg->region, r->worker, r->owner,
+		  r->nonce[0] ? r->nonce : "(none)");
+}
+
 /*
  * A record that names our owner but is not ours: another host with the
  * same owner name (a cloned image), or a record an older idgend wrote.
@@ -113,6 +205,19 @@ static void say_if_twin(const struct lease *l, const struct store_record *r)
 			 r->owner);
 }
 
+/*
+ * A fresh write nonce in l->nonce, from getrandom(): a cloned VM's kernel
+ * reseeds it, where a copy of this process's own generator would repeat.
+ */
+static void new_nonce(struct lease *l)
+{
+	uint64_t x;
+
+	if (getrandom(&x, sizeof(x), GRND_NONBLOCK) != sizeof(x))
+		x = next_random(l) ^ now_ms(l);
+	snprintf(l->nonce, sizeof(l->nonce), "%016" PRIx64, x);
+}
+
 static int write_record(struct lease *l, uint32_t worker, int64_t rev,
 			uint64_t until, int64_t *new_rev,
 			struct store_record *now)
@@ -120,9 +225,11 @@ static int write_record(struct lease *l, uint32_t worker, int64_t rev,
 	struct store_value v = {
 		.owner = l->cfg->owner,
 		.token = l->cfg->token,
+		.nonce = l->nonce,
 		.valid_until_ms = until,
 	};
 
+	new_nonce(l);
 	return l->store->cas(l->store_ctx, l->cfg->region, worker, rev,
 			     l->layout_rev, &v, new_rev, now);
 }
@@ -136,8 +243,180 @@ static bool same_layout(const struct lease_layout *a,
 }
 
 /*
- * R3: read the region's layout record (create it with ours if there is
- * none) and check it is ours.  Sets l->layout_rev and l->layout_from_ms.
+ * R3: the prefix's region width record, created with region_bits if there
+ * is none.  0 with *width_rev, -EMEDIUMTYPE when it holds another width
+ * (logged: a configuration error), or a store error (logged).
+ */
+static int check_width(const struct lease_config *cfg,
+		       const struct store_ops *store, void *ctx,
+		       const struct lease_layout *me, int64_t *width_rev)
+{
+	struct store_width cur;
+	int64_t rev;
+	int err;
+
+	err = store->width_get(ctx, &cur);
+	if (!err && !cur.exists) {
+		err = store->width_create(ctx, me->region_bits, &rev);
+		if (!err) {
+			log_notice("recorded the region width of every region under "
+				   "this prefix, %u bits (layout %u/%u/%u)",
+				   me->region_bits, me->region_bits,
+				   me->worker_bits, me->seq_bits);
+			*width_rev = rev;
+			return 0;
+		}
+		/* Another host was first, or the outcome is unknown. */
+		if (err == -ECANCELED || err == -ETIMEDOUT || err == -EPROTO)
+			err = store->width_get(ctx, &cur);
+	}
+	if (err) {
+		log_err("cannot read the prefix's region width record: %s",
+			store->error(ctx));
+		return err;
+	}
+	if (!cur.exists) {
+		log_err("the prefix's region width record is still missing after "
+			"writing it");
+		return -EAGAIN;
+	}
+	if (!cur.valid) {
+		log_err("the prefix's region width record is unreadable (%s); not "
+			"claiming until it is repaired (idgend(8), LAYOUT)",
+			store->error(ctx));
+		return -EMEDIUMTYPE;
+	}
+	if (cur.region_bits != me->region_bits) {
+		log_err("r%" PRIu32 ": every region under this prefix has %u region "
+			"bits (the prefix's region width record), this host's "
+			"layout %u/%u/%u has %u: not claiming, regions of different "
+			"widths mint the same IDs. Use a layout with %u region bits "
+			"(idgend(8), LAYOUT)", cfg->region, cur.region_bits,
+			me->region_bits, me->worker_bits, me->seq_bits,
+			me->region_bits, cur.region_bits);
+		return -EMEDIUMTYPE;
+	}
+	*width_rev = cur.mod_revision;
+	return 0;
+}
+
+/* At most this many records are named in a refusal. */
+#define FAR_NAMED_MAX	10
+
+/*
+ * Name the worker records whose valid_until is above limit: the ones a
+ * layout record's from_ms would wait for.  Every possible worker number
+ * is listed (worker_bits is at most 16), whatever the layout that wrote it.
+ */
+static void name_far_records(const struct lease_config *cfg,
+			     const struct store_ops *store, void *ctx,
+			     uint64_t now, uint64_t limit)
+{
+	const uint32_t n = 1U << 16;
+	struct store_record *rec = calloc(n, sizeof(*rec));
+	uint32_t i, named = 0;
+
+	if (!rec || store->list(ctx, cfg->region, rec, n)) {
+		log_err("r%" PRIu32 ": cannot list the records responsible: %s",
+			cfg->region, rec ? store->error(ctx) : "out of memory");
+		free(rec);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		if (!rec[i].valid || rec[i].valid_until_ms <= limit)
+			continue;
+		if (named++ < FAR_NAMED_MAX)
+			log_err("r%" PRIu32 "/w%" PRIu32 ": owner '%s', valid_until ms %"
+				PRIu64 " (%" PRIu64 " s ahead of this clock)",
+				cfg->region, i, rec[i].owner,
+				rec[i].valid_until_ms,
+				(rec[i].valid_until_ms - now) / 1000);
+	}
+	if (named > FAR_NAMED_MAX)
+		log_err("r%" PRIu32 ": and %" PRIu32 " more", cfg->region,
+			named - FAR_NAMED_MAX);
+	free(rec);
+}
+
+/*
+ * R3: write the region's layout record *next, whose mod_revision was
+ * expect_rev (0: create it), with from_ms = the highest valid_until of
+ * every worker record of the region, whatever its layout, read at the
+ * store revision H, in one txn that also requires that no worker record
+ * was written after H and that the region width record is still
+ * width_rev.  Both the first layout record of a region and every cut-over
+ * are written so: the region may hold leases of another layout (a
+ * rolling upgrade from an idgend that wrote no layout record, a record
+ * deleted by hand), and no ID of the new layout may fall at or below
+ * their fences.
+ *
+ * from_ms is not carried forward from the record it replaces: records
+ * are never deleted by idgend, and every ID ever minted in the region is
+ * below the valid_until its worker record holds (a record's valid_until
+ * never goes below a fence its holders minted under), so the listing
+ * alone bounds them all.  Keeping max(old from_ms, listing) would add
+ * nothing for a deleted record either (a claim of that number reads floor
+ * 0 anyway: deleting records is never safe), and it would make a from_ms
+ * set far ahead by mistake (a host whose clock jumped) permanent.  So a
+ * from_ms far ahead can be lowered once the record responsible is.
+ *
+ * A from_ms more than lease_ms ahead of now is refused unless force:
+ * the region would mint nothing until then.  0 with *rev, -ERANGE for
+ * that refusal (logged, naming the records), -ECANCELED when a compare
+ * failed (read again), or a store error.
+ */
+static int write_layout(const struct lease_config *cfg,
+			const struct store_ops *store, void *ctx, uint64_t now,
+			bool force, int64_t expect_rev, int64_t width_rev,
+			struct store_layout *next, int64_t *rev)
+{
+	uint64_t max_until;
+	uint32_t garbled;
+	int64_t at;
+	int err;
+
+	err = store->region_scan(ctx, cfg->region, &max_until, &garbled, &at);
+	if (err)
+		return err;
+	if (garbled)
+		log_warn("r%" PRIu32 ": %" PRIu32 " worker records hold values "
+			 "that are not leases; their fences are unknown "
+			 "and not counted", cfg->region, garbled);
+	next->from_ms = max_until;
+	if (max_until > now + cfg->lease_ms) {
+		if (!force) {
+			log_err("r%" PRIu32 ": the layout %u/%u/%u would start at ms %"
+				PRIu64 ", %" PRIu64 " s ahead of this clock (more than "
+				"lease_ms): the region would mint nothing until then. "
+				"Not written; the worker records responsible:",
+				cfg->region, next->region_bits,
+				next->worker_bits, next->seq_bits, max_until,
+				(max_until - now) / 1000);
+			name_far_records(cfg, store, ctx, now,
+					 now + cfg->lease_ms);
+			log_err("r%" PRIu32 ": stop or fix the hosts that hold them "
+				"(a clock far ahead?), or write it anyway with "
+				"idgend --cut-over-layout %u/%u/%u --force "
+				"(idgend(8), LAYOUT)", cfg->region,
+				next->region_bits, next->worker_bits,
+				next->seq_bits);
+			return -ERANGE;
+		}
+		log_warn("r%" PRIu32 ": --force: the layout starts at ms %" PRIu64
+			 ", %" PRIu64 " s ahead of this clock", cfg->region,
+			 max_until, (max_until - now) / 1000);
+	}
+	return store->layout_cas(ctx, cfg->region, expect_rev, at, width_rev,
+				 next, rev);
+}
+
+/* How often a layout write may lose its race with lease writes. */
+#define LAYOUT_TRIES	8
+
+/*
+ * R3: read the region's layout record (write it with ours if there is
+ * none, as write_layout() does) and check it is ours, and the prefix's
+ * region width.  Sets l->layout_rev and l->layout_from_ms.
  */
 static int check_layout(struct lease *l)
 {
@@ -147,26 +426,35 @@ static int check_layout(struct lease *l)
 		.worker_bits = me->worker_bits,
 		.seq_bits = me->seq_bits,
 	};
-	int64_t rev;
-	int err;
+	int64_t rev, width_rev;
+	int err, tries;
 
-	err = l->store->layout_get(l->store_ctx, l->cfg->region, &cur);
-	if (!err && !cur.exists) {
-		err = l->store->layout_cas(l->store_ctx, l->cfg->region, 0, 0,
-					   &want, &rev);
+	for (tries = 0; tries < LAYOUT_TRIES; tries++) {
+		err = check_width(l->cfg, l->store, l->store_ctx, me, &width_rev);
+		if (err)
+			return err;
+		err = l->store->layout_get(l->store_ctx, l->cfg->region, &cur);
+		if (err || cur.exists)
+			break;
+		err = write_layout(l->cfg, l->store, l->store_ctx, now_ms(l),
+				   false, 0, width_rev, &want, &rev);
 		if (!err) {
 			log_notice("r%" PRIu32 ": recorded the region's layout, "
-				   "%u/%u/%u (region/worker/sequence bits)",
-				   l->cfg->region, me->region_bits,
-				   me->worker_bits, me->seq_bits);
+				   "%u/%u/%u (region/worker/sequence bits), from ms %"
+				   PRIu64, l->cfg->region, me->region_bits,
+				   me->worker_bits, me->seq_bits, want.from_ms);
 			l->layout_rev = rev;
-			l->layout_from_ms = 0;
+			l->layout_from_ms = want.from_ms;
 			return 0;
 		}
-		/* Another host was first, or the outcome is unknown. */
-		if (err == -ECANCELED || err == -ETIMEDOUT || err == -EPROTO)
-			err = l->store->layout_get(l->store_ctx, l->cfg->region,
-						   &cur);
+		if (err == -ERANGE)
+			return -EMEDIUMTYPE;	/* logged; the operator decides */
+		/*
+		 * Another host was first, a lease moved, or the outcome is
+		 * unknown: read it again.
+		 */
+		if (err != -ECANCELED && err != -ETIMEDOUT && err != -EPROTO)
+			break;
 	}
 	if (err) {
 		log_err("r%" PRIu32 ": cannot read the region's layout record: %s",
@@ -175,7 +463,7 @@ static int check_layout(struct lease *l)
 	}
 	if (!cur.exists) {
 		log_err("r%" PRIu32 ": the region's layout record is still missing "
-			"after writing it", l->cfg->region);
+			"after writing it %d times", l->cfg->region, tries);
 		return -EAGAIN;
 	}
 	if (!cur.valid) {
@@ -290,11 +578,13 @@ static int claim_outcome(struct lease *l, uint32_t worker, int64_t old_rev,
 	err = l->store->get(l->store_ctx, l->cfg->region, worker, &cur);
 	if (err)
 		return err;
-	if (cur.mod_revision != old_rev && is_ours(l, &cur) &&
+	if (cur.mod_revision != old_rev && is_our_write(l, &cur) &&
 	    cur.valid_until_ms == until) {
 		*new_rev = cur.mod_revision;
 		return 0;
 	}
+	if (cur.mod_revision == old_rev)
+		keep_pending(l);	/* it may land yet */
 	return -ECANCELED;
 }
 
@@ -376,7 +666,7 @@ int lease_claim(struct lease *l)
 				 store_error(l));
 			err = claim_outcome(l, w, rec[w].mod_revision, until,
 					    &new_rev);
-		} else if (err == -ECANCELED && is_ours(l, &now_rec) &&
+		} else if (err == -ECANCELED && is_our_write(l, &now_rec) &&
 			   now_rec.valid_until_ms == until) {
 			new_rev = now_rec.mod_revision;
 			err = 0;
@@ -390,7 +680,10 @@ int lease_claim(struct lease *l)
 			else
 				log_info("r%" PRIu32 "/w%d: another claimer was first; "
 					 "trying again", l->cfg->region, w);
-			say_if_twin(l, &now_rec);
+			if (is_ours(l, &now_rec))
+				say_token_twin(l, &now_rec);
+			else
+				say_if_twin(l, &now_rec);
 			err = -EAGAIN;
 			continue;
 		}
@@ -436,6 +729,7 @@ int lease_claim(struct lease *l)
 		l->held = true;
 		l->worker = w;
 		l->rev = new_rev;
+		settle_pending(l);
 		l->floor_ms = floor_ms;
 		l->confirmed_ms = until;
 		l->pushed_ms = until;
@@ -461,6 +755,7 @@ static int lost(struct lease *l, const struct store_record *cur)
 	say_if_twin(l, cur);
 	err = l->dev->ops->revoke(l->dev->ctx, &last);
 	l->held = false;
+	settle_pending(l);
 	if (err) {
 		log_alert("lease lost: r%" PRIu32 "/w%" PRIu32 " is held by '%s' until ms %"
 			  PRIu64 ", and revoking it failed (%s); the generator stops at "
@@ -476,21 +771,43 @@ static int lost(struct lease *l, const struct store_record *cur)
 	return -ESTALE;
 }
 
-/* The layout record changed under our lease: a cut-over.  Stop at once. */
+/*
+ * The layout record changed under our lease (R5): a cut-over, or the
+ * record deleted and written again.  Stop at once, then read it again: if
+ * it still is this host's layout, the lease is claimed anew above its new
+ * from_ms (-ESTALE); if it is not, -EMEDIUMTYPE (a configuration error,
+ * logged by check_layout() with both layouts).
+ */
 static int lost_layout(struct lease *l)
 {
 	uint64_t last = 0;
-	int err;
+	int err, rerr;
 
 	err = l->dev->ops->revoke(l->dev->ctx, &last);
 	l->held = false;
-	log_alert("lease lost: r%" PRIu32 "/w%" PRIu32 ": the region's layout record "
-		  "changed (a cut-over); this host's layout %u/%u/%u is no longer "
-		  "the region's: %s%s", l->cfg->region, l->worker,
-		  l->cfg->layout.region_bits, l->cfg->layout.worker_bits,
-		  l->cfg->layout.seq_bits, err ? "revoking failed: " : "revoked",
-		  err ? strerror(-err) : "");
-	return -EMEDIUMTYPE;
+	settle_pending(l);
+	if (err)
+		log_alert("lease lost: r%" PRIu32 "/w%" PRIu32 ": the region's layout "
+			  "record changed (a cut-over, or the record written "
+			  "again), and revoking failed (%s); the generator stops "
+			  "at its fence, ms %" PRIu64 "; reading the record again",
+			  l->cfg->region, l->worker, strerror(-err),
+			  l->pushed_ms);
+	else
+		log_alert("lease lost: r%" PRIu32 "/w%" PRIu32 ": the region's layout "
+			  "record changed (a cut-over, or the record written "
+			  "again): revoked, last ms %" PRIu64 "; reading the record "
+			  "again", l->cfg->region, l->worker, last);
+	rerr = check_layout(l);
+	if (rerr == -EMEDIUMTYPE)
+		return rerr;
+	if (!rerr)
+		log_notice("r%" PRIu32 ": the region's layout is still this host's, "
+			   "%u/%u/%u, from ms %" PRIu64 ": claiming anew above it",
+			   l->cfg->region, l->cfg->layout.region_bits,
+			   l->cfg->layout.worker_bits, l->cfg->layout.seq_bits,
+			   l->layout_from_ms);
+	return -ESTALE;
 }
 
 /*
@@ -537,10 +854,14 @@ int lease_renew(struct lease *l)
 				 l->worker, store_error(l));
 			err = l->store->get(l->store_ctx, l->cfg->region,
 					    l->worker, &cur);
-			if (err)
+			if (err) {
+				keep_pending(l);	/* it may land yet */
 				goto unreachable;
-			if (cur.mod_revision == l->rev)
-				return -ETIMEDOUT;	/* not applied */
+			}
+			if (cur.mod_revision == l->rev) {
+				keep_pending(l);	/* not yet applied */
+				return -ETIMEDOUT;
+			}
 			/*
 			 * Changed: if ours, by our own write, which passed
 			 * the layout compare and so came before any cut-over.
@@ -554,12 +875,17 @@ int lease_renew(struct lease *l)
 				return lost_layout(l);
 			if (!is_ours(l, &cur))
 				return lost(l, &cur);
+			if (!is_our_write(l, &cur)) {
+				say_token_twin(l, &cur);
+				return lost(l, &cur);
+			}
 			/*
 			 * Still ours at another revision: a write of ours
 			 * whose answer was lost.  Take the record as the
 			 * store has it; push only what it says.
 			 */
 			l->rev = cur.mod_revision;
+			settle_pending(l);
 			if (cur.valid_until_ms < l->pushed_ms) {
 				log_alert("r%" PRIu32 "/w%" PRIu32 ": the store holds valid_until "
 					  "ms %" PRIu64 ", below the fence pushed (ms %" PRIu64
@@ -576,6 +902,7 @@ int lease_renew(struct lease *l)
 			goto unreachable;
 		l->rev = new_rev;
 		l->confirmed_ms = until;
+		settle_pending(l);
 		break;
 	}
 	if (tries == 2)
@@ -605,12 +932,35 @@ unreachable:
 	return err;
 }
 
+/*
+ * Where the number frees when the release could not write it back: at
+ * the valid_until the store holds, which is the one confirmed to us
+ * unless a renewal whose answer was lost has landed since (or lands yet).
+ */
+static void say_frees_at(struct lease *l, const struct store_record *cur)
+{
+	if (cur && cur->exists && cur->valid)
+		log_warn("r%" PRIu32 "/w%" PRIu32 ": the store holds valid_until ms %"
+			 PRIu64 " for '%s': the number frees then",
+			 l->cfg->region, l->worker, cur->valid_until_ms,
+			 cur->owner);
+	else if (l->npending)
+		log_warn("r%" PRIu32 "/w%" PRIu32 ": the number frees at the "
+			 "valid_until the store holds: ms %" PRIu64 ", or later if "
+			 "a renewal whose answer was lost landed", l->cfg->region,
+			 l->worker, l->confirmed_ms);
+	else
+		log_warn("r%" PRIu32 "/w%" PRIu32 ": the number frees at the "
+			 "valid_until the store holds, ms %" PRIu64, l->cfg->region,
+			 l->worker, l->confirmed_ms);
+}
+
 int lease_release(struct lease *l)
 {
 	struct store_record cur;
 	uint64_t last = 0;
 	int64_t new_rev;
-	int err;
+	int err, tries;
 
 	if (!l->held)
 		return 0;
@@ -618,30 +968,49 @@ int lease_release(struct lease *l)
 	err = l->dev->ops->revoke(l->dev->ctx, &last);
 	if (err) {
 		/* Unknown what was minted: the record keeps its fence. */
-		log_err("r%" PRIu32 "/w%" PRIu32 ": revoke failed (%s); the number "
-			"frees at ms %" PRIu64, l->cfg->region, l->worker,
-			strerror(-err), l->confirmed_ms);
+		log_err("r%" PRIu32 "/w%" PRIu32 ": revoke failed (%s)",
+			l->cfg->region, l->worker, strerror(-err));
+		say_frees_at(l, NULL);
 		return err;
 	}
 	if (last >= l->confirmed_ms) {
 		/* The generator never mints at the fence: not reached. */
 		log_err("r%" PRIu32 "/w%" PRIu32 ": revoke returned last ms %" PRIu64
-			" at or past the fence; the number frees at ms %" PRIu64,
-			l->cfg->region, l->worker, last, l->confirmed_ms);
+			" at or past the fence", l->cfg->region, l->worker, last);
+		say_frees_at(l, NULL);
 		return -EPROTO;
 	}
-	err = write_record(l, l->worker, l->rev, last, &new_rev, &cur);
-	if (err == -ETIMEDOUT &&
-	    !l->store->get(l->store_ctx, l->cfg->region, l->worker, &cur) &&
-	    is_ours(l, &cur) && cur.valid_until_ms == last)
-		err = 0;
+	for (tries = 0; tries < 2; tries++) {
+		memset(&cur, 0, sizeof(cur));
+		err = write_record(l, l->worker, l->rev, last, &new_rev, &cur);
+		if (err == -ETIMEDOUT &&
+		    !l->store->get(l->store_ctx, l->cfg->region, l->worker, &cur) &&
+		    is_our_write(l, &cur) && cur.valid_until_ms == last)
+			err = 0;
+		/*
+		 * Our own write at another revision: this one, resent by
+		 * the transport, or a renewal whose answer was lost, landed
+		 * late (write over it).
+		 */
+		if (err == -ECANCELED && is_our_write(l, &cur)) {
+			if (cur.valid_until_ms == last) {
+				err = 0;
+				break;
+			}
+			l->rev = cur.mod_revision;
+			continue;
+		}
+		break;
+	}
 	if (err) {
 		log_warn("lease revoked: r%" PRIu32 "/w%" PRIu32 ", last ms %" PRIu64
-			 "; writing it back failed (%s), so the number frees at ms %"
-			 PRIu64, l->cfg->region, l->worker, last, store_error(l),
-			 l->confirmed_ms);
+			 "; writing it back failed (%s)", l->cfg->region,
+			 l->worker, last, store_error(l));
+		say_frees_at(l, err == -ECANCELED ? &cur : NULL);
+		settle_pending(l);
 		return err;
 	}
+	settle_pending(l);
 	log_notice("lease released: r%" PRIu32 "/w%" PRIu32 ", last ms %" PRIu64
 		   "; the number is free", l->cfg->region, l->worker, last);
 	return 0;
@@ -698,7 +1067,25 @@ int lease_adopt(struct lease *l)
 		return err;
 	}
 	if (!is_ours(l, &cur)) {
-		say_if_twin(l, &cur);
+		if (cur.valid && cur.token[0] &&
+		    !strcmp(cur.owner, l->cfg->owner) &&
+		    cur.valid_until_ms == h.valid_until_ms) {
+			/*
+			 * Exactly the fence the generator holds: most likely
+			 * this host's own idgend before the runtime directory
+			 * (and its owner token) was lost; but another host
+			 * with this owner name cannot be ruled out.
+			 */
+			log_warn("r%" PRIu32 "/w%" PRIu32 " names this host's owner "
+				 "'%s' with another owner token, at exactly the fence "
+				 "the generator holds: this host's own idgend before "
+				 "its runtime directory (with the owner token) was "
+				 "lost, or another host with the same owner name; not "
+				 "taken as this instance's", h.region, h.worker,
+				 cur.owner);
+		} else {
+			say_if_twin(l, &cur);
+		}
 		snprintf(why, sizeof(why), "the store gives to '%s' until ms %" PRIu64
 			 "%s", cur.valid ? cur.owner : "(nobody)",
 			 cur.valid_until_ms,
@@ -708,6 +1095,13 @@ int lease_adopt(struct lease *l)
 	}
 	if (cur.valid_until_ms < h.valid_until_ms)
 		return adopt_refused(l, &h, "the store holds to a lower fence");
+	if (cur.valid_until_ms > h.valid_until_ms) {
+		snprintf(why, sizeof(why), "the store holds to a later fence, ms %"
+			 PRIu64 ": a renewal of this host's that was never pushed, "
+			 "or another idgend with this host's owner token (R7)",
+			 cur.valid_until_ms);
+		return adopt_refused(l, &h, why);
+	}
 	/* R7: written before the layout record was, it is of an older era. */
 	if (cur.mod_revision <= l->layout_rev)
 		return adopt_refused(l, &h, "was written before the region's "
@@ -726,31 +1120,24 @@ int lease_adopt(struct lease *l)
 
 int lease_cut_over(const struct lease_config *cfg,
 		   const struct store_ops *store, void *ctx,
-		   const struct lease_layout *want)
+		   const struct clock_ops *clock, void *clock_ctx,
+		   const struct lease_layout *want, bool force)
 {
 	struct store_layout cur, next = {
 		.region_bits = want->region_bits,
 		.worker_bits = want->worker_bits,
 		.seq_bits = want->seq_bits,
 	};
-	uint64_t max_until;
-	uint32_t garbled;
-	int64_t at, rev;
+	int64_t rev, width_rev;
+	uint64_t now;
 	int err, tries;
 
-	for (tries = 0; tries < 8; tries++) {
+	for (tries = 0; tries < LAYOUT_TRIES; tries++) {
 		err = store->layout_get(ctx, cfg->region, &cur);
 		if (err)
 			goto fail;
+		now = clock->now_ms(clock_ctx);
 		if (cur.exists && cur.valid) {
-			if (same_layout(want, &cur)) {
-				log_notice("r%" PRIu32 ": the layout is %u/%u/%u since ms %"
-					   PRIu64 " already; nothing to do",
-					   cfg->region, cur.region_bits,
-					   cur.worker_bits, cur.seq_bits,
-					   cur.from_ms);
-				return 0;
-			}
 			if (cur.region_bits != want->region_bits) {
 				log_err("r%" PRIu32 ": a cut-over keeps region_bits (%u): "
 					"the region bits are shared by every region, "
@@ -758,23 +1145,35 @@ int lease_cut_over(const struct lease_config *cfg,
 					cfg->region, cur.region_bits);
 				return -EINVAL;
 			}
+			if (same_layout(want, &cur) &&
+			    cur.from_ms <= now + cfg->lease_ms) {
+				log_notice("r%" PRIu32 ": the layout is %u/%u/%u since ms %"
+					   PRIu64 " already; nothing to do",
+					   cfg->region, cur.region_bits,
+					   cur.worker_bits, cur.seq_bits,
+					   cur.from_ms);
+				return 0;
+			}
+			if (same_layout(want, &cur))
+				log_notice("r%" PRIu32 ": the layout is %u/%u/%u, but "
+					   "from ms %" PRIu64 ", %" PRIu64 " s ahead: "
+					   "writing it again from the worker records",
+					   cfg->region, cur.region_bits,
+					   cur.worker_bits, cur.seq_bits,
+					   cur.from_ms, (cur.from_ms - now) / 1000);
 		}
-		err = store->region_scan(ctx, cfg->region, &max_until, &garbled,
-					 &at);
+		err = check_width(cfg, store, ctx, want, &width_rev);
+		if (err == -EMEDIUMTYPE)
+			return -EINVAL;
 		if (err)
-			goto fail;
-		if (garbled)
-			log_warn("r%" PRIu32 ": %" PRIu32 " worker records hold values "
-				 "that are not leases; their fences are unknown "
-				 "and not counted", cfg->region, garbled);
-		next.from_ms = max_until;
-		if (cur.valid && cur.from_ms > next.from_ms)
-			next.from_ms = cur.from_ms;
-		err = store->layout_cas(ctx, cfg->region,
-					cur.exists ? cur.mod_revision : 0, at,
-					&next, &rev);
+			return err;
+		err = write_layout(cfg, store, ctx, now, force,
+				   cur.exists ? cur.mod_revision : 0, width_rev,
+				   &next, &rev);
 		if (err == -ECANCELED)
 			continue;	/* a lease moved: list again */
+		if (err == -ERANGE)
+			return err;
 		if (err)
 			goto fail;
 		log_notice("r%" PRIu32 ": layout cut over to %u/%u/%u, from ms %" PRIu64

@@ -38,6 +38,9 @@ struct lease_config {
 	unsigned int claim_attempts;	/* lost races before giving up */
 };
 
+/* Writes whose outcome is still unknown that a lease remembers. */
+#define LEASE_PENDING_MAX	8
+
 struct lease {
 	const struct lease_config *cfg;
 	const struct store_ops *store;
@@ -55,6 +58,15 @@ struct lease {
 	uint64_t floor_ms;
 	uint64_t confirmed_ms;		/* valid_until the store holds for us */
 	uint64_t pushed_ms;		/* the fence the generator holds */
+
+	/*
+	 * R1: the nonce of the write in flight, and those of our writes of
+	 * this lease whose outcome is not settled yet (an answer lost while
+	 * the record read back unchanged: the write may still land).
+	 */
+	char nonce[STORE_NONCE_LEN + 1];
+	char pending[LEASE_PENDING_MAX][STORE_NONCE_LEN + 1];
+	unsigned int npending;
 };
 
 /*
@@ -73,7 +85,10 @@ int lease_claim(struct lease *l);
  * Move valid_until forward in the store, then push it.  0, or:
  *   -ESTALE    the record is someone else's now: the generator's lease was
  *              revoked at once and l->held is false
- *   -EMEDIUMTYPE  the region's layout was cut over: revoked likewise
+ *   -EMEDIUMTYPE  the region's layout record changed to another layout
+ *              (a cut-over): revoked likewise; one changed but still
+ *              this host's layout is -ESTALE (claim again, above its new
+ *              from_ms)
  *   a store error: nothing was pushed; the generator goes on minting up
  *              to the fence it holds, and stops there by itself
  */
@@ -99,13 +114,18 @@ int lease_adopt(struct lease *l);
  * Change the region's layout to *want: the explicit cut-over of
  * idgend(8).  Every worker record of the region is read in one listing;
  * the new layout's from_ms is the highest valid_until among them; the
- * layout record is written only if neither it nor any worker record
- * changed since that listing.  0 (also when the region has that layout
- * already), -EINVAL for a change of region_bits (logged), or a store
- * error (logged).
+ * layout record is written only if neither it, nor any worker record,
+ * nor the prefix's region width record changed since that listing.  0
+ * (also when the region has that layout already, unless its from_ms is
+ * more than lease_ms ahead: then it is written again from the listing),
+ * -EINVAL for a change of region_bits or one the prefix's region width
+ * record does not allow (logged), -ERANGE for a from_ms more than
+ * lease_ms ahead of the clock without force (logged, naming the records
+ * responsible), or a store error (logged).
  */
 int lease_cut_over(const struct lease_config *cfg,
 		   const struct store_ops *store, void *store_ctx,
-		   const struct lease_layout *want);
+		   const struct clock_ops *clock, void *clock_ctx,
+		   const struct lease_layout *want, bool force);
 
 #endif /* IDGEND_LEASE_H */

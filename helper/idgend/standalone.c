@@ -47,7 +47,8 @@ static int push(struct standalone *s, uint64_t until)
  * forgets everything on a reboot, so the file is the only record of the
  * milliseconds this region and worker already used.
  */
-static int read_state(struct standalone *s, uint64_t *stored)
+static int read_state(struct standalone *s, uint64_t module_last_ms,
+		      uint64_t *stored)
 {
 	bool created;
 	int err;
@@ -67,8 +68,20 @@ static int read_state(struct standalone *s, uint64_t *stored)
 	 */
 	*stored = 0;
 	if (created) {
-		log_notice("state file %s: none yet, in a directory made just now: "
-			   "a first start", s->state_file);
+		/*
+		 * A first start, or the whole state directory wiped (rm -rf,
+		 * systemctl clean --what=state): the two look the same.  The
+		 * generator's own last ms is the floor either way (it
+		 * survives an idgend restart, not a reboot or a reload).
+		 */
+		log_warn("state file %s: none yet, in a directory made just now: "
+			 "taken for a first start of r%" PRIu32 "/w%" PRIu32 ". If "
+			 "this host minted as r%" PRIu32 "/w%" PRIu32 " before (the "
+			 "state directory wiped), IDs may repeat if the wall clock "
+			 "is behind the highest ms it used then; the floor is what "
+			 "the generator remembers, ms %" PRIu64, s->state_file,
+			 s->region, s->worker, s->region, s->worker,
+			 module_last_ms);
 		return state_file_write(s->state_file, 0);
 	}
 	if (s->fresh_state) {
@@ -140,7 +153,7 @@ int standalone_start(struct standalone *s)
 		log_err("cannot read the generator's state: %s", strerror(-err));
 		return err;
 	}
-	err = read_state(s, &stored);
+	err = read_state(s, h.last_ms, &stored);
 	if (err)
 		return err;
 	if (h.leased && h.region == s->region && h.worker == s->worker &&

@@ -6,15 +6,24 @@
  * lease tests implement it in memory.
  *
  * A record's value is {"owner": "<name>", "token": "<32 hex digits>",
- * "valid_until_ms": N} (more fields are allowed and ignored; a value
- * without a token, as older idgend wrote it, reads with token "" and is
- * nobody's to take back).  A record that was never written counts as free
- * with valid_until_ms 0.
+ * "write": "<16 hex digits>", "valid_until_ms": N} (more fields are
+ * allowed and ignored; a value without a token, as older idgend wrote it,
+ * reads with token "" and is nobody's to take back).  "write" is a nonce
+ * made afresh for each write: it tells this instance's own writes from
+ * those of another instance that shares its owner and token (lease.c, R1).
+ * A record that was never written counts as free with valid_until_ms 0.
  *
  * Each region also has a layout record (struct store_layout), and every
  * write of a worker record compares the layout record's revision in the
  * same transaction: a cut-over to another layout fails every write made
  * under the old one.
+ *
+ * The whole prefix has one region width record (struct store_width): every
+ * region's layout has its region bits, since regions of different widths
+ * put different bits of an ID in the region field, and their IDs collide
+ * (r0 of 2/8/12 worker 133 and r1 of 3/7/12 worker 5 share node bits
+ * 0x85000).  It is created once, if absent, and compared by mod_revision
+ * in every transaction that writes a layout record.
  */
 #ifndef IDGEND_STORE_H
 #define IDGEND_STORE_H
@@ -24,6 +33,7 @@
 
 #define STORE_OWNER_MAX		128	/* bytes, with the NUL */
 #define STORE_TOKEN_MAX		65	/* bytes, with the NUL */
+#define STORE_NONCE_LEN		16	/* hex digits of a write nonce */
 #define STORE_ANY_LAYOUT	(-1)	/* cas: no compare on the layout */
 
 struct store_record {
@@ -33,6 +43,7 @@ struct store_record {
 	int64_t mod_revision;		/* 0 when !exists */
 	char owner[STORE_OWNER_MAX];	/* "" when free or unparsable */
 	char token[STORE_TOKEN_MAX];	/* "" likewise, or from an old writer */
+	char nonce[STORE_NONCE_LEN + 1];	/* the write's; "" if none */
 	uint64_t valid_until_ms;	/* ms since IDGEN_EPOCH_UNIX_MS */
 	int64_t layout_rev;		/* cas's -ECANCELED only: the layout
 					 * record's mod_revision then (0: absent) */
@@ -42,6 +53,7 @@ struct store_record {
 struct store_value {
 	const char *owner;
 	const char *token;
+	const char *nonce;		/* STORE_NONCE_LEN hex digits, or NULL */
 	uint64_t valid_until_ms;
 };
 
@@ -56,6 +68,14 @@ struct store_layout {
 	int64_t mod_revision;		/* 0 when !exists */
 	uint8_t region_bits, worker_bits, seq_bits;
 	uint64_t from_ms;
+};
+
+/* The prefix's region width record: {"region_bits": R}. */
+struct store_width {
+	bool exists;
+	bool valid;			/* its value parsed; else region_bits is 0 */
+	int64_t mod_revision;		/* 0 when !exists */
+	uint8_t region_bits;
 };
 
 /*
@@ -104,13 +124,18 @@ struct store_ops {
 	int (*layout_get)(void *ctx, uint32_t region, struct store_layout *out);
 	/*
 	 * Write the layout record if its mod_revision is still expect_rev
-	 * (0: create it) and, when workers_rev is not 0, no worker record of
-	 * the region was written after revision workers_rev.  -ECANCELED
-	 * when either compare failed; nothing was written.
+	 * (0: create it), when workers_rev is not 0 no worker record of the
+	 * region was written after revision workers_rev, and when width_rev
+	 * is not 0 the region width record's mod_revision is still width_rev.
+	 * -ECANCELED when a compare failed; nothing was written.
 	 */
 	int (*layout_cas)(void *ctx, uint32_t region, int64_t expect_rev,
-			  int64_t workers_rev, const struct store_layout *l,
-			  int64_t *new_rev);
+			  int64_t workers_rev, int64_t width_rev,
+			  const struct store_layout *l, int64_t *new_rev);
+	/* Read the prefix's region width record. */
+	int (*width_get)(void *ctx, struct store_width *out);
+	/* Create it with region_bits if it does not exist (-ECANCELED if it does). */
+	int (*width_create)(void *ctx, uint8_t region_bits, int64_t *new_rev);
 	/*
 	 * Every worker record of the region, whatever the layout: the highest
 	 * valid_until_ms among them (unreadable values are counted in

@@ -13,6 +13,8 @@
 #                               (the log's tail on failure, as comments)
 #   log_lines NAME              how many lines its log has: a FROM
 #   stop NAME                   SIGTERM; returns its exit status
+#   wait_exit NAME SECS         its exit status once it exits by itself;
+#                               SIGKILLed (status 137) if still up by SECS
 #   daemon_kill_all             SIGKILL whatever still runs (thawed first)
 #   gnow                        the wall clock in ms since the idgen epoch
 
@@ -45,6 +47,22 @@ log_lines() {
 stop() {
 	local rc
 	kill -TERM "${PID[$1]}"
+	wait "${PID[$1]}"
+	rc=$?
+	unset "PID[$1]"
+	return $rc
+}
+
+wait_exit() {
+	local t rc
+	for ((t = 0; t < $2 * 10; t++)); do
+		kill -0 "${PID[$1]}" 2>/dev/null || break
+		sleep 0.1
+	done
+	if kill -0 "${PID[$1]}" 2>/dev/null; then
+		echo "# $1 still runs after ${2}s: killed"
+		kill -KILL "${PID[$1]}"
+	fi
 	wait "${PID[$1]}"
 	rc=$?
 	unset "PID[$1]"

@@ -67,9 +67,19 @@ record() {
 		/usr/bin/python3 -c "import json,sys; print(json.load(sys.stdin)['$3'])"
 }
 
+# recorded PREFIX: region 0's layout (3/7/12, from ms 0) and the region
+# width, as the region's other hosts recorded them before their leases.
+recorded() {
+	[ -n "$(etcdctl_ get --print-value-only "$1/r0/layout")" ] && return
+	etcdctl_ put "$1/region_bits" '{"region_bits":3}' >/dev/null
+	etcdctl_ put "$1/r0/layout" \
+		'{"region_bits":3,"worker_bits":7,"seq_bits":12,"from_ms":0}' >/dev/null
+}
+
 # fill PREFIX UNTIL [EXCEPT]: every number held by "other" until UNTIL.
 fill() {
 	local w
+	recorded "$1"
 	for ((w = 0; w < 128; w++)); do
 		[ "$w" = "${3:-}" ] && continue
 		echo "put $1/r0/w/$w {\"owner\":\"other\",\"valid_until_ms\":$2}"
@@ -156,6 +166,9 @@ layout_field() {
 floor=$(($(gnow) - 5000))
 if check "a region of 25,000 records (etcd_fill.py)" \
 	/usr/bin/python3 "$here/etcd_fill.py" "$ep" /big 0 25000 99 "$floor"; then
+	# A region in use has its layout record: a first claim would refuse
+	# to record one above fences held for years.
+	recorded /big
 	# Roomier timeouts: a listing is 49 requests on a loaded machine.
 	start big --lease-ms 10000 --renew-ms 4000 --timeout-ms 2000 --claim-retry-ms 500 \
 		--endpoints "$ep" --prefix /big
@@ -166,11 +179,18 @@ if check "a region of 25,000 records (etcd_fill.py)" \
 	stop big
 	check "large region: clean stop" test $? -eq 0
 	# The cut-over lists the whole region at one revision: its from_ms is
-	# the highest valid_until of the 25,000 (w24999's, 10^12 + 24999).
+	# the highest valid_until of the 25,000 (w24999's, 10^12 + 24999),
+	# decades ahead, so it is refused unless forced.
 	out=$("$idgend" --cut-over-layout 3/10/9 --endpoints "$ep" --prefix /big \
 		--timeout-ms 2000 2>&1)
 	rc=$?
-	check "large region: a cut-over exits 0, the record says 3/10/9 ($out)" \
+	check "large region: a cut-over decades ahead is refused, exit 2, naming a record ($rc)" \
+		test "$rc" -eq 2 -a "$(layout_field /big worker_bits)" = 7 \
+		-a -n "$(grep -F 'r0/w0: owner' <<<"$out")"
+	out=$("$idgend" --cut-over-layout 3/10/9 --force --endpoints "$ep" --prefix /big \
+		--timeout-ms 2000 2>&1)
+	rc=$?
+	check "large region: a forced cut-over exits 0, the record says 3/10/9 ($out)" \
 		test "$rc" -eq 0 -a "$(layout_field /big worker_bits)" = 10
 	check "large region: ... from the highest valid_until of all 25,000 records" \
 		test "$(layout_field /big from_ms)" = 1000000024999
@@ -351,6 +371,34 @@ stop yb
 check "twins (b): no two generators held overlapping windows on r0/w5" \
 	windows xb.gen.log yb.gen.log
 
+# (c) One owner name AND one owner token: X's owner-token file copied into
+# Y's runtime directory (a runtime directory on persistent storage, a
+# container image with its /run, a cloned VM).  X frozen past its lease, Y
+# claims, X thaws: only the write nonce tells Y's record from X's own.
+fill /twc $(($(gnow) + 600000)) 5
+start xc "${fast[@]}" --endpoints "$ep" --prefix /twc --owner same
+wait_log xc 'lease claimed: r0/w5,' 10
+sleep 1.5
+kill -STOP "${PID[xc]}"
+mkdir -p "$work/yc.run"
+cp "$work/xc.run/owner-token" "$work/yc.run/owner-token"
+start yc "${fast[@]}" --endpoints "$ep" --prefix /twc --owner same
+check "one token (c): Y, with X's owner and token, claims w5 once X's lease ran out" \
+	wait_log yc 'lease claimed: r0/w5,' 20
+check "one token (c): ... with X's token (same boot: the file was kept)" \
+	test "$(record /twc 5 token)" = "$(head -n 1 "$work/xc.run/owner-token")"
+from=$(log_lines xc)
+kill -CONT "${PID[xc]}"
+check "one token (c): X, thawed, finds a write not its own on w5: lease lost" \
+	wait_log xc 'lease lost: r0/w5' 10 "$from"
+check "one token (c): ... and says loudly that another idgend shares its token" \
+	wait_log xc "another idgend shares this host's owner token" 1 "$from"
+sleep 2		# renewals of both, had they both gone on
+stop xc
+stop yc
+check "one token (c): no two generators held overlapping windows on r0/w5" \
+	windows xc.gen.log yc.gen.log
+
 # --- the layout record -------------------------------------------------------
 
 start la "${fast[@]}" --endpoints "$ep" --prefix /lay
@@ -378,7 +426,7 @@ wait "${PID[la]}"
 rc=$?
 unset "PID[la]"
 check "cut-over: the old layout's next renewal fails; it revokes and exits 2" \
-	test "$rc" -eq 2 -a -n "$(grep 'layout record changed (a cut-over)' "$work/la.log")"
+	test "$rc" -eq 2 -a -n "$(grep -F 'layout record changed (a cut-over, or the record written again)' "$work/la.log")"
 last=$(grep -Eo 'revoke last=[0-9]+' "$work/la.gen.log" | tail -n 1 | cut -d= -f2)
 check "cut-over: ... its generator minted nothing at or above from_ms" \
 	test -n "$last" -a "$last" -lt "$from_ms" -a "$(last_push_field la until)" -le "$from_ms"
@@ -392,6 +440,74 @@ out=$("$idgend" --cut-over-layout 2/8/12 --layout 2/7/13 --endpoints "$ep" --pre
 rc=$?
 check "cut-over: a change of region bits is refused (exit 2)" \
 	test "$rc" -eq 2 -a -n "$(grep -F 'a cut-over keeps region_bits (3)' <<<"$out")"
+
+# One region width for the whole prefix: r0 of 2/8/12 worker 133 and r1
+# of 3/7/12 worker 5 share their node bits (0x85000).
+start wa "${fast[@]}" --endpoints "$ep" --prefix /width --region 0 --layout 2/8/12
+wait_log wa 'lease claimed' 10
+check "region width: the first layout records the prefix's region width (2)" \
+	test "$(etcdctl_ get --print-value-only /width/region_bits)" = '{"region_bits":2}'
+start wb "${fast[@]}" --endpoints "$ep" --prefix /width --region 1 --layout 3/7/12
+wait_exit wb 15
+rc=$?
+check "region width: a region of another width exits 2" test "$rc" -eq 2
+check "region width: ... naming both widths, pushing nothing, recording no layout" \
+	test -n "$(grep -F 'every region under this prefix has 2 region bits (the prefix' "$work/wb.log" |
+		grep -F "this host's layout 3/7/12 has 3")" \
+	-a "$(pushes wb)" -eq 0 -a -z "$(etcdctl_ get --print-value-only /width/r1/layout)"
+out=$("$idgend" --cut-over-layout 3/7/12 --layout 3/10/9 --region 1 --endpoints "$ep" --prefix /width 2>&1)
+rc=$?
+check "region width: a cut-over to another width is refused too (exit 2)" \
+	test "$rc" -eq 2 -a -n "$(grep -F 'every region under this prefix has 2 region bits' <<<"$out")"
+stop wa
+
+# A worker record far in the future (a host whose clock jumped): a cut-over
+# refuses to start the layout decades ahead, unless forced; once the record
+# is put right, the same cut-over brings from_ms down again.
+etcdctl_ put /far/r0/w/3 '{"owner":"jumped","valid_until_ms":2000000000000}' >/dev/null
+out=$("$idgend" --cut-over-layout 3/10/9 --endpoints "$ep" --prefix /far 2>&1)
+rc=$?
+check "far ahead: a cut-over decades ahead exits 2, writing nothing" \
+	test "$rc" -eq 2 -a -z "$(etcdctl_ get --print-value-only /far/r0/layout)"
+check "far ahead: ... naming the record responsible and --force" \
+	test -n "$(grep -F "r0/w3: owner 'jumped', valid_until ms 2000000000000" <<<"$out")" \
+	-a -n "$(grep -F -- '--cut-over-layout 3/10/9 --force' <<<"$out")"
+out=$("$idgend" --cut-over-layout 3/10/9 --force --endpoints "$ep" --prefix /far 2>&1)
+check "far ahead: --force writes it" \
+	test $? -eq 0 -a "$(layout_field /far from_ms)" = 2000000000000
+etcdctl_ put /far/r0/w/3 "{\"owner\":\"jumped\",\"valid_until_ms\":$(gnow)}" >/dev/null
+out=$("$idgend" --cut-over-layout 3/10/9 --endpoints "$ep" --prefix /far 2>&1)
+check "far ahead: the record put right, the same cut-over brings from_ms down" \
+	test $? -eq 0 -a "$(layout_field /far from_ms)" -lt 2000000000000
+out=$("$idgend" --force --mode etcd 2>&1)
+check "--force without --cut-over-layout: exit 2" \
+	test $? -eq 2 -a -n "$(grep -F -- '--force is for --cut-over-layout only' <<<"$out")"
+
+# A layout record deleted by hand and written again by a host of another
+# layout: it starts above every lease the region holds, as a cut-over.
+start p "${fast[@]}" --endpoints "$ep" --prefix /again
+wait_log p 'lease claimed' 10
+sleep 1.5
+kill -STOP "${PID[p]}"
+pw=$(worker_of p)
+fence=$(record /again "$pw" valid_until_ms)
+etcdctl_ del /again/r0/layout >/dev/null
+start q "${fast[@]}" --endpoints "$ep" --prefix /again --layout 3/10/9
+wait_log q 'lease claimed' 15
+from_ms=$(layout_field /again from_ms)
+check "layout re-created: from_ms ($from_ms) is the other layout's last fence ($fence)" \
+	test "$from_ms" -ge "$fence" -a "$(layout_field /again worker_bits)" = 10
+check "layout re-created: ... and the new layout's claim mints only above it" \
+	test "$(first_push_field q floor)" -ge "$from_ms"
+from=$(log_lines p)
+kill -CONT "${PID[p]}"
+wait_exit p 15
+rc=$?
+check "layout re-created: the old layout's host revokes and exits 2" \
+	test "$rc" -eq 2 -a -n "$(tail -n "+$from" "$work/p.log" | grep -F "the region's layout is 3/10/9")"
+stop q
+check "layout re-created: no two generators could mint one ID's bits in one ms" \
+	windows p.gen.log q.gen.log
 etcd_cleanup
 
 # --- three members -----------------------------------------------------------
@@ -462,7 +578,7 @@ for scenario in garbage truncated; do
 	unset "PID[f-$scenario]"
 	check "fake endpoint, $scenario JSON: exit 1" test "$rc" -eq 1
 	check "fake endpoint, $scenario JSON: a clear error, nothing pushed" \
-		test -n "$(grep -E "cannot read the region's layout record: .*(JSON|truncated)" "$work/f-$scenario.log")" \
+		test -n "$(grep -E "cannot read the (region's layout|prefix's region width) record: .*(JSON|truncated)" "$work/f-$scenario.log")" \
 		-a "$(pushes "f-$scenario")" -eq 0
 done
 
@@ -470,8 +586,8 @@ done
 # layout record reads as absent, and its create-if-absent as lost.
 start f-minimal "${fast[@]}" --endpoints "http://127.0.0.1:$port/minimal" \
 	--prefix /f --start-timeout-ms 0
-check "fake endpoint, default-omitted JSON: read as an absent layout record and a lost create" \
-	wait_log f-minimal "layout record is still missing after writing it" 10
+check "fake endpoint, default-omitted JSON: read as an absent record and a lost create" \
+	wait_log f-minimal "(layout|region width) record is still missing after writing it" 10
 check "fake endpoint, default-omitted JSON: nothing pushed, the daemon stays up" \
 	test "$(pushes f-minimal)" -eq 0 -a -e "/proc/${PID[f-minimal]}"
 stop f-minimal

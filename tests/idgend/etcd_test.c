@@ -223,26 +223,33 @@ static void real_token_layout(const char *ep, const char *prefix)
 {
 	struct store_value v = {
 		.owner = "tok", .token = "00112233445566778899aabbccddeeff",
-		.valid_until_ms = 77,
+		.nonce = "0123456789abcdef", .valid_until_ms = 77,
 	};
 	struct store_layout want = { .region_bits = 3, .worker_bits = 7,
 				     .seq_bits = 12 }, got;
 	struct store_record r, now;
 	char key[128];
-	int64_t lrev, lrev2, rev, rev2, at;
+	int64_t lrev, lrev2, rev, rev2, at, wrev0 = 0, wrev;
+	struct store_width w2;
 	uint64_t max_until;
 	uint32_t garbled;
 	struct etcd *e = client1(ep, prefix, 3000);
 	int ret;
 
+	ret = etcd_store_ops.width_get(e, &w2);
+	ok(!ret && !w2.exists, "width_get of a prefix without one: absent (%s)",
+	   errname(ret));
+	ret = etcd_store_ops.width_create(e, 3, &wrev0);
+	ok(!ret && wrev0 > 0, "width_create makes it (%s)", errname(ret));
+	wrev = wrev0;
 	ret = etcd_store_ops.layout_get(e, 5, &got);
 	ok(!ret && !got.exists, "layout_get of a region without one: absent (%s)",
 	   errname(ret));
-	ret = etcd_store_ops.layout_cas(e, 5, 0, 0, &want, &lrev);
+	ret = etcd_store_ops.layout_cas(e, 5, 0, 0, 0, &want, &lrev);
 	ok(!ret && lrev > 0, "layout_cas expect 0 creates it (%s)", errname(ret));
 	want.worker_bits = 10;
 	want.seq_bits = 9;
-	ret = etcd_store_ops.layout_cas(e, 5, 0, 0, &want, &rev);
+	ret = etcd_store_ops.layout_cas(e, 5, 0, 0, 0, &want, &rev);
 	ok(ret == -ECANCELED, "a second create-if-absent fails (%s)", errname(ret));
 	ret = etcd_store_ops.layout_get(e, 5, &got);
 	ok(!ret && got.exists && got.valid && got.mod_revision == lrev &&
@@ -254,8 +261,10 @@ static void real_token_layout(const char *ep, const char *prefix)
 	ok(!ret, "cas with the layout's revision writes (%s)", errname(ret));
 	ret = etcd_store_ops.get(e, 5, 1, &r);
 	ok(!ret && r.valid && !strcmp(r.owner, "tok") &&
-	   !strcmp(r.token, v.token) && r.valid_until_ms == 77,
-	   "the record carries owner and token (%s '%s')", errname(ret), r.token);
+	   !strcmp(r.token, v.token) && !strcmp(r.nonce, v.nonce) &&
+	   r.valid_until_ms == 77,
+	   "the record carries owner, token and write nonce (%s '%s' '%s')",
+	   errname(ret), r.token, r.nonce);
 
 	/* The cut-over's write: fenced by the worker records. */
 	ret = etcd_store_ops.region_scan(e, 5, &max_until, &garbled, &at);
@@ -265,12 +274,12 @@ static void real_token_layout(const char *ep, const char *prefix)
 	v.valid_until_ms = 99;
 	ret = etcd_store_ops.cas(e, 5, 1, rev, lrev, &v, &rev2, NULL);
 	want.from_ms = 77;
-	ret = ret ?: etcd_store_ops.layout_cas(e, 5, lrev, at, &want, &lrev2);
+	ret = ret ?: etcd_store_ops.layout_cas(e, 5, lrev, at, wrev, &want, &lrev2);
 	ok(ret == -ECANCELED, "layout_cas fails when a worker record moved after "
 	   "the listing (%s)", errname(ret));
 	ret = etcd_store_ops.region_scan(e, 5, &max_until, &garbled, &at);
 	want.from_ms = max_until;
-	ret = ret ?: etcd_store_ops.layout_cas(e, 5, lrev, at, &want, &lrev2);
+	ret = ret ?: etcd_store_ops.layout_cas(e, 5, lrev, at, wrev, &want, &lrev2);
 	ok(!ret && lrev2 > lrev && max_until == 99,
 	   "... and succeeds on a fresh listing (%s)", errname(ret));
 
@@ -284,6 +293,17 @@ static void real_token_layout(const char *ep, const char *prefix)
 	ret = etcd_store_ops.cas(e, 5, 1, rev2, lrev2, &v, &rev, NULL);
 	ok(!ret, "cas under the new layout's revision writes (%s)", errname(ret));
 
+	/* The region width record: compared by the layout write. */
+	ok(!etcd_store_ops.width_get(e, &w2) && w2.exists && w2.valid &&
+	   w2.region_bits == 3 && w2.mod_revision == wrev0,
+	   "width_get reads back 3 region bits at its revision");
+	ret = etcd_store_ops.width_create(e, 2, &rev);
+	ok(ret == -ECANCELED, "a second width_create fails (%s)", errname(ret));
+	ret = etcd_store_ops.layout_cas(e, 5, lrev2, 0, wrev0 + 1000, &want,
+					&rev);
+	ok(ret == -ECANCELED, "layout_cas fails when the width record is not at "
+	   "the revision given (%s)", errname(ret));
+
 	/* Values we cannot read are not layouts. */
 	snprintf(key, sizeof(key), "%s/r6/layout", prefix);
 	etcdctl(ep, "put", key, "{\"region_bits\":3,\"worker_bits\":\"7\","
@@ -296,6 +316,12 @@ static void real_token_layout(const char *ep, const char *prefix)
 	ret = etcd_store_ops.get(e, 6, 2, &r);
 	ok(!ret && r.exists && !r.valid,
 	   "a record whose token is not a string is unreadable (%s)", errname(ret));
+	etcdctl(ep, "put", key, "{\"owner\":\"o\",\"token\":\"t\",\"write\":"
+		"\"0123456789ABCDEF\",\"valid_until_ms\":1}");
+	ret = etcd_store_ops.get(e, 6, 2, &r);
+	ok(!ret && r.exists && !r.valid,
+	   "a record whose write nonce is not 16 lowercase hex digits is "
+	   "unreadable (%s)", errname(ret));
 	etcd_free(e);
 }
 
@@ -402,7 +428,7 @@ static void big_region_scan(const char *ep, const char *base,
 	   "garbled (%s %s; %" PRIu64 ", %" PRIu32 ")", BIG_COUNT,
 	   errname(ret), err(e), max_until, garbled);
 	want.from_ms = max_until;
-	ret = ret ?: etcd_store_ops.layout_cas(e, region, 0, at, &want, &lrev);
+	ret = ret ?: etcd_store_ops.layout_cas(e, region, 0, at, 0, &want, &lrev);
 	ok(!ret && lrev > at,
 	   "... and the cut-over's layout_cas at its revision writes (%s %s)",
 	   errname(ret), err(e));
@@ -418,7 +444,7 @@ static void big_region_scan(const char *ep, const char *base,
 	   errname(ret), err(e));
 	want.worker_bits = 14;
 	want.seq_bits = 5;
-	ret = ret ?: etcd_store_ops.layout_cas(e, region, lrev, at, &want,
+	ret = ret ?: etcd_store_ops.layout_cas(e, region, lrev, at, 0, &want,
 					       &rev);
 	ok(ret == -ECANCELED,
 	   "... its revision is the first page's: layout_cas at it fails, the "
@@ -434,7 +460,7 @@ static void big_region_scan(const char *ep, const char *base,
 	   !garbled && has(e, "compacted"),
 	   "region_scan compacted between two pages starts over (%s; last "
 	   "failure: %s)", errname(ret), err(e));
-	ret = ret ?: etcd_store_ops.layout_cas(e, region, lrev, at, &want,
+	ret = ret ?: etcd_store_ops.layout_cas(e, region, lrev, at, 0, &want,
 					       &rev);
 	ok(!ret && rev > lrev,
 	   "... and layout_cas at the revision it started over at writes "

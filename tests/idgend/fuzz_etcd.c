@@ -250,7 +250,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 
 	next_op();
 	rev = 0;
-	ret = etcd_store_ops.layout_cas(e, 0, 0, 7, &lay_want, &rev);
+	ret = etcd_store_ops.layout_cas(e, 0, 0, 7, 0, &lay_want, &rev);
 	if (!ret && !rev)
 		abort();
 	if (ret && rev)

@@ -115,16 +115,25 @@ enum fault {
 	F_TIMEOUT_APPLIED,	/* written, answer lost */
 	F_TIMEOUT_LOST,		/* not written, answer lost */
 	F_RACE,			/* another owner writes just before */
+	F_TIMEOUT_LATE,		/* answer lost; lands at the next cas */
 };
 
 struct fake_store {
 	struct store_record rec[WORKERS];
 	struct store_layout layout;
+	struct store_width width;
 	int64_t revision;
 	enum fault next_cas;	/* one-shot */
 	bool down;		/* every call fails */
 	int64_t step_on_list;	/* one-shot clock step after a list */
 	unsigned int writes;
+	/* F_TIMEOUT_LATE's write, still in flight */
+	bool late;
+	uint32_t late_worker;
+	int64_t late_expect, late_layout_rev;
+	char late_owner[STORE_OWNER_MAX], late_token[STORE_TOKEN_MAX];
+	char late_nonce[STORE_NONCE_LEN + 1];
+	uint64_t late_until;
 };
 
 static int fs_list(void *ctx, uint32_t region, struct store_record *rec,
@@ -135,7 +144,8 @@ static int fs_list(void *ctx, uint32_t region, struct store_record *rec,
 	(void)region;
 	if (s->down)
 		return -ECONNREFUSED;
-	memcpy(rec, s->rec, n * sizeof(*rec));
+	memset(rec, 0, n * sizeof(*rec));
+	memcpy(rec, s->rec, (n < WORKERS ? n : WORKERS) * sizeof(*rec));
 	fake_now += s->step_on_list;
 	s->step_on_list = 0;
 	return 0;
@@ -153,8 +163,8 @@ static int fs_get(void *ctx, uint32_t region, uint32_t worker,
 	return 0;
 }
 
-static void fs_write_tok(struct fake_store *s, uint32_t w, const char *owner,
-			 const char *token, uint64_t until)
+static void fs_write_nonce(struct fake_store *s, uint32_t w, const char *owner,
+			   const char *token, const char *nonce, uint64_t until)
 {
 	struct store_record *r = &s->rec[w];
 
@@ -162,9 +172,17 @@ static void fs_write_tok(struct fake_store *s, uint32_t w, const char *owner,
 	r->worker = w;
 	snprintf(r->owner, sizeof(r->owner), "%s", owner);
 	snprintf(r->token, sizeof(r->token), "%s", token);
+	snprintf(r->nonce, sizeof(r->nonce), "%s", nonce ? nonce : "");
 	r->valid_until_ms = until;
 	r->mod_revision = ++s->revision;
 	s->writes++;
+}
+
+/* A write by another instance with this owner and token: its own nonce. */
+static void fs_write_tok(struct fake_store *s, uint32_t w, const char *owner,
+			 const char *token, uint64_t until)
+{
+	fs_write_nonce(s, w, owner, token, "0123456789abcdef", until);
 }
 
 /* Another host's write: a token of its own. */
@@ -183,10 +201,31 @@ static int fs_cas(void *ctx, uint32_t region, uint32_t w, int64_t expect,
 
 	(void)region;
 	s->next_cas = F_NONE;
+	if (s->late) {
+		/* The write in flight lands first, if its compare holds. */
+		s->late = false;
+		if (s->rec[s->late_worker].mod_revision == s->late_expect &&
+		    (s->late_layout_rev == STORE_ANY_LAYOUT ||
+		     s->late_layout_rev == s->layout.mod_revision))
+			fs_write_nonce(s, s->late_worker, s->late_owner,
+				       s->late_token, s->late_nonce, s->late_until);
+	}
 	if (s->down || f == F_UNREACHABLE)
 		return -ECONNREFUSED;
 	if (f == F_TIMEOUT_LOST)
 		return -ETIMEDOUT;
+	if (f == F_TIMEOUT_LATE) {
+		s->late = true;
+		s->late_worker = w;
+		s->late_expect = expect;
+		s->late_layout_rev = layout_rev;
+		snprintf(s->late_owner, sizeof(s->late_owner), "%s", val->owner);
+		snprintf(s->late_token, sizeof(s->late_token), "%s", val->token);
+		snprintf(s->late_nonce, sizeof(s->late_nonce), "%s",
+			 val->nonce ? val->nonce : "");
+		s->late_until = val->valid_until_ms;
+		return -ETIMEDOUT;
+	}
 	if (f == F_RACE)
 		fs_write(s, w, "intruder", fake_now + LEASE_MS);
 	if (s->rec[w].mod_revision != expect ||
@@ -199,7 +238,8 @@ static int fs_cas(void *ctx, uint32_t region, uint32_t w, int64_t expect,
 		}
 		return -ECANCELED;
 	}
-	fs_write_tok(s, w, val->owner, val->token, val->valid_until_ms);
+	fs_write_nonce(s, w, val->owner, val->token, val->nonce,
+		       val->valid_until_ms);
 	*new_rev = s->rec[w].mod_revision;
 	return f == F_TIMEOUT_APPLIED ? -ETIMEDOUT : 0;
 }
@@ -222,8 +262,8 @@ static int fs_layout_get(void *ctx, uint32_t region, struct store_layout *out)
 }
 
 static int fs_layout_cas(void *ctx, uint32_t region, int64_t expect,
-			 int64_t workers_rev, const struct store_layout *l,
-			 int64_t *new_rev)
+			 int64_t workers_rev, int64_t width_rev,
+			 const struct store_layout *l, int64_t *new_rev)
 {
 	struct fake_store *s = ctx;
 	int w;
@@ -231,7 +271,8 @@ static int fs_layout_cas(void *ctx, uint32_t region, int64_t expect,
 	(void)region;
 	if (s->down)
 		return -ECONNREFUSED;
-	if (s->layout.mod_revision != expect)
+	if (s->layout.mod_revision != expect ||
+	    (width_rev && s->width.mod_revision != width_rev))
 		return -ECANCELED;
 	for (w = 0; workers_rev && w < WORKERS; w++)
 		if (s->rec[w].mod_revision > workers_rev)
@@ -239,6 +280,30 @@ static int fs_layout_cas(void *ctx, uint32_t region, int64_t expect,
 	s->layout = *l;
 	s->layout.exists = s->layout.valid = true;
 	s->layout.mod_revision = *new_rev = ++s->revision;
+	return 0;
+}
+
+static int fs_width_get(void *ctx, struct store_width *out)
+{
+	struct fake_store *s = ctx;
+
+	if (s->down)
+		return -ECONNREFUSED;
+	*out = s->width;
+	return 0;
+}
+
+static int fs_width_create(void *ctx, uint8_t region_bits, int64_t *new_rev)
+{
+	struct fake_store *s = ctx;
+
+	if (s->down)
+		return -ECONNREFUSED;
+	if (s->width.exists)
+		return -ECANCELED;
+	s->width.exists = s->width.valid = true;
+	s->width.region_bits = region_bits;
+	s->width.mod_revision = *new_rev = ++s->revision;
 	return 0;
 }
 
@@ -273,7 +338,8 @@ static int fs_region_scan(void *ctx, uint32_t region, uint64_t *max_until,
 static const struct store_ops fake_store_ops = {
 	.list = fs_list, .get = fs_get, .cas = fs_cas,
 	.layout_get = fs_layout_get, .layout_cas = fs_layout_cas,
-	.region_scan = fs_region_scan, .error = fs_error,
+	.region_scan = fs_region_scan, .width_get = fs_width_get,
+	.width_create = fs_width_create, .error = fs_error,
 };
 
 /* ---- generators, and the uniqueness check across them ---- */
@@ -465,11 +531,30 @@ static void setup(struct fixture *f, const char *owner, uint64_t seed)
 	gens[0] = &f->gen;
 }
 
+/*
+ * The region's layout recorded by its other hosts, before they wrote
+ * their leases: the test layout, from ms 0.
+ */
+static void layout_recorded(struct fake_store *s)
+{
+	if (s->layout.exists)
+		return;
+	s->width = (struct store_width){ .exists = true, .valid = true,
+		.region_bits = TEST_LAYOUT.region_bits,
+		.mod_revision = ++s->revision };
+	s->layout = (struct store_layout){ .exists = true, .valid = true,
+		.region_bits = TEST_LAYOUT.region_bits,
+		.worker_bits = TEST_LAYOUT.worker_bits,
+		.seq_bits = TEST_LAYOUT.seq_bits,
+		.mod_revision = ++s->revision };
+}
+
 /* Every number held by someone else until later, but the one given. */
 static void fill_others(struct fake_store *s, int except, uint64_t except_until)
 {
 	int w;
 
+	layout_recorded(s);
 	for (w = 0; w < WORKERS; w++)
 		fs_write(s, w, "other", w == except ? except_until : fake_now + 5000);
 }
@@ -697,14 +782,25 @@ static void test_renew_lost(void)
 	check(!strcmp(f.store.rec[f.l.worker].owner, "thief"),
 	      "renew: ... and leaves the other owner's record alone");
 
-	/* Our own write whose answer we lost, then a normal renewal. */
+	/*
+	 * Our own write whose answer we lost, read back unchanged, that
+	 * lands later: the next renewal finds it and takes it up.
+	 */
 	setup(&f, "me", 37);
 	lease_claim(&f.l);
-	fs_write_tok(&f.store, f.l.worker, "me", f.token, fake_now + LEASE_MS + 10);
+	f.store.next_cas = F_TIMEOUT_LATE;
+	fake_now += 1000;
+	err = lease_renew(&f.l);
+	check(err == -ETIMEDOUT && f.gen.pushes == 1 && f.l.npending == 1,
+	      "renew: an answer lost, the record unchanged: nothing pushed, its "
+	      "nonce kept as pending (%d)", err);
 	fake_now += 1000;
 	check(!lease_renew(&f.l) && f.l.held && !f.gen.revokes &&
-	      f.l.rev == f.store.rec[f.l.worker].mod_revision,
-	      "renew: our own record at a newer revision is taken up, not lost");
+	      f.l.rev == f.store.rec[f.l.worker].mod_revision &&
+	      f.gen.h.valid_until_ms == fake_now + LEASE_MS && !f.l.npending &&
+	      !f.gen.violation,
+	      "renew: our own write landing late is taken up, not lost; "
+	      "the next write settles it");
 }
 
 static void test_release(void)
@@ -725,10 +821,48 @@ static void test_release(void)
 	      "release: ... and not below anything minted");
 }
 
+/* A renewal whose answer was lost lands late, after the release's revoke. */
+static void test_release_late_renewal(void)
+{
+	struct fixture f;
+	uint32_t w;
+	long mark;
+	int err;
+
+	setup(&f, "me", 45);
+	lease_claim(&f.l);
+	w = f.l.worker;
+	f.store.next_cas = F_TIMEOUT_LATE;
+	fake_now += 1000;
+	lease_renew(&f.l);
+	fake_now += 1000;
+	mark = log_mark();
+	err = lease_release(&f.l);
+	check(!err && f.store.rec[w].valid_until_ms == f.gen.h.last_ms &&
+	      !strcmp(f.store.rec[w].owner, "me") &&
+	      logged_since(mark, "lease released"),
+	      "release: a renewal of ours that landed late is written over; the "
+	      "number is free (%d)", err);
+
+	/* Another's record by then: the log says what the store holds. */
+	setup(&f, "me", 47);
+	lease_claim(&f.l);
+	w = f.l.worker;
+	fs_write(&f.store, w, "thief", fake_now + 2 * LEASE_MS);
+	fake_now += 1000;
+	mark = log_mark();
+	err = lease_release(&f.l);
+	check(err == -ECANCELED && logged_since(mark, "the store holds valid_until ms") &&
+	      logged_since(mark, "for 'thief': the number frees then"),
+	      "release: a failed write-back logs the valid_until the store holds "
+	      "(%d)", err);
+}
+
 static void test_adopt(void)
 {
 	struct fixture f;
 	uint32_t w;
+	long mark;
 
 	setup(&f, "me", 43);
 	lease_claim(&f.l);
@@ -748,6 +882,33 @@ static void test_adopt(void)
 	      !f.gen.h.leased,
 	      "adopt: a lease the store gives to another owner is revoked");
 
+	/*
+	 * The runtime directory lost (a new token) while the module kept
+	 * the lease: the record holds exactly the module's fence, so the
+	 * log names this host's own idgend as the likely writer.
+	 */
+	setup(&f, "me", 44);
+	lease_claim(&f.l);
+	restart(&f);
+	snprintf(f.token, sizeof(f.token), "%032x", 0xfeed);
+	mark = log_mark();
+	check(!lease_adopt(&f.l) && !f.l.held && !f.gen.h.leased,
+	      "adopt: a new owner token (runtime directory lost): revoked");
+	check(logged_since(mark, "this host's own idgend before its runtime "
+			   "directory (with the owner token) was lost, or another "
+			   "host") && !logged_since(mark, "cloned from one image"),
+	      "adopt: ... saying both possibilities, not only a clone");
+
+	/* R7: a later fence in the store than the module's: not kept. */
+	setup(&f, "me", 46);
+	lease_claim(&f.l);
+	fs_write_nonce(&f.store, f.l.worker, "me", f.token, "00000000000000aa",
+		       f.gen.h.valid_until_ms + 1000);
+	restart(&f);
+	check(!lease_adopt(&f.l) && !f.l.held && !f.gen.h.leased,
+	      "adopt: our token but a later fence than the module's (an unpushed "
+	      "renewal, or another instance with our token): revoked");
+
 	/* The store unreachable: an error, and nothing revoked. */
 	setup(&f, "me", 47);
 	lease_claim(&f.l);
@@ -759,7 +920,7 @@ static void test_adopt(void)
 
 /* ---- two daemons, one store, random faults ---- */
 
-static void test_walk(const char *name_a, const char *name_b)
+static void test_walk(const char *name_a, const char *name_b, bool one_token)
 {
 	struct fixture a, b;
 	struct lease *ls[2];
@@ -769,6 +930,11 @@ static void test_walk(const char *name_a, const char *name_b)
 
 	setup(&a, name_a, 51);
 	setup(&b, name_b, 53);
+	if (one_token) {
+		/* One owner-token file copied to both hosts. */
+		memcpy(b.token, a.token, sizeof(b.token));
+		b.gen.token = b.cfg.token = b.token;
+	}
 	/* One store for both. */
 	b.gen.store = &a.store;
 	b.l.store_ctx = &a.store;
@@ -790,7 +956,7 @@ static void test_walk(const char *name_a, const char *name_b)
 		who = rng & 1;
 		op = (rng >> 8) % 10;
 		fake_now += (rng >> 16) % 20000;
-		a.store.next_cas = (rng >> 32) % 4 == 0 ? (enum fault)((rng >> 40) % 5) : F_NONE;
+		a.store.next_cas = (rng >> 32) % 4 == 0 ? (enum fault)((rng >> 40) % 6) : F_NONE;
 		if (!ls[who]->held) {
 			if (op < 6 && !lease_claim(ls[who]))
 				claims++;
@@ -808,11 +974,12 @@ static void test_walk(const char *name_a, const char *name_b)
 		if (violations)
 			break;
 	}
-	check(!violations, "walk (%s, %s): 20000 steps of two daemons with faults: "
-	      "no (worker, ms) two generators could both mint, no unconfirmed "
-	      "push (%d claims, %d losses)", name_a, name_b, claims, lost);
-	check(claims > 100 && lost > 0, "walk (%s, %s): the walk claimed and lost "
-	      "leases", name_a, name_b);
+	check(!violations, "walk (%s, %s%s): 20000 steps of two daemons with "
+	      "faults: no (worker, ms) two generators could both mint, no "
+	      "unconfirmed push (%d claims, %d losses)", name_a, name_b,
+	      one_token ? ", one token" : "", claims, lost);
+	check(claims > 100 && lost > 0, "walk (%s, %s%s): the walk claimed and "
+	      "lost leases", name_a, name_b, one_token ? ", one token" : "");
 }
 
 
@@ -895,6 +1062,37 @@ static void test_token(void)
 	check(!lease_renew(&b.l) && !a.gen.violation && !b.gen.violation,
 	      "token: no (worker, ms) both could mint");
 
+	/*
+	 * (c) One owner name AND one token (an owner-token file copied with
+	 * a runtime directory, a cloned VM): X frozen past its lease, Y
+	 * claims, X thaws.  Only the write nonce tells Y's record from a
+	 * write of X's own.
+	 */
+	twins(&a, &b, 67);
+	memcpy(b.token, a.token, sizeof(b.token));
+	fill_others(&a.store, 5, 0);
+	check(!lease_claim(&a.l) && a.l.worker == 5, "one token: X claims w5");
+	fence = a.gen.h.valid_until_ms;
+	fake_now = fence + 1;
+	for (int w = 0; w < WORKERS; w++)
+		if (w != 5)
+			fs_write(&a.store, w, "other", fake_now + 10 * LEASE_MS);
+	check(!lease_claim(&b.l) && b.l.worker == 5 && b.gen.h.floor_ms >= fence,
+	      "one token: Y, with X's owner and token, claims w5 above X's fence");
+	mark = log_mark();
+	fake_now += 1000;
+	err = lease_renew(&a.l);
+	check(err == -ESTALE && !a.l.held && a.gen.revokes == 1 &&
+	      a.gen.pushes == 1,
+	      "one token: X's renewal finds a write not its own: lost and "
+	      "revoked, nothing pushed (%d)", err);
+	check(logged_since(mark, "another idgend shares this host's owner token"),
+	      "one token: ... and says so loudly");
+	fake_now += 1000;
+	check(!lease_renew(&b.l) && b.l.held && !a.gen.violation &&
+	      !b.gen.violation,
+	      "one token: Y renews undisturbed; no (worker, ms) both could mint");
+
 	/* A record an older idgend wrote (no token) is nobody's. */
 	setup(&a, "me", 73);
 	lease_claim(&a.l);
@@ -970,11 +1168,12 @@ static void test_layout(void)
 	fake_now += 1000;
 	lease_renew(&a.l);
 	fence = a.store.rec[a.l.worker].valid_until_ms;
-	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store,
-			     &(struct lease_layout){ 2, 4, 16 });
+	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+			     &(struct lease_layout){ 2, 4, 16 }, false);
 	check(err == -EINVAL && a.store.layout.worker_bits == 3,
 	      "cut-over: a change of region bits is refused");
-	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &wide);
+	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock,
+			     NULL, &wide, false);
 	check(!err && a.store.layout.worker_bits == 2 &&
 	      a.store.layout.from_ms == fence,
 	      "cut-over: the new layout starts above the old layout's last fence");
@@ -985,7 +1184,7 @@ static void test_layout(void)
 	      a.gen.h.valid_until_ms == fence,
 	      "cut-over: the old layout's renewal fails its compare: revoked, "
 	      "nothing pushed (%d)", err);
-	check(logged_since(mark, "layout record changed (a cut-over)"),
+	check(logged_since(mark, "layout record changed (a cut-over, or the record written again)"),
 	      "cut-over: ... with an alert");
 	check(lease_claim(&a.l) == -EMEDIUMTYPE,
 	      "cut-over: the old layout's host claims no more");
@@ -1010,7 +1209,8 @@ static void test_layout(void)
 	renew_target = &a.l;
 	after_scan = renew_during_scan;
 	scans = 0;
-	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &wide);
+	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock,
+			     NULL, &wide, false);
 	check(!err && scans == 2 &&
 	      a.store.layout.from_ms == a.store.rec[a.l.worker].valid_until_ms &&
 	      a.store.layout.from_ms == a.gen.h.valid_until_ms,
@@ -1021,11 +1221,222 @@ static void test_layout(void)
 	setup(&a, "me", 107);
 	lease_claim(&a.l);
 	fake_now += 1000;
-	lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &wide);
-	lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &TEST_LAYOUT);
+	lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock,
+			     NULL, &wide, false);
+	lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+		       &TEST_LAYOUT, false);
 	restart(&a);
 	check(!lease_adopt(&a.l) && !a.l.held && !a.gen.h.leased,
 	      "layout: a lease from before a cut-over (and back) is not adopted");
+}
+
+/* ---- one region width for the prefix; layout records written again ---- */
+
+static uint64_t write_at_scan_until;
+
+static void lease_written_during_scan(struct fake_store *s)
+{
+	fs_write(s, 1, "other", write_at_scan_until);
+}
+
+static void test_region_width(void)
+{
+	struct fixture a, b;
+	unsigned int writes;
+	long mark;
+	int err;
+
+	setup(&a, "me", 201);
+	check(!lease_claim(&a.l) && a.store.width.exists &&
+	      a.store.width.region_bits == 3,
+	      "region width: the first claim records the prefix's region width");
+
+	/* Region 1 of the same prefix, another region width: refused. */
+	setup(&b, "two-bits", 203);
+	b.store.width = a.store.width;
+	b.store.revision = a.store.revision;
+	b.cfg.region = 1;
+	b.cfg.layout = (struct lease_layout){ 2, 4, 16 };
+	writes = b.store.writes;
+	mark = log_mark();
+	err = lease_claim(&b.l);
+	check(err == -EMEDIUMTYPE && !b.gen.pushes && b.store.writes == writes &&
+	      !b.store.layout.exists,
+	      "region width: a region of another width does not claim (%d), and "
+	      "records no layout", err);
+	check(logged_since(mark, "every region under this prefix has 3 region bits") &&
+	      logged_since(mark, "this host's layout 2/4/16 has 2"),
+	      "region width: ... and names both widths");
+	err = lease_cut_over(&b.cfg, &fake_store_ops, &b.store, &fake_clock, NULL,
+			     &(struct lease_layout){ 2, 4, 16 }, false);
+	check(err == -EINVAL && !b.store.layout.exists,
+	      "region width: a cut-over to another width is refused (%d)", err);
+
+	/* The width record changed between the check and the layout write. */
+	setup(&b, "me", 205);
+	b.store.width = a.store.width;
+	b.store.revision = 100;
+	after_scan = NULL;
+	check(!lease_claim(&b.l), "region width: setup");
+	b.store.layout = (struct store_layout){ 0 };
+	b.store.width.mod_revision = ++b.store.revision;
+	err = lease_cut_over(&b.cfg, &fake_store_ops, &b.store, &fake_clock, NULL,
+			     &TEST_LAYOUT, false);
+	check(!err && b.store.layout.exists,
+	      "region width: a layout write compares the width record's "
+	      "revision, read fresh on each try (%d)", err);
+}
+
+static void test_layout_rewritten(void)
+{
+	struct fixture p, q;
+	struct lease_layout wide = { 3, 2, 17 };
+	uint64_t fence;
+	long mark;
+	int err;
+
+	/*
+	 * P (3/3/16) holds w6; the layout record is deleted by hand; Q
+	 * (3/2/17) finds none and records its own: from_ms must be above
+	 * P's fence, as a cut-over's, or Q mints P's node bits.
+	 */
+	setup(&p, "p", 211);
+	fill_others(&p.store, 6, 0);
+	check(!lease_claim(&p.l) && p.l.worker == 6, "layout rewritten: P holds w6");
+	fence = p.gen.h.valid_until_ms;
+	p.store.layout = (struct store_layout){ 0 };
+	setup(&q, "q", 213);
+	q.store = p.store;
+	q.cfg.layout = wide;
+	q.cfg.workers = 4;
+	q.gen.store = &q.store;
+	scans = 0;
+	err = lease_claim(&q.l);
+	check(err == -EBUSY && !q.gen.pushes && q.store.layout.exists &&
+	      q.store.layout.worker_bits == 2 && q.store.layout.from_ms == fence,
+	      "layout rewritten: Q records its layout from P's fence, ms %" PRIu64
+	      " (from_ms %" PRIu64 "), and waits for it (%d)", fence,
+	      q.store.layout.from_ms, err);
+	fake_now = fence - 500;
+	err = lease_claim(&q.l);
+	check(!err && q.gen.h.floor_ms >= fence && fake_now > fence,
+	      "layout rewritten: ... then mints only above it (floor %" PRIu64 ")",
+	      q.gen.h.floor_ms);
+
+	/* A lease written between the listing and the layout write. */
+	setup(&q, "q", 215);
+	write_at_scan_until = fake_now + LEASE_MS * 3;
+	after_scan = lease_written_during_scan;
+	scans = 0;
+	q.cfg.lease_ms = LEASE_MS * 4;
+	err = lease_claim(&q.l);
+	check(err == -EBUSY && scans == 2 &&
+	      q.store.layout.from_ms == write_at_scan_until,
+	      "layout recorded: a lease written after its listing makes it list "
+	      "again; from_ms covers it (%d, %u scans)", err, scans);
+
+	/* A rolling upgrade: leases of an idgend that recorded no layout. */
+	setup(&q, "q", 217);
+	fence = fake_now + 500;
+	for (int w = 0; w < WORKERS; w++)
+		fs_write(&q.store, w, "old-idgend", w == 3 ? fake_now - 1 : fence);
+	err = lease_claim(&q.l);
+	check(!err && q.store.layout.from_ms == fence && q.l.worker == 3 &&
+	      q.gen.h.floor_ms >= fence && fake_now > fence,
+	      "layout recorded: the first layout record of a region with older "
+	      "leases starts above them all (%d)", err);
+
+	/* A cut-over there and back: P claims anew instead of stopping. */
+	setup(&p, "p", 219);
+	check(!lease_claim(&p.l), "layout there and back: P claims");
+	fake_now += 1000;
+	lease_renew(&p.l);
+	fence = p.gen.h.valid_until_ms;
+	check(!lease_cut_over(&p.cfg, &fake_store_ops, &p.store, &fake_clock,
+			      NULL, &wide, false) &&
+	      !lease_cut_over(&p.cfg, &fake_store_ops, &p.store, &fake_clock,
+			      NULL, &TEST_LAYOUT, false) &&
+	      p.store.layout.worker_bits == 3,
+	      "layout there and back: cut over to 3/2/17 and back to 3/3/16");
+	fake_now += 1000;
+	mark = log_mark();
+	err = lease_renew(&p.l);
+	check(err == -ESTALE && !p.l.held && !p.gen.h.leased &&
+	      p.gen.h.valid_until_ms == fence,
+	      "layout there and back: P's renewal revokes, nothing pushed, and "
+	      "says claim again, not stop (%d)", err);
+	check(logged_since(mark, "the region's layout is still this host's, 3/3/16") &&
+	      !logged_since(mark, "is no longer the region's"),
+	      "layout there and back: ... with a true message");
+	fake_now = p.store.layout.from_ms - 500;
+	err = lease_claim(&p.l);
+	check(!err && p.gen.h.floor_ms >= p.store.layout.from_ms && !p.gen.violation,
+	      "layout there and back: P claims again above the new from_ms (%d)",
+	      err);
+
+	/* The record deleted under P's lease: P writes it again, claims anew. */
+	fake_now += 1000;
+	p.store.layout = (struct store_layout){ 0 };
+	err = lease_renew(&p.l);
+	check(err == -ESTALE && p.store.layout.exists &&
+	      p.store.layout.from_ms >= p.gen.h.valid_until_ms &&
+	      !p.gen.h.leased,
+	      "layout deleted: the renewal revokes, records the layout again "
+	      "above its own fence, and claims anew (%d)", err);
+}
+
+static uint64_t far_ahead;
+
+static void test_cut_over_far_ahead(void)
+{
+	struct fixture a;
+	struct lease_layout wide = { 3, 2, 17 };
+	uint64_t old_from;
+	long mark;
+	int err;
+
+	/* A record from a host whose clock jumped decades ahead. */
+	setup(&a, "me", 231);
+	check(!lease_claim(&a.l), "far ahead: setup");
+	far_ahead = fake_now + 86400000ULL * 365 * 20;
+	fs_write(&a.store, (a.l.worker + 1) % WORKERS, "clock-ahead", far_ahead);
+	old_from = a.store.layout.from_ms;
+	mark = log_mark();
+	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+			     &wide, false);
+	check(err == -ERANGE && a.store.layout.worker_bits == 3 &&
+	      a.store.layout.from_ms == old_from,
+	      "far ahead: a cut-over whose from_ms is decades ahead is refused, "
+	      "nothing written (%d)", err);
+	check(logged_since(mark, "owner 'clock-ahead', valid_until ms") &&
+	      logged_since(mark, "--force"),
+	      "far ahead: ... naming the record responsible and --force");
+	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+			     &wide, true);
+	check(!err && a.store.layout.worker_bits == 2 &&
+	      a.store.layout.from_ms == far_ahead,
+	      "far ahead: --force writes it (%d)", err);
+
+	/* The record responsible put right: the same layout comes down. */
+	fs_write(&a.store, (a.l.worker + 1) % WORKERS, "clock-ahead", fake_now);
+	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+			     &wide, false);
+	check(!err && a.store.layout.worker_bits == 2 &&
+	      a.store.layout.from_ms < far_ahead &&
+	      a.store.layout.from_ms >= a.store.rec[a.l.worker].valid_until_ms,
+	      "far ahead: once the record is put right, a cut-over to the same "
+	      "layout lowers from_ms to the listing's (%d)", err);
+	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+			     &wide, false);
+	check(!err, "far ahead: ... and then has nothing to do");
+
+	/* A host that finds no layout record does not write one far ahead. */
+	setup(&a, "me", 233);
+	fs_write(&a.store, 2, "clock-ahead", far_ahead);
+	err = lease_claim(&a.l);
+	check(err == -EMEDIUMTYPE && !a.store.layout.exists && !a.gen.pushes,
+	      "far ahead: nor does a claim record a layout decades ahead (%d)",
+	      err);
 }
 
 /* ---- standalone ---- */
@@ -1039,7 +1450,8 @@ static void test_standalone(void)
 		.region = 1, .worker = 3, .lease_ms = LEASE_MS,
 		.dev = &dev, .clock = &fake_clock,
 	};
-	uint64_t stored, fence;
+	uint64_t stored, fence, module_last;
+	long mark;
 
 	if (!mkdtemp(dir)) {
 		check(false, "standalone: mkdtemp: %s", strerror(errno));
@@ -1052,10 +1464,13 @@ static void test_standalone(void)
 	nr_gens = 0;
 	fake_synced = true;
 
+	mark = log_mark();
 	check(!standalone_start(&s) && g.h.floor_ms == 0 &&
 	      !state_file_read(path, &stored) && stored == fake_now + LEASE_MS &&
 	      !g.violation,
 	      "standalone: first start stores the fence, then pushes it");
+	check(logged_since(mark, "IDs may repeat if the wall clock is behind"),
+	      "standalone: ... warning that a wiped state directory looks the same");
 	fake_now += 20000;
 	check(!standalone_renew(&s) && !state_file_read(path, &stored) &&
 	      stored == fake_now + LEASE_MS && g.h.valid_until_ms == stored &&
@@ -1119,6 +1534,27 @@ static void test_standalone(void)
 	      "standalone: ... and with --fresh-state it starts above what the "
 	      "generator remembers");
 	s.fresh_state = false;
+
+	/*
+	 * The whole state directory wiped while the module keeps its state
+	 * (an idgend restart, no reboot): the floor is the module's last ms.
+	 */
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/sub", dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/sub/state", dir);
+	memset(&s.held, 0, sizeof(s) - offsetof(struct standalone, held));
+	g.h.leased = false;
+	module_last = fake_now - 10;
+	g.h.last_ms = module_last;
+	g.pushes = 0;
+	mark = log_mark();
+	check(!standalone_start(&s) && g.pushes == 1 &&
+	      g.h.floor_ms == module_last && s.floor_ms == module_last,
+	      "standalone: a wiped state directory starts above the module's "
+	      "last ms (floor %" PRIu64 ")", s.floor_ms);
+	check(logged_since(mark, "the state directory wiped"),
+	      "standalone: ... with the warning");
 
 	unlink(path);
 	snprintf(path, sizeof(path), "%s/sub", dir);
@@ -1296,12 +1732,18 @@ int main(void)
 	test_renew();
 	test_renew_lost();
 	test_release();
+	test_release_late_renewal();
 	test_adopt();
-	test_walk("host-a", "host-b");
+	test_walk("host-a", "host-b", false);
 	/* Two hosts with one owner name: only their tokens tell them apart. */
-	test_walk("twin", "twin");
+	test_walk("twin", "twin", false);
+	/* ... and with one token too: only their write nonces. */
+	test_walk("twin", "twin", true);
 	test_token();
 	test_layout();
+	test_region_width();
+	test_layout_rewritten();
+	test_cut_over_far_ahead();
 	test_standalone();
 	test_state_file();
 	test_standalone_clock_before_epoch();

@@ -4,7 +4,9 @@
 # windows.py GEN.log...: from the logs of simulated generators
 # (helper/idgend/device_sim.h), every lease each one held and the
 # milliseconds it could have minted under it; exits 1, naming them, if two
-# generators could both have minted one millisecond on one number.
+# generators could both have minted one millisecond with the same node
+# bits (one number of one layout, or numbers of two layouts, or of two
+# region widths, that share them).
 #
 # A lease starts at a push to a number the generator did not hold (its
 # floor F: it mints only above F), moves its fence with each renewal (it
@@ -49,12 +51,25 @@ def leases(path):
     return out
 
 
+def node_bits(lease):
+    """The 22 node and sequence bits a lease mints in: [start, end)."""
+    rb, wb, sb = (int(x) for x in (lease['layout'] or '3/7/12').split('/'))
+    start = (lease['r'] << (wb + sb)) | (lease['w'] << sb)
+    return start, start + (1 << sb)
+
+
+def same_node_bits(a, b):
+    """Whether two leases, of one layout or two, can mint one ID's bits."""
+    (a0, a1), (b0, b1) = node_bits(a), node_bits(b)
+    return a0 < b1 and b0 < a1
+
+
 def main():
     all_leases = [l for p in sys.argv[1:] for l in leases(p)]
     bad = 0
     for i, a in enumerate(all_leases):
         for b in all_leases[i + 1:]:
-            if a['gen'] == b['gen'] or (a['r'], a['w']) != (b['r'], b['w']):
+            if a['gen'] == b['gen'] or not same_node_bits(a, b):
                 continue
             lo, hi = max(a['floor'], b['floor']), min(a['hi'], b['hi'])
             if lo + 1 < hi:

@@ -68,7 +68,10 @@ record() {
 }
 
 # Hold every number of region 0 but one, for "other", far ahead: the
-# takeover must then be of that one number.
+# takeover must then be of that one number.  The region's layout (3/7/12,
+# from ms 0) and the prefix's region width are recorded first, as the
+# other hosts would have before their leases (a first layout record
+# would otherwise start above those leases: idgend(8), LAYOUT).
 fill_but() {
 	/usr/bin/python3 - "$(etcd_endpoints | cut -d, -f1)" "$1" "$2" <<'EOF'
 import base64, json, sys, urllib.request
@@ -76,8 +79,13 @@ url, keep, until = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 b = lambda s: base64.b64encode(s.encode()).decode()
 ops = [{"request_put": {"key": b("/g/r0/w/%d" % w), "value": b(json.dumps(
     {"owner": "other", "valid_until_ms": until}))}} for w in range(128) if w != keep]
-req = urllib.request.Request(url + "/v3/kv/txn", json.dumps({"success": ops}).encode())
-json.load(urllib.request.urlopen(req, timeout=30))
+recorded = [{"request_put": {"key": b(k), "value": b(json.dumps(v))}} for k, v in (
+    ("/g/region_bits", {"region_bits": 3}),
+    ("/g/r0/layout", {"region_bits": 3, "worker_bits": 7, "seq_bits": 12,
+                      "from_ms": 0}))]
+for txn in (recorded, ops):	# etcd takes at most 128 operations a txn
+    req = urllib.request.Request(url + "/v3/kv/txn", json.dumps({"success": txn}).encode())
+    json.load(urllib.request.urlopen(req, timeout=30))
 EOF
 }
 
