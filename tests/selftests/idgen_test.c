@@ -1316,14 +1316,19 @@ TEST_F(nolease, poll_wakes_on_lease)
 	d.region = TEST_REGION & field_mask(st.region_bits);
 	d.worker = TEST_WORKER & field_mask(st.worker_bits);
 	ASSERT_EQ(0, pthread_create(&thread, NULL, set_lease_later, &d));
+	/*
+	 * The lease comes 200 ms from now, or later on a loaded machine:
+	 * a poll that ends with POLLIN within its long timeout was woken by
+	 * it.  No upper bound on the time: the thread setting the lease may
+	 * be late.
+	 */
 	t = clock_ns(CLOCK_MONOTONIC);
-	ev = poll_revents(self->fd, 1000);
+	ev = poll_revents(self->fd, 20000);
 	t = clock_ns(CLOCK_MONOTONIC) - t;
 	ASSERT_EQ(0, pthread_join(thread, NULL));
 	ASSERT_EQ(0, d.ret) TH_LOG("set lease: %s", strerror(d.err));
 	EXPECT_TRUE(ev & POLLIN) TH_LOG("revents %#x after %llu ms", ev, t / NSEC_PER_MSEC);
 	EXPECT_LE(150 * NSEC_PER_MSEC, t) TH_LOG("POLLIN before the lease was set");
-	EXPECT_GT(1000 * NSEC_PER_MSEC, t);
 	EXPECT_EQ(1, idgen_read(self->fd, &id, 1));
 }
 

@@ -109,23 +109,26 @@ check "unsynchronised clock: idgend waits, and says why" \
 check "unsynchronised clock: nothing pushed" test "$(state lease)" = none
 "$clock_sync" sync >/dev/null
 check "synchronised: idgend claims w9" wait_log host-a 'lease claimed: r0/w9,' 30
-# idgend writes a fence to etcd before it pushes it, and renews one at a
-# time, so a renewal can fall between two reads: etcd already holds the
-# new fence, the module for a moment still the old one.  Read etcd, the
-# module, etcd again: when the two etcd reads agree no renewal completed
-# its write in between, and the module must hold that very fence once its
-# push is done.  Reads that straddle a renewal are taken again; 20 of
-# them in a row would mean the module never holds etcd's fence.
+# idgend writes a fence to etcd before it pushes it, and renews on its own
+# schedule, so on a slow guest a renewal can fall between any two reads.
+# Freeze idgend (SIGSTOP) around one read of the module and one of etcd:
+# nothing can change between them, and the module must hold etcd's fence,
+# unless idgend was frozen between a renewal's write and its push (a
+# window of microseconds): then thaw it and look again.  The freeze lasts
+# two reads, well inside the 10 s lease.
 module_holds_etcd_fence() {
-	local t e1 w m e2
-	for ((t = 0; t < 20; t++)); do
-		e1=$(record 9 valid_until_ms)
-		w=$(state lease.worker)
-		m=$(state lease.valid_until_ms)
-		e2=$(record 9 valid_until_ms)
-		[ "$w" = 9 ] && [ "$e1" = "$e2" ] && [ "$m" = "$e1" ] && return 0
-		echo "# read $t: etcd $e1, module w$w until $m, etcd $e2"
-		sleep 0.3
+	local t w m e
+	for ((t = 0; t < 5; t++)); do
+		kill -STOP "${PID[host-a]}"
+		read -r w m < <("$idgenctl" status --json | /usr/bin/python3 -c '
+import json, sys
+l = json.load(sys.stdin)["lease"] or {}
+print(l.get("worker"), l.get("valid_until_ms"))')
+		e=$(record 9 valid_until_ms)
+		kill -CONT "${PID[host-a]}"
+		[ "$w" = 9 ] && [ "$m" = "$e" ] && return 0
+		echo "# read $t (idgend frozen): module w$w until $m, etcd $e"
+		sleep 1
 	done
 	return 1
 }
