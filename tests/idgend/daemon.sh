@@ -260,7 +260,12 @@ for ((i = 0; i < 50; i++)); do
 done
 claimed=0
 for ((i = 0; i < 50; i++)); do
-	wait_log "r$i" 'lease claimed' 60 >/dev/null && claimed=$((claimed + 1))
+	if wait_log "r$i" 'lease claimed' 60 >/dev/null; then
+		claimed=$((claimed + 1))
+	else
+		kill -0 "${PID[r$i]}" 2>/dev/null || echo "# r$i exited"
+		tail -n 8 "$work/r$i.log" | sed "s/^/# r$i: /"
+	fi
 done
 check "race: all 50 daemons claimed a number ($claimed)" test "$claimed" -eq 50
 dups=$(for ((i = 0; i < 50; i++)); do worker_of "r$i"; done | sort | uniq -d | wc -l)
