@@ -26,6 +26,8 @@ packages=(
 	etcd-server etcd-client curl valgrind
 	# the etcd client's fuzz target: libFuzzer and the sanitizers
 	clang libclang-rt-14-dev
+	# the lease protocol's model checker (tests/model/)
+	spin
 )
 
 if [ "$(id -u)" -ne 0 ]; then
