@@ -115,6 +115,8 @@ tap "netlink spec" netlink-spec.log tests/netlink-spec.sh
 tap "user space" user.log tests/user/run.sh
 # idgend: the lease logic, the etcd client, the daemon against real etcd.
 tap "idgend" idgend.log tests/idgend/run.sh
+# The lease protocol's model, searched by spin, and its mutants.
+tap "lease model" lease-model.log tests/model/run.sh
 
 for k in "${kernels[@]}"; do
 	if [ -f "build/$k/kmod/idgen.ko" ]; then

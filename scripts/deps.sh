@@ -34,6 +34,8 @@ packages=(
 	etcd-server etcd-client curl valgrind faketime
 	# idgend's fuzz targets: libFuzzer and the sanitizers
 	clang libclang-rt-14-dev
+	# the lease protocol's model checker (tests/model/)
+	spin
 )
 
 if [ "$(id -u)" -ne 0 ]; then
