@@ -276,15 +276,25 @@ int idgen_gen_probe(struct idgen_gen *gen)
 
 	now_ms = idgen_gen_now_ms(gen, false);
 	rcu_read_lock();
-	lease = idgen_gen_lease(gen);
-	if (!lease)
-		err = -ENOKEY;
-	else
+	for (;;) {
+		lease = idgen_gen_lease(gen);
+		if (!lease) {
+			err = -ENOKEY;
+			break;
+		}
 		err = idgen_lease_probe(lease, now_ms, gen->max_lead_ms,
 					&wait_ms);
+		/*
+		 * A closed lease: a switch is under way, and one refused
+		 * reopens the old lease without a lease change to wake
+		 * pollers.  Wait for it and look again, as a read does.
+		 */
+		if (err != -ESTALE)
+			break;
+		idgen_gen_wait_switch(gen);
+	}
 	rcu_read_unlock();
 
-	/* A closed lease means a switch is under way; it wakes us when done. */
 	if (err == -ETIME)
 		idgen_gen_arm_poll(gen, wait_ms);
 	return err;
@@ -454,8 +464,16 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 
 	idgen_lease_fill(new, args, &layout);
 	err = idgen_gen_switch(gen, old, new);
-	if (err)
+	if (err) {
+		/*
+		 * The old lease was closed for a moment and is open again:
+		 * wake pollers as a lease change would, so none sleeps on
+		 * what it saw meanwhile.
+		 */
+		if (old)
+			wake_up_interruptible(&gen->wait);
 		goto out_unlock;
+	}
 	if (args->flags & IDGEN_LEASE_CLOCK_SYNCED)
 		idgen_clock_read(gen, true, NULL);
 	pr_info("lease r%u/w%u (layout %u/%u/%u) set: ms %llu to %llu, first ms %llu\n",
