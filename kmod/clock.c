@@ -38,15 +38,6 @@
  */
 #define IDGEN_CLOCK_SLACK_NS	(100 * NSEC_PER_USEC)
 
-/*
- * Slew is credited for at most this long since the offset was last
- * confirmed.  While a lease is in force the generator reads the clock
- * every second (generator.c), so only a reading after a longer idle gap
- * meets the cap: a change beyond max_step is then held until adopted or
- * reverted, not taken for an hour's worth of slew.
- */
-#define IDGEN_CLOCK_DRIFT_WINDOW_NS	(60 * NSEC_PER_SEC)
-
 /**
  * idgen_clock_advance() - apply one clock reading to the clock state
  * @st:         the state, updated in place.

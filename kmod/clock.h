@@ -22,6 +22,25 @@ struct idgen_clock_state {
 	bool valid;
 };
 
+/*
+ * Slew is credited for at most this long since the offset was last
+ * confirmed.  The generator reads the clock at least twice as often, from
+ * load to unload (generator.c), so only a reading after a suspend meets
+ * the cap: a change beyond max_step is then held until adopted or
+ * reverted, not taken for an hour's worth of slew.
+ */
+#define IDGEN_CLOCK_DRIFT_WINDOW_NS	(60 * NSEC_PER_SEC)
+
+/*
+ * From load to unload the generator reads the clock this often, readers,
+ * lease or not, and on time (not deferrable): no gap between readings
+ * reaches the slew cap, so ordinary NTP frequency drift is never taken
+ * for a step, and a held step stays recognisable.
+ */
+#define IDGEN_CLOCK_REFRESH_MS	10000
+static_assert(2 * IDGEN_CLOCK_REFRESH_MS * NSEC_PER_MSEC <=
+	      IDGEN_CLOCK_DRIFT_WINDOW_NS);
+
 struct idgen_clock_params {
 	u64 max_step_ns;	/* largest forward step followed at once */
 	u32 drift_ppm;		/* wall-clock slew tolerated against raw */

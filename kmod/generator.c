@@ -28,11 +28,6 @@
 #define IDGEN_WAIT_MAX_MS	5
 /* ... and for at most this long in all, within one call. */
 #define IDGEN_WAIT_BUDGET_MS	1000
-/*
- * While a lease is in force the clock is read this often, readers or not:
- * a held step stays recognisable and slew is credited over a short gap.
- */
-#define IDGEN_CLOCK_REFRESH_MS	1000
 /* The poll timer is armed at most this far ahead (it fits msecs_to_jiffies()). */
 #define IDGEN_POLL_WAIT_MAX_MS	(3600U * MSEC_PER_SEC)
 
@@ -63,11 +58,11 @@ static void idgen_gen_arm_poll(struct idgen_gen *gen, u64 wait_ms)
 	timer_reduce(&gen->poll_timer, jiffies + msecs_to_jiffies(wait_ms) + 1);
 }
 
-/* Keep the clock read while a lease is in force (idgen_clock_refresh_fn()). */
+/* Keep the clock read (idgen_clock_refresh_fn()). */
 static void idgen_gen_refresh_clock(struct idgen_gen *gen)
 {
-	queue_delayed_work(system_wq, &gen->clock_refresh,
-			   msecs_to_jiffies(IDGEN_CLOCK_REFRESH_MS));
+	schedule_delayed_work(&gen->clock_refresh,
+			      msecs_to_jiffies(IDGEN_CLOCK_REFRESH_MS));
 }
 
 static struct idgen_lease *idgen_gen_lease(struct idgen_gen *gen)
@@ -499,7 +494,6 @@ out_unlock:
 	if (err)
 		return err;
 	wake_up_interruptible(&gen->wait);
-	idgen_gen_refresh_clock(gen);
 	return 0;
 }
 
@@ -597,9 +591,9 @@ void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st)
 }
 
 /*
- * Deferrable: an idle CPU is not woken for it.  A reading after a longer
- * gap credits slew for at most a minute (clock.c), so a step in the gap is
- * still held.
+ * Not deferrable: an idle host would put it off for as long as it idles,
+ * and a reading after a gap longer than the slew cap takes drift for a
+ * step.  Re-armed by itself until idgen_gen_stop().
  */
 static void idgen_clock_refresh_fn(struct work_struct *work)
 {
@@ -607,8 +601,7 @@ static void idgen_clock_refresh_fn(struct work_struct *work)
 					     struct idgen_gen, clock_refresh);
 
 	idgen_clock_read(gen, false, NULL);
-	if (rcu_access_pointer(gen->lease))
-		idgen_gen_refresh_clock(gen);
+	idgen_gen_refresh_clock(gen);
 }
 
 static void idgen_poll_timer_fn(struct timer_list *t)
@@ -637,7 +630,7 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 	gen->max_lead_ms = max_lead_ms;
 	init_waitqueue_head(&gen->wait);
 	timer_setup(&gen->poll_timer, idgen_poll_timer_fn, 0);
-	INIT_DEFERRABLE_WORK(&gen->clock_refresh, idgen_clock_refresh_fn);
+	INIT_DELAYED_WORK(&gen->clock_refresh, idgen_clock_refresh_fn);
 	gen->fence_near_ms = IDGEN_FENCE_NEAR_MS_DEFAULT;
 	gen->notify = NULL;
 	for (i = 0; i <= IDGEN_EVENT_MAX; i++) {
@@ -652,7 +645,23 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 	 * between load and the first lease is then seen as one, not trusted.
 	 */
 	idgen_clock_read(gen, false, NULL);
+	idgen_gen_refresh_clock(gen);
 	return 0;
+}
+
+/**
+ * idgen_gen_stop() - stop the periodic clock reading
+ * @gen: the generator.
+ *
+ * The reading may send a clock event: stopped before whoever receives
+ * events goes away.  The work re-arms only itself, so once cancelled it
+ * stays so.
+ *
+ * Context: process context; may sleep.
+ */
+void idgen_gen_stop(struct idgen_gen *gen)
+{
+	cancel_delayed_work_sync(&gen->clock_refresh);
 }
 
 /* Context: no reader or admin call can be running (the device is gone). */

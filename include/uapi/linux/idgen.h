@@ -76,7 +76,7 @@
  * comes back to the trusted time; what is left of a step partly undone is
  * judged as a step of its own).  NTP slew, up to 500 ppm, is credited for
  * at most a minute since the clock was last read, and the module reads it
- * every second while a lease is in force.
+ * every ten seconds from load to unload, lease or not, idle or not.
  *
  * THE LEASE
  * ---------
