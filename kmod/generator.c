@@ -321,6 +321,15 @@ static int idgen_lease_args_check(struct idgen_gen *gen,
 	return 0;
 }
 
+/*
+ * Why a lease whose first millisecond, @first_ms, lies at or past its fence
+ * can never mint: the time field ends first, or the fence does.
+ */
+static int idgen_lease_never_mints(u64 first_ms)
+{
+	return first_ms > IDGEN_MS_MAX ? -EOVERFLOW : -EKEYEXPIRED;
+}
+
 /* Lift the state word above @floor_ms, unless it is there already. */
 static void idgen_lease_raise(struct idgen_lease *lease, u64 floor_ms)
 {
@@ -352,10 +361,10 @@ static void idgen_lease_fill(struct idgen_lease *lease,
  * the closed word wait on switch_lock, which is held until @new is visible.
  *
  * A @new lease whose first millisecond would already lie at or past its
- * fence could never mint: it is refused with -EKEYEXPIRED and @old is
- * reopened, untouched, as if the call had not been made.  The first
- * millisecond is only known once @old is closed, since readers move it up
- * until then.
+ * fence could never mint: it is refused with -EKEYEXPIRED (-EOVERFLOW past
+ * the end of the time field) and @old is reopened, untouched, as if the
+ * call had not been made.  The first millisecond is only known once @old
+ * is closed, since readers move it up until then.
  */
 static int idgen_gen_switch(struct idgen_gen *gen, struct idgen_lease *old,
 			    struct idgen_lease *new)
@@ -378,7 +387,7 @@ static int idgen_gen_switch(struct idgen_gen *gen, struct idgen_lease *old,
 			if (old)
 				idgen_lease_reopen(old, next);
 			spin_unlock(&gen->switch_lock);
-			return -EKEYEXPIRED;
+			return idgen_lease_never_mints(start_ms);
 		}
 		atomic64_set(&new->next, start_ms << new->layout.seq_bits);
 		last_ms = start_ms - 1;
@@ -399,7 +408,8 @@ static int idgen_gen_switch(struct idgen_gen *gen, struct idgen_lease *old,
  *
  * Context: process context; takes admin_lock.
  * Return: 0, -EINVAL for bad arguments, -EKEYEXPIRED for a lease that could
- * never mint, -ENOMEM; nothing changed on an error.
+ * never mint (-EOVERFLOW when the time field ends before its first
+ * millisecond), -ENOMEM; nothing changed on an error.
  */
 int idgen_gen_set_lease(struct idgen_gen *gen,
 			const struct idgen_lease_args *args)
@@ -407,11 +417,19 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 	struct idgen_event_info ev = {};
 	struct idgen_lease *old, *new;
 	struct idgen_layout layout;
+	u64 now_ms;
 	int err;
 
 	err = idgen_lease_args_check(gen, args, &layout);
 	if (err)
 		return err;
+	/*
+	 * Nor could one whose fence the trusted clock has passed: no ID is
+	 * stamped before now.
+	 */
+	now_ms = idgen_gen_now_ms(gen, false);
+	if (args->valid_until_ms <= now_ms)
+		return idgen_lease_never_mints(now_ms);
 
 	new = kzalloc(sizeof(*new), GFP_KERNEL);
 	if (!new)
@@ -424,6 +442,7 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 	if (old && old->region == args->region && old->worker == args->worker &&
 	    idgen_layout_equal(&old->layout, &layout)) {
 		u8 s = layout.seq_bits;
+		u64 next_ms;
 
 		/* Renewal: the fence never moves back. */
 		if (args->valid_until_ms < (u64)atomic64_read(&old->valid_until)) {
@@ -434,10 +453,10 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 		 * Nor is it taken when it would leave nothing to mint: the
 		 * next ID, lifted above the floor, at or past the fence.
 		 */
-		if (idgen_tick_ms(max_t(u64, atomic64_read(&old->next),
-					(args->floor_ms + 1) << s), s) >=
-		    args->valid_until_ms) {
-			err = -EKEYEXPIRED;
+		next_ms = idgen_tick_ms(max_t(u64, atomic64_read(&old->next),
+					      (args->floor_ms + 1) << s), s);
+		if (next_ms >= args->valid_until_ms) {
+			err = idgen_lease_never_mints(next_ms);
 			goto out_unlock;
 		}
 		if (args->flags & IDGEN_LEASE_CLOCK_SYNCED)

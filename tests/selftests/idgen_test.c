@@ -589,6 +589,36 @@ TEST_F(leased, set_lease_never_mints_ekeyexpired)
 	EXPECT_EQ(floor + 1, id_ms(id));
 }
 
+/*
+ * A lease whose fence the clock has already passed could never mint
+ * either, even though nothing the host used lies at or above it: refused
+ * with EKEYEXPIRED when it is set, rather than accepted for every read to
+ * fail.
+ */
+TEST_F(leased, set_lease_fence_past_ekeyexpired)
+{
+	struct idgen_state a, b;
+	__u64 l;
+
+	ASSERT_EQ(0, idgen_revoke(self->fd, &l));
+	/* The clock moves on while nothing is minted. */
+	do {
+		sleep_ms(20);
+		ASSERT_EQ(0, idgen_get_state(self->fd, &a));
+	} while (a.now_ms < a.last_ms + 100);
+	errno = 0;
+	EXPECT_EQ(-1, idgen_set_lease(self->fd, self->region, self->worker ^ 1,
+				      a.last_ms, a.last_ms + 50))
+		TH_LOG("fence %llu accepted at ms %llu", a.last_ms + 50, a.now_ms);
+	EXPECT_EQ(EKEYEXPIRED, errno) TH_LOG("%s", strerror(errno));
+	ASSERT_EQ(0, idgen_get_state(self->fd, &b));
+	EXPECT_FALSE(b.flags & IDGEN_STATE_LEASED);
+	EXPECT_EQ(a.last_ms, b.last_ms);
+	/* The fixture's teardown revokes: lease again. */
+	ASSERT_EQ(0, idgen_set_lease(self->fd, self->region, self->worker,
+				     b.last_ms, b.now_ms + LEASE_MS));
+}
+
 TEST_F(leased, renewal)
 {
 	struct idgen_state a, b;
