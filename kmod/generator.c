@@ -142,7 +142,7 @@ int idgen_gen_mint(struct idgen_gen *gen, u32 want, unsigned int flags,
 	unsigned long deadline = jiffies + msecs_to_jiffies(IDGEN_WAIT_BUDGET_MS);
 	struct idgen_event_info ev = {};
 	struct idgen_lease *lease;
-	u64 now_ms, wait_ms, borrowed, last_ms;
+	u64 now_ms, wait_ms, borrowed, last_ms, fence = 0;
 	bool resampled = false;
 	int err;
 
@@ -155,21 +155,31 @@ again:
 			err = -ENOKEY;
 			break;
 		}
+		/*
+		 * The fence the events below speak of: a renewal may move it
+		 * up meanwhile, but never down, so this one is reached
+		 * whenever the reservation finds a fence reached.
+		 */
+		fence = atomic64_read(&lease->valid_until);
 		err = idgen_lease_reserve(lease, now_ms, gen->max_lead_ms, want,
 					  r, &wait_ms, &borrowed);
 		if (err != -ESTALE)
 			break;
 		idgen_gen_wait_switch(gen);
 	}
-	if (err == -EKEYEXPIRED && !atomic_xchg(&lease->fence_logged, 1))
+	if (err == -EKEYEXPIRED &&
+	    idgen_fence_event_claim(&lease->fence_logged, fence)) {
 		idgen_event_node(&ev, IDGEN_EVENT_FENCE_REACHED, lease);
+		ev.valid_until_ms = fence;
+	}
 	if (!err) {
 		/* Within fence_near_ms of the fence: tell the lease holder once. */
 		last_ms = idgen_tick_ms(r->first + r->count - 1, r->seq_bits);
-		if (last_ms + READ_ONCE(gen->fence_near_ms) >=
-		    (u64)atomic64_read(&lease->valid_until) &&
-		    !atomic_xchg(&lease->near_sent, 1))
+		if (last_ms + READ_ONCE(gen->fence_near_ms) >= fence &&
+		    idgen_fence_event_claim(&lease->near_sent, fence)) {
 			idgen_event_node(&ev, IDGEN_EVENT_FENCE_NEAR, lease);
+			ev.valid_until_ms = fence;
+		}
 	}
 	rcu_read_unlock();
 
@@ -352,8 +362,8 @@ static void idgen_lease_fill(struct idgen_lease *lease,
 	lease->node_bits = idgen_node_bits(layout, a->region, a->worker);
 	lease->floor = a->floor_ms;
 	atomic64_set(&lease->valid_until, a->valid_until_ms);
-	atomic_set(&lease->fence_logged, 0);
-	atomic_set(&lease->near_sent, 0);
+	atomic64_set(&lease->fence_logged, 0);
+	atomic64_set(&lease->near_sent, 0);
 }
 
 /*
@@ -465,9 +475,8 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 			idgen_lease_raise(old, args->floor_ms);
 			old->floor = args->floor_ms;
 		}
+		/* The events are owed afresh for the new fence (fence_logged). */
 		atomic64_set(&old->valid_until, args->valid_until_ms);
-		atomic_set(&old->fence_logged, 0);
-		atomic_set(&old->near_sent, 0);
 		ev.type = IDGEN_EVENT_LEASE_RENEWED;
 		/* The lease's floor, which a lower one in the request left be. */
 		ev.floor_ms = old->floor;
