@@ -65,6 +65,7 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 	if (!st->valid) {
 		st->offset_ns = observed;
 		st->ref_raw_ns = s->raw_ns;
+		st->confirmed_raw_ns = s->raw_ns;
 		st->held_ns = 0;
 		st->valid = true;
 		*trusted_ns = s->wall_ns;
@@ -95,6 +96,7 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 		if (adopt) {
 			st->offset_ns = observed;
 			st->ref_raw_ns = s->raw_ns;
+			st->confirmed_raw_ns = s->raw_ns;
 			st->held_ns = 0;
 			*trusted_ns = s->wall_ns;
 			return IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_ADOPTED;
@@ -118,6 +120,17 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 	}
 
 	*trusted_ns = s->wall_ns;
+	/*
+	 * Back from a held step: the wall clock may have slewed since the
+	 * offset was last confirmed, not only since the last reading, and a
+	 * step undone exactly is a revert however long it was held.  Never
+	 * more than a step followed at once is credited so.
+	 */
+	if (st->held_ns)
+		allowance = max(allowance,
+				min(mul_u64_u32_div(s->raw_ns - st->confirmed_raw_ns,
+						    p->drift_ppm, 1000000),
+				    p->max_step_ns) + IDGEN_CLOCK_SLACK_NS);
 	if (delta < -(s64)allowance) {
 		unsigned int ret = IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_STEP_BACK;
 
@@ -126,6 +139,7 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 		*step_ns = delta;
 		st->offset_ns = observed;
 		st->ref_raw_ns = s->raw_ns;
+		st->confirmed_raw_ns = s->raw_ns;
 		st->held_ns = 0;
 		return ret;
 	}
@@ -139,6 +153,7 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 		*step_ns = delta;
 		st->offset_ns = observed;
 		st->ref_raw_ns = s->raw_ns;
+		st->confirmed_raw_ns = s->raw_ns;
 		st->held_ns = 0;
 		return IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_STEP_FWD;
 	}
@@ -147,6 +162,7 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 		/* The wall clock came back within the allowance: undone. */
 		st->offset_ns = observed;
 		st->ref_raw_ns = s->raw_ns;
+		st->confirmed_raw_ns = s->raw_ns;
 		st->held_ns = 0;
 		return IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_REVERTED;
 	}
@@ -155,6 +171,7 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 	if (elapsed >= p->refresh_ns) {
 		st->offset_ns = observed;
 		st->ref_raw_ns = s->raw_ns;
+		st->confirmed_raw_ns = s->raw_ns;
 		return IDGEN_CLOCK_CHANGED;
 	}
 	return 0;

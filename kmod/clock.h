@@ -13,12 +13,16 @@
  * @ref_raw_ns: raw reading at which @offset_ns was last confirmed; NTP slew
  *              may have moved the wall clock by up to drift_ppm since.
  * @held_ns:    size of a forward wall-clock step not followed, 0 if none.
+ * @confirmed_raw_ns: raw reading at which @offset_ns was last confirmed;
+ *              unlike @ref_raw_ns it stays put while a step is held, so
+ *              the slew since is credited when the step is undone.
  * @valid:      false until the first reading.
  */
 struct idgen_clock_state {
 	s64 offset_ns;
 	u64 ref_raw_ns;
 	s64 held_ns;
+	u64 confirmed_raw_ns;
 	bool valid;
 };
 
