@@ -190,15 +190,21 @@ void idgen_clock_init(struct idgen_clock *clk, u32 max_step_ms)
 static void idgen_clock_sample(struct idgen_clock_sample *s)
 {
 	struct idgen_time_snapshot snap;
+	ktime_t boot;
 
-	idgen_get_snapshot(&snap);
-	s->wall_ns = ktime_to_ns(snap.real);
 	/*
 	 * The raw clock stops while the host is suspended; the boot offset
-	 * adds that time back, so a resume is not mistaken for a step.
+	 * adds that time back, so a resume is not mistaken for a step.  It
+	 * is not read in the snapshot: a resume between the two would pair
+	 * a wall clock from after it with a raw one from before, a jump of
+	 * the whole suspend.  Read it on both sides until it held still.
 	 */
-	s->raw_ns = ktime_to_ns(ktime_add(snap.raw,
-					  ktime_mono_to_any(0, TK_OFFS_BOOT)));
+	do {
+		boot = ktime_mono_to_any(0, TK_OFFS_BOOT);
+		idgen_get_snapshot(&snap);
+	} while (ktime_mono_to_any(0, TK_OFFS_BOOT) != boot);
+	s->wall_ns = ktime_to_ns(snap.real);
+	s->raw_ns = ktime_to_ns(ktime_add(snap.raw, boot));
 }
 
 static void idgen_clock_event(struct idgen_gen *gen, enum idgen_event type,
@@ -297,6 +303,19 @@ s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns)
 			*wall_ns = s.wall_ns;
 		ev = idgen_clock_advance(&st, &clk->params, &s, adopt,
 					 &trusted, &step);
+		/*
+		 * No state stored can be newer than a reading taken under
+		 * the lock, unless the raw clock went back: move the state's
+		 * references to this reading, keeping its offset and any
+		 * held step, rather than answer with an estimate.
+		 */
+		if (WARN_ON_ONCE(ev & IDGEN_CLOCK_STALE)) {
+			st.ref_raw_ns = s.raw_ns;
+			st.confirmed_raw_ns = s.raw_ns;
+			ev = idgen_clock_advance(&st, &clk->params, &s, adopt,
+						 &trusted, &step) |
+			     IDGEN_CLOCK_CHANGED;
+		}
 	}
 	if (ev & IDGEN_CLOCK_CHANGED) {
 		write_seqcount_begin(&clk->seq);
