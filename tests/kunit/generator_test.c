@@ -8,6 +8,7 @@
 #include <linux/kthread.h>
 #include <linux/math64.h>
 #include <linux/rcupdate.h>
+#include <linux/sched.h>
 
 #include "generator.h"
 
@@ -207,12 +208,18 @@ static void idgen_generator_test_clock_read_again_after_delay(struct kunit *test
 	struct delayed_minter *m = kunit_kzalloc(test, sizeof(*m), GFP_KERNEL);
 	struct idgen_lease *lease;
 	struct task_struct *t;
-	int cpu, other = -1;
+	int cpu, here, other = -1;
 	u64 next;
 
 	KUNIT_ASSERT_NOT_NULL(test, m);
+	/*
+	 * Stay on this CPU: moved to the minter's while spinning with
+	 * switch_lock held, this thread would never let it run.
+	 */
+	here = raw_smp_processor_id();
+	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(current, cpumask_of(here)), 0);
 	for_each_online_cpu(cpu)
-		if (cpu != raw_smp_processor_id())
+		if (cpu != here)
 			other = cpu;
 	if (other < 0)
 		kunit_skip(test, "needs a second CPU");
@@ -233,7 +240,9 @@ static void idgen_generator_test_clock_read_again_after_delay(struct kunit *test
 	complete(&m->go);
 	while (!atomic_read(&m->minting))
 		cpu_relax();
-	mdelay(300);
+	/* By the wall clock: a busy delay runs short in a slow guest. */
+	while (wall_ms() < m->minting_ms + 300)
+		cpu_relax();
 	/* The switch ends with the state word 250 ms past the clock then. */
 	idgen_lease_reopen(lease, max(next, (m->minting_ms + 250) <<
 				      lease->layout.seq_bits));
