@@ -179,6 +179,7 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 
 void idgen_clock_init(struct idgen_clock *clk, u32 max_step_ms)
 {
+	mutex_init(&clk->store_lock);
 	spin_lock_init(&clk->lock);
 	seqcount_spinlock_init(&clk->seq, &clk->lock);
 	clk->state = (struct idgen_clock_state){};
@@ -261,7 +262,8 @@ static void idgen_clock_account(struct idgen_gen *gen, unsigned int ev,
  * result unstored; the state word's monotonicity, not this clock, is what
  * keeps IDs unique, so a stale result can only cost precision.
  *
- * Context: process context; takes a spinlock only to store a change.
+ * Context: process context; takes a mutex and a spinlock only to store a
+ * change, and may sleep then.
  * Return: trusted wall time in ns since the Unix epoch.
  */
 s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns)
@@ -286,9 +288,10 @@ s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns)
 		return trusted;
 
 	if (adopt)
-		spin_lock(&clk->lock);
-	else if (!spin_trylock(&clk->lock))
+		mutex_lock(&clk->store_lock);
+	else if (!mutex_trylock(&clk->store_lock))
 		return trusted;
+	spin_lock(&clk->lock);
 
 	/*
 	 * Re-apply to the current state: another reader may have moved it,
@@ -324,7 +327,9 @@ s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns)
 	}
 	spin_unlock(&clk->lock);
 
+	/* Under store_lock: events leave in the order the state changed. */
 	idgen_clock_account(gen, ev, step);
+	mutex_unlock(&clk->store_lock);
 	return trusted;
 }
 

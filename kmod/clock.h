@@ -2,6 +2,7 @@
 #ifndef _IDGEN_CLOCK_H
 #define _IDGEN_CLOCK_H
 
+#include <linux/mutex.h>
 #include <linux/seqlock.h>
 #include <linux/spinlock.h>
 #include <linux/types.h>
@@ -73,12 +74,15 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 
 /**
  * struct idgen_clock - the host's generator clock
+ * @store_lock: held by a writer of @state until the events of its change
+ *          are sent, so they leave in the order the state changed.
  * @lock:   serialises writers of @state.
  * @seq:    lets readers take a consistent copy of @state without the lock.
  * @state:  see struct idgen_clock_state.
  * @params: fixed after init.
  */
 struct idgen_clock {
+	struct mutex store_lock;	/* orders changes and their events */
 	spinlock_t lock;		/* serialises writers of @state */
 	seqcount_spinlock_t seq;
 	struct idgen_clock_state state;
