@@ -38,15 +38,6 @@
  */
 #define IDGEN_CLOCK_SLACK_NS	(100 * NSEC_PER_USEC)
 
-/*
- * Slew is credited for at most this long since the offset was last
- * confirmed.  While a lease is in force the generator reads the clock
- * every second (generator.c), so only a reading after a longer idle gap
- * meets the cap: a change beyond max_step is then held until adopted or
- * reverted, not taken for an hour's worth of slew.
- */
-#define IDGEN_CLOCK_DRIFT_WINDOW_NS	(60 * NSEC_PER_SEC)
-
 /**
  * idgen_clock_advance() - apply one clock reading to the clock state
  * @st:         the state, updated in place.
@@ -74,6 +65,7 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 	if (!st->valid) {
 		st->offset_ns = observed;
 		st->ref_raw_ns = s->raw_ns;
+		st->confirmed_raw_ns = s->raw_ns;
 		st->held_ns = 0;
 		st->valid = true;
 		*trusted_ns = s->wall_ns;
@@ -104,6 +96,7 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 		if (adopt) {
 			st->offset_ns = observed;
 			st->ref_raw_ns = s->raw_ns;
+			st->confirmed_raw_ns = s->raw_ns;
 			st->held_ns = 0;
 			*trusted_ns = s->wall_ns;
 			return IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_ADOPTED;
@@ -127,6 +120,17 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 	}
 
 	*trusted_ns = s->wall_ns;
+	/*
+	 * Back from a held step: the wall clock may have slewed since the
+	 * offset was last confirmed, not only since the last reading, and a
+	 * step undone exactly is a revert however long it was held.  Never
+	 * more than a step followed at once is credited so.
+	 */
+	if (st->held_ns)
+		allowance = max(allowance,
+				min(mul_u64_u32_div(s->raw_ns - st->confirmed_raw_ns,
+						    p->drift_ppm, 1000000),
+				    p->max_step_ns) + IDGEN_CLOCK_SLACK_NS);
 	if (delta < -(s64)allowance) {
 		unsigned int ret = IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_STEP_BACK;
 
@@ -135,6 +139,7 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 		*step_ns = delta;
 		st->offset_ns = observed;
 		st->ref_raw_ns = s->raw_ns;
+		st->confirmed_raw_ns = s->raw_ns;
 		st->held_ns = 0;
 		return ret;
 	}
@@ -148,6 +153,7 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 		*step_ns = delta;
 		st->offset_ns = observed;
 		st->ref_raw_ns = s->raw_ns;
+		st->confirmed_raw_ns = s->raw_ns;
 		st->held_ns = 0;
 		return IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_STEP_FWD;
 	}
@@ -156,6 +162,7 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 		/* The wall clock came back within the allowance: undone. */
 		st->offset_ns = observed;
 		st->ref_raw_ns = s->raw_ns;
+		st->confirmed_raw_ns = s->raw_ns;
 		st->held_ns = 0;
 		return IDGEN_CLOCK_CHANGED | IDGEN_CLOCK_REVERTED;
 	}
@@ -164,6 +171,7 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 	if (elapsed >= p->refresh_ns) {
 		st->offset_ns = observed;
 		st->ref_raw_ns = s->raw_ns;
+		st->confirmed_raw_ns = s->raw_ns;
 		return IDGEN_CLOCK_CHANGED;
 	}
 	return 0;
@@ -171,6 +179,7 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 
 void idgen_clock_init(struct idgen_clock *clk, u32 max_step_ms)
 {
+	mutex_init(&clk->store_lock);
 	spin_lock_init(&clk->lock);
 	seqcount_spinlock_init(&clk->seq, &clk->lock);
 	clk->state = (struct idgen_clock_state){};
@@ -182,15 +191,21 @@ void idgen_clock_init(struct idgen_clock *clk, u32 max_step_ms)
 static void idgen_clock_sample(struct idgen_clock_sample *s)
 {
 	struct idgen_time_snapshot snap;
+	ktime_t boot;
 
-	idgen_get_snapshot(&snap);
-	s->wall_ns = ktime_to_ns(snap.real);
 	/*
 	 * The raw clock stops while the host is suspended; the boot offset
-	 * adds that time back, so a resume is not mistaken for a step.
+	 * adds that time back, so a resume is not mistaken for a step.  It
+	 * is not read in the snapshot: a resume between the two would pair
+	 * a wall clock from after it with a raw one from before, a jump of
+	 * the whole suspend.  Read it on both sides until it held still.
 	 */
-	s->raw_ns = ktime_to_ns(ktime_add(snap.raw,
-					  ktime_mono_to_any(0, TK_OFFS_BOOT)));
+	do {
+		boot = ktime_mono_to_any(0, TK_OFFS_BOOT);
+		idgen_get_snapshot(&snap);
+	} while (ktime_mono_to_any(0, TK_OFFS_BOOT) != boot);
+	s->wall_ns = ktime_to_ns(snap.real);
+	s->raw_ns = ktime_to_ns(ktime_add(snap.raw, boot));
 }
 
 static void idgen_clock_event(struct idgen_gen *gen, enum idgen_event type,
@@ -247,7 +262,8 @@ static void idgen_clock_account(struct idgen_gen *gen, unsigned int ev,
  * result unstored; the state word's monotonicity, not this clock, is what
  * keeps IDs unique, so a stale result can only cost precision.
  *
- * Context: process context; takes a spinlock only to store a change.
+ * Context: process context; takes a mutex and a spinlock only to store a
+ * change, and may sleep then.
  * Return: trusted wall time in ns since the Unix epoch.
  */
 s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns)
@@ -272,9 +288,10 @@ s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns)
 		return trusted;
 
 	if (adopt)
-		spin_lock(&clk->lock);
-	else if (!spin_trylock(&clk->lock))
+		mutex_lock(&clk->store_lock);
+	else if (!mutex_trylock(&clk->store_lock))
 		return trusted;
+	spin_lock(&clk->lock);
 
 	/*
 	 * Re-apply to the current state: another reader may have moved it,
@@ -289,6 +306,19 @@ s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns)
 			*wall_ns = s.wall_ns;
 		ev = idgen_clock_advance(&st, &clk->params, &s, adopt,
 					 &trusted, &step);
+		/*
+		 * No state stored can be newer than a reading taken under
+		 * the lock, unless the raw clock went back: move the state's
+		 * references to this reading, keeping its offset and any
+		 * held step, rather than answer with an estimate.
+		 */
+		if (WARN_ON_ONCE(ev & IDGEN_CLOCK_STALE)) {
+			st.ref_raw_ns = s.raw_ns;
+			st.confirmed_raw_ns = s.raw_ns;
+			ev = idgen_clock_advance(&st, &clk->params, &s, adopt,
+						 &trusted, &step) |
+			     IDGEN_CLOCK_CHANGED;
+		}
 	}
 	if (ev & IDGEN_CLOCK_CHANGED) {
 		write_seqcount_begin(&clk->seq);
@@ -297,7 +327,9 @@ s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns)
 	}
 	spin_unlock(&clk->lock);
 
+	/* Under store_lock: events leave in the order the state changed. */
 	idgen_clock_account(gen, ev, step);
+	mutex_unlock(&clk->store_lock);
 	return trusted;
 }
 

@@ -28,11 +28,6 @@
 #define IDGEN_WAIT_MAX_MS	5
 /* ... and for at most this long in all, within one call. */
 #define IDGEN_WAIT_BUDGET_MS	1000
-/*
- * While a lease is in force the clock is read this often, readers or not:
- * a held step stays recognisable and slew is credited over a short gap.
- */
-#define IDGEN_CLOCK_REFRESH_MS	1000
 /* The poll timer is armed at most this far ahead (it fits msecs_to_jiffies()). */
 #define IDGEN_POLL_WAIT_MAX_MS	(3600U * MSEC_PER_SEC)
 
@@ -63,11 +58,11 @@ static void idgen_gen_arm_poll(struct idgen_gen *gen, u64 wait_ms)
 	timer_reduce(&gen->poll_timer, jiffies + msecs_to_jiffies(wait_ms) + 1);
 }
 
-/* Keep the clock read while a lease is in force (idgen_clock_refresh_fn()). */
+/* Keep the clock read (idgen_clock_refresh_fn()). */
 static void idgen_gen_refresh_clock(struct idgen_gen *gen)
 {
-	queue_delayed_work(system_wq, &gen->clock_refresh,
-			   msecs_to_jiffies(IDGEN_CLOCK_REFRESH_MS));
+	schedule_delayed_work(&gen->clock_refresh,
+			      msecs_to_jiffies(IDGEN_CLOCK_REFRESH_MS));
 }
 
 static struct idgen_lease *idgen_gen_lease(struct idgen_gen *gen)
@@ -147,7 +142,7 @@ int idgen_gen_mint(struct idgen_gen *gen, u32 want, unsigned int flags,
 	unsigned long deadline = jiffies + msecs_to_jiffies(IDGEN_WAIT_BUDGET_MS);
 	struct idgen_event_info ev = {};
 	struct idgen_lease *lease;
-	u64 now_ms, wait_ms, borrowed, last_ms;
+	u64 now_ms, wait_ms, borrowed, last_ms, fence = 0;
 	bool resampled = false;
 	int err;
 
@@ -160,21 +155,31 @@ again:
 			err = -ENOKEY;
 			break;
 		}
+		/*
+		 * The fence the events below speak of: a renewal may move it
+		 * up meanwhile, but never down, so this one is reached
+		 * whenever the reservation finds a fence reached.
+		 */
+		fence = atomic64_read(&lease->valid_until);
 		err = idgen_lease_reserve(lease, now_ms, gen->max_lead_ms, want,
 					  r, &wait_ms, &borrowed);
 		if (err != -ESTALE)
 			break;
 		idgen_gen_wait_switch(gen);
 	}
-	if (err == -EKEYEXPIRED && !atomic_xchg(&lease->fence_logged, 1))
+	if (err == -EKEYEXPIRED &&
+	    idgen_fence_event_claim(&lease->fence_logged, fence)) {
 		idgen_event_node(&ev, IDGEN_EVENT_FENCE_REACHED, lease);
+		ev.valid_until_ms = fence;
+	}
 	if (!err) {
 		/* Within fence_near_ms of the fence: tell the lease holder once. */
 		last_ms = idgen_tick_ms(r->first + r->count - 1, r->seq_bits);
-		if (last_ms + READ_ONCE(gen->fence_near_ms) >=
-		    (u64)atomic64_read(&lease->valid_until) &&
-		    !atomic_xchg(&lease->near_sent, 1))
+		if (last_ms + READ_ONCE(gen->fence_near_ms) >= fence &&
+		    idgen_fence_event_claim(&lease->near_sent, fence)) {
 			idgen_event_node(&ev, IDGEN_EVENT_FENCE_NEAR, lease);
+			ev.valid_until_ms = fence;
+		}
 	}
 	rcu_read_unlock();
 
@@ -276,15 +281,25 @@ int idgen_gen_probe(struct idgen_gen *gen)
 
 	now_ms = idgen_gen_now_ms(gen, false);
 	rcu_read_lock();
-	lease = idgen_gen_lease(gen);
-	if (!lease)
-		err = -ENOKEY;
-	else
+	for (;;) {
+		lease = idgen_gen_lease(gen);
+		if (!lease) {
+			err = -ENOKEY;
+			break;
+		}
 		err = idgen_lease_probe(lease, now_ms, gen->max_lead_ms,
 					&wait_ms);
+		/*
+		 * A closed lease: a switch is under way, and one refused
+		 * reopens the old lease without a lease change to wake
+		 * pollers.  Wait for it and look again, as a read does.
+		 */
+		if (err != -ESTALE)
+			break;
+		idgen_gen_wait_switch(gen);
+	}
 	rcu_read_unlock();
 
-	/* A closed lease means a switch is under way; it wakes us when done. */
 	if (err == -ETIME)
 		idgen_gen_arm_poll(gen, wait_ms);
 	return err;
@@ -316,6 +331,15 @@ static int idgen_lease_args_check(struct idgen_gen *gen,
 	return 0;
 }
 
+/*
+ * Why a lease whose first millisecond, @first_ms, lies at or past its fence
+ * can never mint: the time field ends first, or the fence does.
+ */
+static int idgen_lease_never_mints(u64 first_ms)
+{
+	return first_ms > IDGEN_MS_MAX ? -EOVERFLOW : -EKEYEXPIRED;
+}
+
 /* Lift the state word above @floor_ms, unless it is there already. */
 static void idgen_lease_raise(struct idgen_lease *lease, u64 floor_ms)
 {
@@ -338,8 +362,8 @@ static void idgen_lease_fill(struct idgen_lease *lease,
 	lease->node_bits = idgen_node_bits(layout, a->region, a->worker);
 	lease->floor = a->floor_ms;
 	atomic64_set(&lease->valid_until, a->valid_until_ms);
-	atomic_set(&lease->fence_logged, 0);
-	atomic_set(&lease->near_sent, 0);
+	atomic64_set(&lease->fence_logged, 0);
+	atomic64_set(&lease->near_sent, 0);
 }
 
 /*
@@ -347,10 +371,10 @@ static void idgen_lease_fill(struct idgen_lease *lease,
  * the closed word wait on switch_lock, which is held until @new is visible.
  *
  * A @new lease whose first millisecond would already lie at or past its
- * fence could never mint: it is refused with -EKEYEXPIRED and @old is
- * reopened, untouched, as if the call had not been made.  The first
- * millisecond is only known once @old is closed, since readers move it up
- * until then.
+ * fence could never mint: it is refused with -EKEYEXPIRED (-EOVERFLOW past
+ * the end of the time field) and @old is reopened, untouched, as if the
+ * call had not been made.  The first millisecond is only known once @old
+ * is closed, since readers move it up until then.
  */
 static int idgen_gen_switch(struct idgen_gen *gen, struct idgen_lease *old,
 			    struct idgen_lease *new)
@@ -373,7 +397,7 @@ static int idgen_gen_switch(struct idgen_gen *gen, struct idgen_lease *old,
 			if (old)
 				idgen_lease_reopen(old, next);
 			spin_unlock(&gen->switch_lock);
-			return -EKEYEXPIRED;
+			return idgen_lease_never_mints(start_ms);
 		}
 		atomic64_set(&new->next, start_ms << new->layout.seq_bits);
 		last_ms = start_ms - 1;
@@ -394,7 +418,8 @@ static int idgen_gen_switch(struct idgen_gen *gen, struct idgen_lease *old,
  *
  * Context: process context; takes admin_lock.
  * Return: 0, -EINVAL for bad arguments, -EKEYEXPIRED for a lease that could
- * never mint, -ENOMEM; nothing changed on an error.
+ * never mint (-EOVERFLOW when the time field ends before its first
+ * millisecond), -ENOMEM; nothing changed on an error.
  */
 int idgen_gen_set_lease(struct idgen_gen *gen,
 			const struct idgen_lease_args *args)
@@ -402,11 +427,19 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 	struct idgen_event_info ev = {};
 	struct idgen_lease *old, *new;
 	struct idgen_layout layout;
+	u64 now_ms;
 	int err;
 
 	err = idgen_lease_args_check(gen, args, &layout);
 	if (err)
 		return err;
+	/*
+	 * Nor could one whose fence the trusted clock has passed: no ID is
+	 * stamped before now.
+	 */
+	now_ms = idgen_gen_now_ms(gen, false);
+	if (args->valid_until_ms <= now_ms)
+		return idgen_lease_never_mints(now_ms);
 
 	new = kzalloc(sizeof(*new), GFP_KERNEL);
 	if (!new)
@@ -419,6 +452,7 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 	if (old && old->region == args->region && old->worker == args->worker &&
 	    idgen_layout_equal(&old->layout, &layout)) {
 		u8 s = layout.seq_bits;
+		u64 next_ms;
 
 		/* Renewal: the fence never moves back. */
 		if (args->valid_until_ms < (u64)atomic64_read(&old->valid_until)) {
@@ -429,10 +463,10 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 		 * Nor is it taken when it would leave nothing to mint: the
 		 * next ID, lifted above the floor, at or past the fence.
 		 */
-		if (idgen_tick_ms(max_t(u64, atomic64_read(&old->next),
-					(args->floor_ms + 1) << s), s) >=
-		    args->valid_until_ms) {
-			err = -EKEYEXPIRED;
+		next_ms = idgen_tick_ms(max_t(u64, atomic64_read(&old->next),
+					      (args->floor_ms + 1) << s), s);
+		if (next_ms >= args->valid_until_ms) {
+			err = idgen_lease_never_mints(next_ms);
 			goto out_unlock;
 		}
 		if (args->flags & IDGEN_LEASE_CLOCK_SYNCED)
@@ -441,9 +475,8 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 			idgen_lease_raise(old, args->floor_ms);
 			old->floor = args->floor_ms;
 		}
+		/* The events are owed afresh for the new fence (fence_logged). */
 		atomic64_set(&old->valid_until, args->valid_until_ms);
-		atomic_set(&old->fence_logged, 0);
-		atomic_set(&old->near_sent, 0);
 		ev.type = IDGEN_EVENT_LEASE_RENEWED;
 		/* The lease's floor, which a lower one in the request left be. */
 		ev.floor_ms = old->floor;
@@ -454,8 +487,16 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 
 	idgen_lease_fill(new, args, &layout);
 	err = idgen_gen_switch(gen, old, new);
-	if (err)
+	if (err) {
+		/*
+		 * The old lease was closed for a moment and is open again:
+		 * wake pollers as a lease change would, so none sleeps on
+		 * what it saw meanwhile.
+		 */
+		if (old)
+			wake_up_interruptible(&gen->wait);
 		goto out_unlock;
+	}
 	if (args->flags & IDGEN_LEASE_CLOCK_SYNCED)
 		idgen_clock_read(gen, true, NULL);
 	pr_info("lease r%u/w%u (layout %u/%u/%u) set: ms %llu to %llu, first ms %llu\n",
@@ -481,7 +522,6 @@ out_unlock:
 	if (err)
 		return err;
 	wake_up_interruptible(&gen->wait);
-	idgen_gen_refresh_clock(gen);
 	return 0;
 }
 
@@ -579,9 +619,9 @@ void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st)
 }
 
 /*
- * Deferrable: an idle CPU is not woken for it.  A reading after a longer
- * gap credits slew for at most a minute (clock.c), so a step in the gap is
- * still held.
+ * Not deferrable: an idle host would put it off for as long as it idles,
+ * and a reading after a gap longer than the slew cap takes drift for a
+ * step.  Re-armed by itself until idgen_gen_stop().
  */
 static void idgen_clock_refresh_fn(struct work_struct *work)
 {
@@ -589,8 +629,7 @@ static void idgen_clock_refresh_fn(struct work_struct *work)
 					     struct idgen_gen, clock_refresh);
 
 	idgen_clock_read(gen, false, NULL);
-	if (rcu_access_pointer(gen->lease))
-		idgen_gen_refresh_clock(gen);
+	idgen_gen_refresh_clock(gen);
 }
 
 static void idgen_poll_timer_fn(struct timer_list *t)
@@ -619,7 +658,7 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 	gen->max_lead_ms = max_lead_ms;
 	init_waitqueue_head(&gen->wait);
 	timer_setup(&gen->poll_timer, idgen_poll_timer_fn, 0);
-	INIT_DEFERRABLE_WORK(&gen->clock_refresh, idgen_clock_refresh_fn);
+	INIT_DELAYED_WORK(&gen->clock_refresh, idgen_clock_refresh_fn);
 	gen->fence_near_ms = IDGEN_FENCE_NEAR_MS_DEFAULT;
 	gen->notify = NULL;
 	for (i = 0; i <= IDGEN_EVENT_MAX; i++) {
@@ -634,7 +673,23 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 	 * between load and the first lease is then seen as one, not trusted.
 	 */
 	idgen_clock_read(gen, false, NULL);
+	idgen_gen_refresh_clock(gen);
 	return 0;
+}
+
+/**
+ * idgen_gen_stop() - stop the periodic clock reading
+ * @gen: the generator.
+ *
+ * The reading may send a clock event: stopped before whoever receives
+ * events goes away.  The work re-arms only itself, so once cancelled it
+ * stays so.
+ *
+ * Context: process context; may sleep.
+ */
+void idgen_gen_stop(struct idgen_gen *gen)
+{
+	cancel_delayed_work_sync(&gen->clock_refresh);
 }
 
 /* Context: no reader or admin call can be running (the device is gone). */

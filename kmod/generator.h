@@ -66,8 +66,9 @@ struct idgen_event_info {
  * @stats:       per-CPU counters.
  * @wait:        pollers, woken when a lease changes or a wait runs out.
  * @poll_timer:  wakes @wait when the clock will have caught up.
- * @clock_refresh: reads the clock every second while a lease is in force,
- *               so its offset is confirmed however rarely anyone mints.
+ * @clock_refresh: reads the clock every IDGEN_CLOCK_REFRESH_MS from load
+ *               to unload, so its offset is confirmed however rarely
+ *               anyone mints.
  * @fence_near_ms: how long before the fence the fence-near event fires.
  * @notify:      sends an event (netlink.c); NULL sends none.  Called in
  *               process context; lease events under admin_lock, so they
@@ -96,6 +97,7 @@ struct idgen_gen {
 
 int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 		   u32 max_lead_ms, u32 max_step_ms);
+void idgen_gen_stop(struct idgen_gen *gen);
 void idgen_gen_uninit(struct idgen_gen *gen);
 
 /* Flags of idgen_gen_mint(). */

@@ -22,8 +22,8 @@
  * @region:      the node's region.
  * @worker:      the node's worker.
  * @node_bits:   region and worker, placed as in an ID.
- * @fence_logged: the fence was reported once already.
- * @near_sent:   the fence-near event was sent for this fence.
+ * @fence_logged: the fence the fence-reached event was last sent for.
+ * @near_sent:   the fence the fence-near event was last sent for.
  * @rcu:         frees the lease after readers are done with it.
  *
  * Readers find the lease under RCU and only ever compare-and-exchange
@@ -38,10 +38,31 @@ struct idgen_lease {
 	u32 region;
 	u32 worker;
 	u64 node_bits;
-	atomic_t fence_logged;
-	atomic_t near_sent;
+	atomic64_t fence_logged;
+	atomic64_t near_sent;
 	struct rcu_head rcu;
 };
+
+/**
+ * idgen_fence_event_claim() - may the event about @fence be sent?
+ * @sent:  the fence the event was last sent for (@fence_logged, @near_sent).
+ * @fence: the fence the reader judged, read before its reservation.
+ *
+ * True once per fence: a renewal racing the reader neither lets it send an
+ * event about the new fence nor uses up the one the new fence is owed.
+ *
+ * Context: any.
+ */
+static inline bool idgen_fence_event_claim(atomic64_t *sent, u64 fence)
+{
+	s64 old = atomic64_read(sent);
+
+	do {
+		if ((u64)old >= fence)
+			return false;
+	} while (!atomic64_try_cmpxchg(sent, &old, fence));
+	return true;
+}
 
 /* A reserved run of ticks: @count IDs starting at @first. */
 struct idgen_range {

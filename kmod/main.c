@@ -94,6 +94,7 @@ static int __init idgen_init(void)
 	return 0;
 
 err_chardev:
+	idgen_gen_stop(&idgen_gen);
 	idgen_netlink_uninit();
 err_netlink:
 	idgen_gen_uninit(&idgen_gen);
@@ -103,6 +104,8 @@ err_gen:
 
 static void __exit idgen_exit(void)
 {
+	/* The clock's refresh sends events: stopped before netlink goes. */
+	idgen_gen_stop(&idgen_gen);
 	idgen_chardev_uninit();
 	idgen_netlink_uninit();
 	idgen_gen_uninit(&idgen_gen);

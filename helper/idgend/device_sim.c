@@ -112,11 +112,23 @@ static void sim_log(struct sim *s, const char *fmt, ...)
 	fclose(f);
 }
 
+/*
+ * A lease that could never mint, its first ms @first_ms at or past its
+ * fence, is refused as the module refuses it (uapi IDGEN_IOC_SET_LEASE):
+ * EOVERFLOW when the time field ends first, EKEYEXPIRED otherwise.
+ */
+static int sim_never_mints(uint64_t first_ms)
+{
+	return first_ms > IDGEN_MS_MAX ? -EOVERFLOW : -EKEYEXPIRED;
+}
+
 static int sim_push(void *ctx, uint32_t region, uint32_t worker,
 		    uint64_t floor_ms, uint64_t valid_until_ms, bool synced)
 {
 	struct sim *s = ctx;
 	const struct lease_layout *lay = &s->push_layout;
+	uint64_t now = sim_now(), first_ms;
+	bool renewal = false;
 	int err;
 
 	(void)synced;
@@ -127,11 +139,24 @@ static int sim_push(void *ctx, uint32_t region, uint32_t worker,
 	if (region >= 1U << lay->region_bits || worker >= 1U << lay->worker_bits ||
 	    floor_ms >= valid_until_ms || valid_until_ms > IDGEN_MS_MAX + 1)
 		return -EINVAL;
+	/* A fence the clock has passed: the module refuses it so. */
+	if (valid_until_ms <= now)
+		return sim_never_mints(now);
 	if (s->h.leased && s->h.region == region && s->h.worker == worker &&
 	    s->h.region_bits == lay->region_bits &&
 	    s->h.worker_bits == lay->worker_bits) {
 		if (valid_until_ms < s->h.valid_until_ms)
 			return -EINVAL;
+		renewal = true;
+	}
+	/*
+	 * Nor can it mint when its first ms, above the floor and above every
+	 * ms the host used, lies at or past the fence.  Nothing changed.
+	 */
+	first_ms = (floor_ms > s->h.last_ms ? floor_ms : s->h.last_ms) + 1;
+	if (first_ms >= valid_until_ms)
+		return sim_never_mints(first_ms);
+	if (renewal) {
 		if (floor_ms > s->h.floor_ms)
 			s->h.floor_ms = floor_ms;
 	} else {

@@ -2,8 +2,9 @@
 /*
  * The simulated generator (helper/idgend/device_sim.c) behaves as the
  * module does where idgend's paths differ by it: revoke without a lease
- * succeeds with the host's last ms (uapi IDGEN_IOC_REVOKE), and the
- * layout pushed with each lease is the one it holds.  TAP.
+ * succeeds with the host's last ms (uapi IDGEN_IOC_REVOKE), the layout
+ * pushed with each lease is the one it holds, and a lease that could never
+ * mint is refused with the module's errno (uapi IDGEN_IOC_SET_LEASE).  TAP.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <linux/idgen.h>
 
 #include "clock.h"
 #include "device_sim.h"
@@ -94,6 +97,26 @@ int main(void)
 	      h.worker_bits == 10 && h.floor_ms == now,
 	      "the lease held carries its layout");
 	check(log_has(log, "layout=3/10/9"), "the push is logged with its layout");
+
+	/* Leases that could never mint are refused as the module does. */
+	now = system_clock_ops.now_ms(NULL);
+	err = dev.ops->push(dev.ctx, 0, 3, now - 100, now - 50, true);
+	check(err == -EKEYEXPIRED,
+	      "a lease whose fence the clock passed is refused with EKEYEXPIRED (%d)",
+	      err);
+	err = dev.ops->held(dev.ctx, &h);
+	err = err ?: dev.ops->push(dev.ctx, 0, 3, h.last_ms + 5, h.last_ms + 6,
+				   true);
+	check(err == -EKEYEXPIRED,
+	      "a lease whose floor leaves no ms before its fence is refused with EKEYEXPIRED (%d)",
+	      err);
+	err = dev.ops->held(dev.ctx, &h);
+	check(!err && h.leased && h.worker == 1000,
+	      "... and neither changed the lease held");
+	err = dev.ops->push(dev.ctx, 0, 3, IDGEN_MS_MAX, IDGEN_MS_MAX + 1, true);
+	check(err == -EOVERFLOW,
+	      "a lease whose first ms is past the time field is refused with EOVERFLOW (%d)",
+	      err);
 	device_sim_close(&dev);
 
 	unlink(log);

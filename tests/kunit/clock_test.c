@@ -39,6 +39,7 @@ struct clock_step {
 
 #define EVENTS (IDGEN_CLOCK_STEP_BACK | IDGEN_CLOCK_STEP_FWD | \
 		IDGEN_CLOCK_HELD | IDGEN_CLOCK_ADOPTED | IDGEN_CLOCK_REVERTED)
+#define REFRESH_US	(IDGEN_CLOCK_REFRESH_MS * 1000LL)
 #define TICK(n)	{ 1000, 1000, n, false, 0, FOLLOW_WALL, 0 }
 #define STEPS_MAX 8
 
@@ -96,6 +97,19 @@ static const struct clock_case clock_cases[] = {
 	  { 1000500, 1000000, 3000, false, 0, FOLLOW_WALL, 0 } } },
 	{ "raw drift -500 ppm", {
 	  { 999500, 1000000, 3000, false, 0, FOLLOW_WALL, 0 } } },
+	/*
+	 * Ordinary NTP frequency drift, read at the generator's refresh
+	 * period for hours: never a step, the trusted time is the wall's.
+	 */
+	{ "wall drift +20 ppm for 1 h at the refresh period", {
+	  { REFRESH_US + REFRESH_US / 50000, REFRESH_US, 3600 * 1000 / IDGEN_CLOCK_REFRESH_MS,
+	    false, 0, FOLLOW_WALL, 0 } } },
+	{ "wall drift +50 ppm for 6 h at the refresh period", {
+	  { REFRESH_US + REFRESH_US / 20000, REFRESH_US, 6 * 3600 * 1000 / IDGEN_CLOCK_REFRESH_MS,
+	    false, 0, FOLLOW_WALL, 0 } } },
+	{ "wall drift -50 ppm for 6 h at the refresh period", {
+	  { REFRESH_US - REFRESH_US / 20000, REFRESH_US, 6 * 3600 * 1000 / IDGEN_CLOCK_REFRESH_MS,
+	    false, 0, FOLLOW_WALL, 0 } } },
 	{ "forward 1.5 s after an hour of steady time: held", {
 	  { 1000000, 1000000, 3600, false, 0, FOLLOW_WALL, 0 },
 	  { 1500000, 0, 1, false, IDGEN_CLOCK_STEP_FWD | IDGEN_CLOCK_HELD,
@@ -113,6 +127,12 @@ static const struct clock_case clock_cases[] = {
 	  { 10000000, 0, 1, false, IDGEN_CLOCK_STEP_FWD | IDGEN_CLOCK_HELD,
 	    FOLLOW_RAW, 0 },
 	  { -9500000, 0, 1, false, IDGEN_CLOCK_STEP_FWD, FOLLOW_WALL, 0 },
+	  TICK(10) } },
+	{ "held +10 s for 1 h at +50 ppm, then undone exactly: reverted", { TICK(10),
+	  { 10000000, 0, 1, false, IDGEN_CLOCK_STEP_FWD | IDGEN_CLOCK_HELD,
+	    FOLLOW_RAW, 0 },
+	  { 1000050, 1000000, 3600, false, 0, FOLLOW_RAW, 0 },
+	  { -10000000, 0, 1, false, IDGEN_CLOCK_REVERTED, FOLLOW_WALL, 0 },
 	  TICK(10) } },
 	{ "held step stays held however long", { TICK(1),
 	  { 1500000, 0, 1, false, IDGEN_CLOCK_STEP_FWD | IDGEN_CLOCK_HELD,

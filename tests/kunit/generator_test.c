@@ -8,6 +8,7 @@
 #include <linux/kthread.h>
 #include <linux/math64.h>
 #include <linux/rcupdate.h>
+#include <linux/sched.h>
 
 #include "generator.h"
 
@@ -23,6 +24,7 @@ struct gen_rig {
 	int events[IDGEN_EVENT_MAX + 1];
 	u64 *fences;
 	int nfences;
+	u64 reached_fence;	/* of the last fence-reached event */
 };
 
 static void count_event(struct idgen_gen *gen, const struct idgen_event_info *ev)
@@ -34,6 +36,8 @@ static void count_event(struct idgen_gen *gen, const struct idgen_event_info *ev
 	if (ev->type == IDGEN_EVENT_LEASE_RENEWED && rig->fences &&
 	    rig->nfences < FENCES_MAX)
 		rig->fences[rig->nfences++] = ev->valid_until_ms;
+	if (ev->type == IDGEN_EVENT_FENCE_REACHED)
+		rig->reached_fence = ev->valid_until_ms;
 	spin_unlock(&rig->lock);
 }
 
@@ -204,12 +208,18 @@ static void idgen_generator_test_clock_read_again_after_delay(struct kunit *test
 	struct delayed_minter *m = kunit_kzalloc(test, sizeof(*m), GFP_KERNEL);
 	struct idgen_lease *lease;
 	struct task_struct *t;
-	int cpu, other = -1;
+	int cpu, here, other = -1;
 	u64 next;
 
 	KUNIT_ASSERT_NOT_NULL(test, m);
+	/*
+	 * Stay on this CPU: moved to the minter's while spinning with
+	 * switch_lock held, this thread would never let it run.
+	 */
+	here = raw_smp_processor_id();
+	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(current, cpumask_of(here)), 0);
 	for_each_online_cpu(cpu)
-		if (cpu != raw_smp_processor_id())
+		if (cpu != here)
 			other = cpu;
 	if (other < 0)
 		kunit_skip(test, "needs a second CPU");
@@ -230,7 +240,9 @@ static void idgen_generator_test_clock_read_again_after_delay(struct kunit *test
 	complete(&m->go);
 	while (!atomic_read(&m->minting))
 		cpu_relax();
-	mdelay(300);
+	/* By the wall clock: a busy delay runs short in a slow guest. */
+	while (wall_ms() < m->minting_ms + 300)
+		cpu_relax();
 	/* The switch ends with the state word 250 ms past the clock then. */
 	idgen_lease_reopen(lease, max(next, (m->minting_ms + 250) <<
 				      lease->layout.seq_bits));
@@ -241,11 +253,61 @@ static void idgen_generator_test_clock_read_again_after_delay(struct kunit *test
 	idgen_gen_revoke(&rig->gen);
 }
 
+/* Mint until the fence refuses: the number of IDs minted. */
+static u64 mint_to_fence(struct kunit *test, struct gen_rig *rig)
+{
+	struct idgen_range r;
+	u64 n = 0;
+	int err;
+
+	while (!(err = idgen_gen_mint(&rig->gen, 4096, IDGEN_MINT_NOWAIT, &r)))
+		n += r.count;
+	KUNIT_EXPECT_EQ(test, err, -EKEYEXPIRED);
+	return n;
+}
+
+/*
+ * A fence-reached event speaks of the fence the refused reader judged, once
+ * per fence: a renewal neither lends a reader that judged the old fence
+ * the new one, nor uses up the event the new fence is owed.
+ */
+static void idgen_generator_test_fence_event_per_fence(struct kunit *test)
+{
+	struct gen_rig *rig = gen_rig_new(test);
+	struct idgen_lease_args a = {};
+	atomic64_t sent = ATOMIC64_INIT(0);
+	u64 now = wall_ms();
+
+	/* The race, as the rule sees it: judged F1, renewed to F2 meanwhile. */
+	KUNIT_EXPECT_TRUE(test, idgen_fence_event_claim(&sent, 1000));
+	KUNIT_EXPECT_FALSE(test, idgen_fence_event_claim(&sent, 1000));
+	KUNIT_EXPECT_TRUE(test, idgen_fence_event_claim(&sent, 2000));
+	KUNIT_EXPECT_FALSE(test, idgen_fence_event_claim(&sent, 1000));
+	KUNIT_EXPECT_FALSE(test, idgen_fence_event_claim(&sent, 2000));
+
+	/* Two ms of room, ahead of the clock within the lead. */
+	a.floor_ms = now + 100;
+	a.valid_until_ms = now + 103;
+	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(&rig->gen, &a), 0);
+	KUNIT_EXPECT_GT(test, mint_to_fence(test, rig), 0);
+	mint_to_fence(test, rig);
+	KUNIT_EXPECT_EQ(test, rig->events[IDGEN_EVENT_FENCE_REACHED], 1);
+	KUNIT_EXPECT_EQ(test, rig->reached_fence, now + 103);
+
+	a.valid_until_ms = now + 105;
+	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(&rig->gen, &a), 0);
+	KUNIT_EXPECT_GT(test, mint_to_fence(test, rig), 0);
+	KUNIT_EXPECT_EQ(test, rig->events[IDGEN_EVENT_FENCE_REACHED], 2);
+	KUNIT_EXPECT_EQ(test, rig->reached_fence, now + 105);
+	idgen_gen_revoke(&rig->gen);
+}
+
 static struct kunit_case idgen_generator_test_cases[] = {
 	KUNIT_CASE(idgen_generator_test_clock_read_at_init),
 	KUNIT_CASE(idgen_generator_test_lead_event_on_refusal_only),
 	KUNIT_CASE_SLOW(idgen_generator_test_lease_events_in_order),
 	KUNIT_CASE(idgen_generator_test_clock_read_again_after_delay),
+	KUNIT_CASE(idgen_generator_test_fence_event_per_fence),
 	{}
 };
 

@@ -18,6 +18,7 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdatomic.h>
+#include <sys/timex.h>
 
 #include "idgen_util.h"
 #include "kselftest_harness.h"
@@ -631,6 +632,38 @@ TEST_F_TIMEOUT(clock, fwd_1h_adopted, 60)
 	dups = count_dups(self->rd.ids, self->rd.nids);
 	EXPECT_EQ(0, dups);
 	TH_LOG("the guest's clock is left 1 h ahead, where the generator is");
+}
+
+/*
+ * Ordinary NTP frequency drift while nobody mints and no lease is in
+ * force is not a step: the module reads the clock every ten seconds from
+ * load to unload, so slew is credited over short gaps.  Unread for 70 s,
+ * 480 ppm of drift (34 ms) is more than the slew cap credits (500 ppm for
+ * at most a minute), and was counted as a forward step.
+ */
+#define DRIFT_PPM	480
+#define DRIFT_IDLE_MS	70000
+TEST_F_TIMEOUT(clock, ntp_drift_idle_not_a_step, 180)
+{
+	struct timex tx = { .modes = 0 };
+	struct idgen_state a, b;
+	long freq0;
+	__u64 l;
+
+	ASSERT_EQ(0, idgen_revoke(self->fd, &l));
+	ASSERT_LE(0, adjtimex(&tx));
+	freq0 = tx.freq;
+	ASSERT_EQ(0, idgen_get_state(self->fd, &a));
+	tx = (struct timex){ .modes = ADJ_FREQUENCY, .freq = DRIFT_PPM << 16 };
+	ASSERT_LE(0, adjtimex(&tx)) TH_LOG("adjtimex: %s", strerror(errno));
+	sleep_ms(DRIFT_IDLE_MS);
+	EXPECT_EQ(0, idgen_get_state(self->fd, &b));
+	tx = (struct timex){ .modes = ADJ_FREQUENCY, .freq = freq0 };
+	ASSERT_LE(0, adjtimex(&tx)) TH_LOG("adjtimex: %s", strerror(errno));
+	EXPECT_EQ(a.steps_forward, b.steps_forward)
+		TH_LOG("%lld ppm of drift over %d s taken for a step", (long long)DRIFT_PPM,
+		       DRIFT_IDLE_MS / 1000);
+	EXPECT_FALSE(b.flags & IDGEN_STATE_CLOCK_HELD);
 }
 
 TEST_HARNESS_MAIN

@@ -589,6 +589,36 @@ TEST_F(leased, set_lease_never_mints_ekeyexpired)
 	EXPECT_EQ(floor + 1, id_ms(id));
 }
 
+/*
+ * A lease whose fence the clock has already passed could never mint
+ * either, even though nothing the host used lies at or above it: refused
+ * with EKEYEXPIRED when it is set, rather than accepted for every read to
+ * fail.
+ */
+TEST_F(leased, set_lease_fence_past_ekeyexpired)
+{
+	struct idgen_state a, b;
+	__u64 l;
+
+	ASSERT_EQ(0, idgen_revoke(self->fd, &l));
+	/* The clock moves on while nothing is minted. */
+	do {
+		sleep_ms(20);
+		ASSERT_EQ(0, idgen_get_state(self->fd, &a));
+	} while (a.now_ms < a.last_ms + 100);
+	errno = 0;
+	EXPECT_EQ(-1, idgen_set_lease(self->fd, self->region, self->worker ^ 1,
+				      a.last_ms, a.last_ms + 50))
+		TH_LOG("fence %llu accepted at ms %llu", a.last_ms + 50, a.now_ms);
+	EXPECT_EQ(EKEYEXPIRED, errno) TH_LOG("%s", strerror(errno));
+	ASSERT_EQ(0, idgen_get_state(self->fd, &b));
+	EXPECT_FALSE(b.flags & IDGEN_STATE_LEASED);
+	EXPECT_EQ(a.last_ms, b.last_ms);
+	/* The fixture's teardown revokes: lease again. */
+	ASSERT_EQ(0, idgen_set_lease(self->fd, self->region, self->worker,
+				     b.last_ms, b.now_ms + LEASE_MS));
+}
+
 TEST_F(leased, renewal)
 {
 	struct idgen_state a, b;
@@ -1017,6 +1047,87 @@ TEST_F(leased, poll_ready_with_lease)
 
 	EXPECT_TRUE(ev & POLLIN) TH_LOG("revents %#x", ev);
 	EXPECT_TRUE(ev & POLLRDNORM) TH_LOG("revents %#x", ev);
+}
+
+/*
+ * A lease push that could never mint is refused, but the old lease's state
+ * word was closed meanwhile: a poller that met it closed once saw "not
+ * ready", armed no timer and slept its whole timeout on a device that
+ * reads at once, since the refused push woke nobody.  One thread repeats
+ * such a push while this one polls; a poll that lasts its full timeout
+ * while the device reads at once is that lost wake-up (the race hits
+ * about one poll in two thousand; a ready device's poll returns at once).
+ */
+#define REFUSED_PUSH_RUN_MS	8000
+#define REFUSED_PUSH_POLL_MS	3000
+
+struct refused_pusher {
+	int fd;
+	struct idgen_lease_args args;
+	atomic_bool stop;
+	unsigned long refused, other;
+	int other_errno;
+};
+
+static void *refused_push_fn(void *arg)
+{
+	struct refused_pusher *p = arg;
+
+	while (!atomic_load(&p->stop)) {
+		if (ioctl(p->fd, IDGEN_IOC_SET_LEASE, &p->args) &&
+		    errno == EKEYEXPIRED) {
+			p->refused++;
+		} else {
+			p->other++;
+			p->other_errno = errno;
+		}
+	}
+	return NULL;
+}
+
+TEST_F_TIMEOUT(leased, poll_ready_during_refused_pushes, 120)
+{
+	struct refused_pusher p = { .stop = false };
+	__u64 t0, t, end, id;
+	unsigned long polls = 0, lost = 0;
+	struct idgen_state st;
+	pthread_t th;
+	int nb;
+
+	nb = open(IDGEN_DEV, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	ASSERT_LE(0, nb);
+	ASSERT_EQ(1, idgen_read(nb, &id, 1)) TH_LOG("read: %s", strerror(errno));
+	ASSERT_EQ(0, idgen_get_state(self->fd, &st));
+	/* Another node whose first ms, floor + 1, is its fence. */
+	p.fd = self->fd;
+	idgen_lease_init(&p.args, self->region, self->worker ^ 1,
+			 st.now_ms + 100, st.now_ms + 101);
+	ASSERT_EQ(0, pthread_create(&th, NULL, refused_push_fn, &p));
+
+	end = clock_ns(CLOCK_MONOTONIC) + REFUSED_PUSH_RUN_MS * NSEC_PER_MSEC;
+	while ((t0 = clock_ns(CLOCK_MONOTONIC)) < end && !lost) {
+		struct pollfd pfd = { .fd = nb, .events = POLLIN };
+
+		poll(&pfd, 1, REFUSED_PUSH_POLL_MS);
+		t = (clock_ns(CLOCK_MONOTONIC) - t0) / NSEC_PER_MSEC;
+		polls++;
+		if (t >= REFUSED_PUSH_POLL_MS && idgen_read(nb, &id, 1) == 1) {
+			TH_LOG("poll %lu slept %llu ms on a device that reads at once",
+			       polls, t);
+			lost++;
+		}
+	}
+	atomic_store(&p.stop, true);
+	ASSERT_EQ(0, pthread_join(th, NULL));
+	close(nb);
+	TH_LOG("%lu polls, %lu pushes refused", polls, p.refused);
+	EXPECT_EQ(0, lost);
+	EXPECT_LT(0, p.refused);
+	EXPECT_EQ(0, p.other) TH_LOG("a push not refused with EKEYEXPIRED: %s",
+				     strerror(p.other_errno));
+	/* The pushes left the lease alone. */
+	EXPECT_EQ(1, idgen_read(self->fd, &id, 1));
+	EXPECT_EQ(self->worker, id_worker(id, &self->st));
 }
 
 /*

@@ -126,12 +126,29 @@ TEST_F_TIMEOUT(end, last_ms_then_eoverflow, 120)
 	EXPECT_LT(a.range_refusals, b.range_refusals);
 	EXPECT_EQ(a.fence_refusals, b.fence_refusals);
 
+	/*
+	 * Nor can any lease push help: refused with EOVERFLOW, not
+	 * EKEYEXPIRED, whether a renewal or another node.
+	 */
+	errno = 0;
+	EXPECT_EQ(-1, idgen_set_lease(self->fd, region, worker, st.last_ms,
+				      IDGEN_MS_MAX + 1));
+	EXPECT_EQ(EOVERFLOW, errno) TH_LOG("renewal: %s", strerror(errno));
+	errno = 0;
+	EXPECT_EQ(-1, idgen_set_lease(self->fd, region, worker ^ 1, 0,
+				      IDGEN_MS_MAX + 1));
+	EXPECT_EQ(EOVERFLOW, errno) TH_LOG("another node: %s", strerror(errno));
+
 	/* A clock past the end of the field changes nothing. */
 	ASSERT_EQ(0, set_wall_idgen_ms(IDGEN_MS_MAX + 5000));
 	ASSERT_EQ(0, ioctl(self->fd, IDGEN_IOC_ADOPT_CLOCK));
 	errno = 0;
 	EXPECT_EQ(-1, idgen_read(self->fd, self->ids, 1));
 	EXPECT_EQ(EOVERFLOW, errno);
+	errno = 0;
+	EXPECT_EQ(-1, idgen_set_lease(self->fd, region, worker ^ 1, 0,
+				      IDGEN_MS_MAX + 1));
+	EXPECT_EQ(EOVERFLOW, errno) TH_LOG("past the end: %s", strerror(errno));
 }
 
 TEST_HARNESS_MAIN

@@ -76,7 +76,7 @@
  * comes back to the trusted time; what is left of a step partly undone is
  * judged as a step of its own).  NTP slew, up to 500 ppm, is credited for
  * at most a minute since the clock was last read, and the module reads it
- * every second while a lease is in force.
+ * every ten seconds from load to unload, lease or not, idle or not.
  *
  * THE LEASE
  * ---------
@@ -240,7 +240,11 @@ struct idgen_state {
  * mint: its first ID would carry a millisecond at or after valid_until_ms,
  * because floor_ms or a millisecond the host already used (last_ms of
  * IDGEN_IOC_GET_STATE; for a renewal, the lease's next ID) lies at
- * valid_until_ms - 1 or later.  A failed call changes nothing.
+ * valid_until_ms - 1 or later, or because the trusted clock (now_ms of
+ * IDGEN_IOC_GET_STATE) is already at or past valid_until_ms; EOVERFLOW
+ * instead when that first millisecond, or the trusted clock, lies beyond
+ * IDGEN_MS_MAX: the time field is exhausted and no lease can help.  A
+ * failed call changes nothing.
  */
 #define IDGEN_IOC_SET_LEASE	_IOW(IDGEN_IOC_MAGIC, 1, struct idgen_lease_args)
 
