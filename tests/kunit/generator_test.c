@@ -92,10 +92,10 @@ static void idgen_generator_test_lead_event_on_refusal_only(struct kunit *test)
 	args.valid_until_ms = now + 60000;
 	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(&rig->gen, &args), 0);
 
-	KUNIT_EXPECT_EQ(test, idgen_gen_mint(&rig->gen, 1, IDGEN_MINT_MORE, &r),
+	KUNIT_EXPECT_EQ(test, idgen_gen_mint(&rig->gen, NULL, 1, IDGEN_MINT_MORE, &r),
 			-ETIME);
 	KUNIT_EXPECT_EQ(test, rig->events[IDGEN_EVENT_LEAD_EXCEEDED], 0);
-	KUNIT_EXPECT_EQ(test, idgen_gen_mint(&rig->gen, 1, IDGEN_MINT_NOWAIT, &r),
+	KUNIT_EXPECT_EQ(test, idgen_gen_mint(&rig->gen, NULL, 1, IDGEN_MINT_NOWAIT, &r),
 			-ETIME);
 	KUNIT_EXPECT_EQ(test, rig->events[IDGEN_EVENT_LEAD_EXCEEDED], 1);
 	idgen_gen_revoke(&rig->gen);
@@ -186,7 +186,7 @@ static int delayed_minter_fn(void *arg)
 	wait_for_completion(&m->go);
 	m->minting_ms = wall_ms();
 	atomic_set(&m->minting, 1);
-	m->err = idgen_gen_mint(m->gen, 1, IDGEN_MINT_NOWAIT, &r);
+	m->err = idgen_gen_mint(m->gen, NULL, 1, IDGEN_MINT_NOWAIT, &r);
 	complete(&m->done);
 	return 0;
 }
