@@ -130,7 +130,11 @@ static ssize_t idgen_read_iter(struct kiocb *iocb, struct iov_iter *to)
 				break;
 			cond_resched();
 		}
-		/* With IDs in hand, return them rather than sleep for more. */
+		/*
+		 * With IDs in hand, return them rather than wait for a clock
+		 * that is behind; the share and the borrow bound are waited
+		 * for (generator.c), so a big blocking read is served whole.
+		 */
 		err = idgen_gen_mint(gen, share,
 				     min_t(size_t, left / sizeof(u64),
 					   IDGEN_BATCH_IDS),

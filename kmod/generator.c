@@ -206,10 +206,11 @@ static bool idgen_gen_throttle(u64 wait_ms)
  * for at most IDGEN_WAIT_BUDGET_MS in all, then -ETIME.  The borrow bound
  * and the file's share throttle readers that outrun the node's ceiling or
  * their part of it: both move on with the clock, so a blocking reader
- * sleeps for them, a few ms at a time, until it gets IDs or a signal.
+ * sleeps for them, a few ms at a time, until it gets IDs or a signal,
+ * even with IDGEN_MINT_MORE.
  *
- * Context: process context; without IDGEN_MINT_NOWAIT or IDGEN_MINT_MORE,
- * may sleep for the clock in steps of a few ms.
+ * Context: process context; without IDGEN_MINT_NOWAIT, may sleep for the
+ * clock in steps of a few ms.
  * Return: 0, or -ENOKEY, -EKEYEXPIRED, -ETIME, -EAGAIN, -EOVERFLOW as
  * documented in the uapi header, or -ERESTARTSYS on a signal.
  */
@@ -274,9 +275,13 @@ again:
 		if (idgen_gen_now_ms(gen, false) > now_ms)
 			goto again;
 	}
-	/* The borrow bound or the share: the clock moving on lifts both. */
+	/*
+	 * The borrow bound or the share: the clock moving on lifts both, so
+	 * a blocking reader sleeps for them even with IDs in hand, and a big
+	 * read is served a share at a time.
+	 */
 	if (err == -EAGAIN) {
-		if (nowait) {
+		if (flags & IDGEN_MINT_NOWAIT) {
 			idgen_gen_arm_poll(gen, wait_ms);
 			return -EAGAIN;
 		}

@@ -110,7 +110,8 @@ void idgen_gen_uninit(struct idgen_gen *gen);
 
 /* Flags of idgen_gen_mint(). */
 #define IDGEN_MINT_NOWAIT	BIT(0)	/* -EAGAIN rather than sleep for the clock */
-#define IDGEN_MINT_MORE		BIT(1)	/* the call holds IDs already: no sleep, no event */
+/* The call holds IDs already: no sleep for the lead bound, no event. */
+#define IDGEN_MINT_MORE		BIT(1)
 
 int idgen_gen_mint(struct idgen_gen *gen, struct idgen_share *share, u32 want,
 		   unsigned int flags, struct idgen_range *r);
