@@ -3,8 +3,11 @@
  * fairness - one greedy local user cannot take /dev/idgen for itself.
  *
  * The device is 0444.  An unprivileged spinner on every CPU reads 32 KiB
- * at a time, O_NONBLOCK, as fast as it can; another unprivileged process
- * reads one ID at a time, blocking.  The blocking reader must never be
+ * at a time, O_NONBLOCK, as fast as it can, through several open files
+ * (more shares together than the node holds); another unprivileged
+ * process reads one ID at a time, blocking.  A 6-bit sequence (64 IDs per
+ * ms) lets even a slow guest's spinners outrun the node, so without the
+ * fairness rules they would push the generator to the lead bound.  The blocking reader must never be
  * refused (ETIME), and the generator must not run more than max_borrow_ms
  * ahead of the (healthy) wall clock through borrowing alone: the 1 s lead
  * is for clock steps back, not for a greedy reader.
@@ -22,8 +25,9 @@
 #include "idgen_util.h"
 #include "kselftest_harness.h"
 
-#define TEST_REGION	6
 #define TEST_WORKER	55
+#define SEQ_BITS	6
+#define SPIN_FILES	4	/* per spinner: 4 shares of 1/4 each, per CPU */
 #define LEASE_MS	120000
 #define NOBODY		65534
 #define RUN_MS		4000	/* how long the spinners spin */
@@ -73,19 +77,21 @@ static int drop_to_nobody(void)
 static void spinner_main(int cpu)
 {
 	static __u64 ids[SPIN_IDS];
+	int fds[SPIN_FILES], i;
 	cpu_set_t set;
-	int fd;
 
 	CPU_ZERO(&set);
 	CPU_SET(cpu, &set);
 	sched_setaffinity(0, sizeof(set), &set);
 	if (drop_to_nobody())
 		_exit(1);
-	fd = open(IDGEN_DEV, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		_exit(2);
-	for (;;)
-		if (read(fd, ids, sizeof(ids)) < 0 && errno != EAGAIN &&
+	for (i = 0; i < SPIN_FILES; i++) {
+		fds[i] = open(IDGEN_DEV, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+		if (fds[i] < 0)
+			_exit(2);
+	}
+	for (i = 0;; i = (i + 1) % SPIN_FILES)
+		if (read(fds[i], ids, sizeof(ids)) < 0 && errno != EAGAIN &&
 		    errno != ETIME)
 			_exit(3);
 }
@@ -142,6 +148,7 @@ FIXTURE(fair) {
 FIXTURE_SETUP(fair)
 {
 	const char *guest = getenv("IDGEN_GUEST");
+	struct idgen_lease_args args;
 	struct idgen_state before;
 	__u64 l;
 
@@ -156,12 +163,16 @@ FIXTURE_SETUP(fair)
 	ASSERT_EQ(0, idgen_revoke(self->fd, &l));
 	ASSERT_EQ(0, idgen_wait_caught_up(self->fd, 10000));
 	ASSERT_EQ(0, idgen_get_state(self->fd, &before));
-	ASSERT_EQ(0, idgen_set_lease(self->fd,
-				     TEST_REGION & ((1U << before.region_bits) - 1),
-				     TEST_WORKER & ((1U << before.worker_bits) - 1),
-				     before.last_ms, before.now_ms + LEASE_MS))
-		TH_LOG("set lease: %s", strerror(errno));
+	idgen_lease_init(&args, 0, TEST_WORKER, before.last_ms,
+			 before.now_ms + LEASE_MS);
+	args.region_bits = 0;
+	args.worker_bits = IDGEN_NODE_SEQ_BITS - SEQ_BITS;
+	args.seq_bits = SEQ_BITS;
+	ASSERT_EQ(0, ioctl(self->fd, IDGEN_IOC_SET_LEASE, &args))
+		TH_LOG("set lease with layout 0/%d/%d: %s",
+		       IDGEN_NODE_SEQ_BITS - SEQ_BITS, SEQ_BITS, strerror(errno));
 	ASSERT_EQ(0, idgen_get_state(self->fd, &self->st));
+	ASSERT_EQ(SEQ_BITS, self->st.seq_bits);
 }
 
 FIXTURE_TEARDOWN(fair)
