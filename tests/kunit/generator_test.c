@@ -208,11 +208,18 @@ static void idgen_generator_test_clock_read_again_after_delay(struct kunit *test
 	u64 next;
 
 	KUNIT_ASSERT_NOT_NULL(test, m);
+	/*
+	 * Stay on this CPU until the spin below is over: moved onto the
+	 * minter's CPU, it would spin there with the lock held for ever.
+	 */
+	migrate_disable();
 	for_each_online_cpu(cpu)
 		if (cpu != raw_smp_processor_id())
 			other = cpu;
-	if (other < 0)
+	if (other < 0) {
+		migrate_enable();
 		kunit_skip(test, "needs a second CPU");
+	}
 	args.valid_until_ms = wall_ms() + 60000;
 	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(&rig->gen, &args), 0);
 	m->gen = &rig->gen;
@@ -235,6 +242,7 @@ static void idgen_generator_test_clock_read_again_after_delay(struct kunit *test
 	idgen_lease_reopen(lease, max(next, (m->minting_ms + 250) <<
 				      lease->layout.seq_bits));
 	spin_unlock(&rig->gen.switch_lock);
+	migrate_enable();
 
 	wait_for_completion(&m->done);
 	KUNIT_EXPECT_EQ(test, m->err, 0);
