@@ -15,6 +15,7 @@
 #include <linux/module.h>
 #include <linux/poll.h>
 #include <linux/sched/signal.h>
+#include <linux/slab.h>
 #include <linux/uaccess.h>
 #include <linux/uio.h>
 #include <uapi/linux/idgen.h>
@@ -40,16 +41,30 @@ static_assert(IDGEN_IOC_ADOPT_CLOCK != NS_GET_OWNER_UID);
 
 /*
  * The device and its generator.  misc_open() points file->private_data at
- * @misc, so every file operation finds the generator through its file.
+ * @misc; idgen_open() replaces it with the file's own struct idgen_file.
  */
 struct idgen_chardev {
 	struct miscdevice misc;
 	struct idgen_gen *gen;
 };
 
+/*
+ * One open file: its generator and its share of each millisecond
+ * (share.h), so one greedy reader cannot take every ID there is.
+ */
+struct idgen_file {
+	struct idgen_gen *gen;
+	struct idgen_share share;
+};
+
 static struct idgen_gen *idgen_file_gen(struct file *file)
 {
-	return container_of(file->private_data, struct idgen_chardev, misc)->gen;
+	return ((struct idgen_file *)file->private_data)->gen;
+}
+
+static struct idgen_share *idgen_file_share(struct file *file)
+{
+	return &((struct idgen_file *)file->private_data)->share;
 }
 
 /*
@@ -96,6 +111,7 @@ static size_t idgen_copy_ids(const struct idgen_range *r, struct iov_iter *to)
 static ssize_t idgen_read_iter(struct kiocb *iocb, struct iov_iter *to)
 {
 	struct idgen_gen *gen = idgen_file_gen(iocb->ki_filp);
+	struct idgen_share *share = idgen_file_share(iocb->ki_filp);
 	bool nowait = (iocb->ki_flags & IOCB_NOWAIT) ||
 		      (iocb->ki_filp->f_flags & O_NONBLOCK);
 	size_t left = iov_iter_count(to);
@@ -114,9 +130,14 @@ static ssize_t idgen_read_iter(struct kiocb *iocb, struct iov_iter *to)
 				break;
 			cond_resched();
 		}
-		/* With IDs in hand, return them rather than sleep for more. */
-		err = idgen_gen_mint(gen, min_t(size_t, left / sizeof(u64),
-						IDGEN_BATCH_IDS),
+		/*
+		 * With IDs in hand, return them rather than wait for a clock
+		 * that is behind; the share and the borrow bound are waited
+		 * for (generator.c), so a big blocking read is served whole.
+		 */
+		err = idgen_gen_mint(gen, share,
+				     min_t(size_t, left / sizeof(u64),
+					   IDGEN_BATCH_IDS),
 				     (nowait ? IDGEN_MINT_NOWAIT : 0) |
 				     (done ? IDGEN_MINT_MORE : 0), &r);
 		if (err)
@@ -145,7 +166,8 @@ static __poll_t idgen_poll(struct file *file, poll_table *wait)
 	struct idgen_gen *gen = idgen_file_gen(file);
 
 	poll_wait(file, &gen->wait, wait);
-	return idgen_gen_probe(gen) ? 0 : EPOLLIN | EPOLLRDNORM;
+	return idgen_gen_probe(gen, idgen_file_share(file)) ? 0 :
+	       EPOLLIN | EPOLLRDNORM;
 }
 
 static long idgen_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
@@ -193,13 +215,31 @@ static long idgen_ioctl(struct file *file, unsigned int cmd, unsigned long arg)
 
 static int idgen_open(struct inode *inode, struct file *file)
 {
+	/* misc_open() pointed private_data at the miscdevice. */
+	struct idgen_chardev *dev = container_of(file->private_data,
+						 struct idgen_chardev, misc);
+	struct idgen_file *f;
+
+	f = kzalloc(sizeof(*f), GFP_KERNEL);
+	if (!f)
+		return -ENOMEM;
+	f->gen = dev->gen;
+	atomic64_set(&f->share.word, 0);
+	file->private_data = f;
 	/* IDs have no position: no seeking, no pread(). */
 	return stream_open(inode, file);
+}
+
+static int idgen_release(struct inode *inode, struct file *file)
+{
+	kfree(file->private_data);
+	return 0;
 }
 
 static const struct file_operations idgen_fops = {
 	.owner		= THIS_MODULE,
 	.open		= idgen_open,
+	.release	= idgen_release,
 	.read_iter	= idgen_read_iter,
 	.poll		= idgen_poll,
 	.unlocked_ioctl	= idgen_ioctl,

@@ -46,6 +46,57 @@ static u64 idgen_gen_now_ms(struct idgen_gen *gen, bool adopt)
 }
 
 /*
+ * Read the clock, and return the borrow bound that holds at it: the
+ * module's max_borrow_ms while the clock is healthy, none (only the lead
+ * bound) while it absorbs a step back, i.e. reads below the highest ms a
+ * reader saw.  The mark is read before the clock, so every value in it
+ * came from a reading that ended before ours began; 1 ms of slack covers
+ * readings that straddle a millisecond on two CPUs.
+ */
+static u32 idgen_gen_borrow_bound(struct idgen_gen *gen, u64 *now_ms)
+{
+	s64 high = atomic64_read(&gen->clock_high_ms);
+
+	*now_ms = idgen_gen_now_ms(gen, false);
+	if (*now_ms + 1 < (u64)high)
+		return IDGEN_BORROW_ANY;
+	/* Once per ms per CPU at most: a failed exchange saw a higher mark. */
+	if (*now_ms > (u64)high)
+		atomic64_try_cmpxchg(&gen->clock_high_ms, &high, *now_ms);
+	return READ_ONCE(gen->max_borrow_ms);
+}
+
+/*
+ * Reserve up to @want IDs of @lease for a reader holding @share (NULL for
+ * none): the file's share first, then the IDs, and what was not reserved
+ * goes back to the share.  -EAGAIN with *wait_ms = 1 when the share of
+ * this ms is used up.
+ */
+static int idgen_gen_reserve(struct idgen_gen *gen, struct idgen_lease *lease,
+			     struct idgen_share *share, u64 now_ms,
+			     u32 max_borrow_ms, u32 want, struct idgen_range *r,
+			     u64 *wait_ms, u64 *borrowed)
+{
+	u32 n = want;
+	int err;
+
+	if (share) {
+		n = idgen_share_take(share, now_ms,
+				     idgen_share_quota(lease->layout.seq_bits),
+				     want);
+		if (!n) {
+			*wait_ms = 1;
+			return -EAGAIN;
+		}
+	}
+	err = idgen_lease_reserve(lease, now_ms, gen->max_lead_ms,
+				  max_borrow_ms, n, r, wait_ms, borrowed);
+	if (share)
+		idgen_share_give_back(share, now_ms, err ? n : n - r->count);
+	return err;
+}
+
+/*
  * Wake pollers once the clock will have caught up, @wait_ms from now.
  * Every path that answers "not yet, the clock" arms it, not only ->poll():
  * an edge-triggered poller that read the device dry is told EAGAIN by
@@ -122,21 +173,44 @@ void idgen_gen_event(struct idgen_gen *gen, struct idgen_event_info *ev)
 	notify(gen, ev);
 }
 
+/*
+ * Readers outrunning the node's ceiling, or their share of it, are
+ * throttled here, a millisecond at a time, rather than refused.  One
+ * sleep, which a signal ends: usleep_range_state() would spin until its
+ * deadline with a signal pending.  Returns false on a signal.
+ */
+static bool idgen_gen_throttle(u64 wait_ms)
+{
+	ktime_t until = ms_to_ktime(wait_ms);
+
+	set_current_state(TASK_INTERRUPTIBLE);
+	schedule_hrtimeout_range(&until, NSEC_PER_MSEC, HRTIMER_MODE_REL);
+	return !signal_pending(current);
+}
+
 /**
  * idgen_gen_mint() - reserve up to @want IDs
  * @gen:    the generator.
+ * @share:  the reader's file's share of each ms, or NULL for none.
  * @want:   how many, at least 1.
  * @flags:  IDGEN_MINT_* flags.
  * @r:      set to the reserved run.
  *
- * Context: process context; without IDGEN_MINT_NOWAIT or IDGEN_MINT_MORE,
- * may sleep for the clock in steps of a few ms, up to IDGEN_WAIT_BUDGET_MS
- * in all.
+ * Two kinds of "not yet".  The lead bound (the clock is behind: a step
+ * back, a floor ahead) is waited for only when it is a few ms away, and
+ * for at most IDGEN_WAIT_BUDGET_MS in all, then -ETIME.  The borrow bound
+ * and the file's share throttle readers that outrun the node's ceiling or
+ * their part of it: both move on with the clock, so a blocking reader
+ * sleeps for them, a few ms at a time, until it gets IDs or a signal,
+ * even with IDGEN_MINT_MORE.
+ *
+ * Context: process context; without IDGEN_MINT_NOWAIT, may sleep for the
+ * clock in steps of a few ms.
  * Return: 0, or -ENOKEY, -EKEYEXPIRED, -ETIME, -EAGAIN, -EOVERFLOW as
  * documented in the uapi header, or -ERESTARTSYS on a signal.
  */
-int idgen_gen_mint(struct idgen_gen *gen, u32 want, unsigned int flags,
-		   struct idgen_range *r)
+int idgen_gen_mint(struct idgen_gen *gen, struct idgen_share *share, u32 want,
+		   unsigned int flags, struct idgen_range *r)
 {
 	bool nowait = flags & (IDGEN_MINT_NOWAIT | IDGEN_MINT_MORE);
 	unsigned long deadline = jiffies + msecs_to_jiffies(IDGEN_WAIT_BUDGET_MS);
@@ -144,10 +218,11 @@ int idgen_gen_mint(struct idgen_gen *gen, u32 want, unsigned int flags,
 	struct idgen_lease *lease;
 	u64 now_ms, wait_ms, borrowed, last_ms, fence = 0;
 	bool resampled = false;
+	u32 max_borrow_ms;
 	int err;
 
 again:
-	now_ms = idgen_gen_now_ms(gen, false);
+	max_borrow_ms = idgen_gen_borrow_bound(gen, &now_ms);
 	rcu_read_lock();
 	for (;;) {
 		lease = idgen_gen_lease(gen);
@@ -161,8 +236,9 @@ again:
 		 * whenever the reservation finds a fence reached.
 		 */
 		fence = atomic64_read(&lease->valid_until);
-		err = idgen_lease_reserve(lease, now_ms, gen->max_lead_ms, want,
-					  r, &wait_ms, &borrowed);
+		err = idgen_gen_reserve(gen, lease, share, now_ms,
+					max_borrow_ms, want, r, &wait_ms,
+					&borrowed);
 		if (err != -ESTALE)
 			break;
 		idgen_gen_wait_switch(gen);
@@ -204,27 +280,26 @@ again:
 		if (idgen_gen_now_ms(gen, false) > now_ms)
 			goto again;
 	}
+	/*
+	 * The borrow bound or the share: the clock moving on lifts both, so
+	 * a blocking reader sleeps for them even with IDs in hand, and a big
+	 * read is served a share at a time.
+	 */
+	if (err == -EAGAIN) {
+		if (flags & IDGEN_MINT_NOWAIT) {
+			idgen_gen_arm_poll(gen, wait_ms);
+			return -EAGAIN;
+		}
+		wait_ms = min_t(u64, wait_ms, IDGEN_WAIT_MAX_MS);
+		goto sleep;
+	}
 	if (err == -ETIME && wait_ms <= IDGEN_WAIT_MAX_MS) {
 		if (nowait) {
 			idgen_gen_arm_poll(gen, wait_ms);
 			return -EAGAIN;
 		}
-		/*
-		 * Readers outrunning the node's ceiling are throttled to it
-		 * here, a millisecond at a time, rather than refused.  One
-		 * sleep, which a signal ends: usleep_range_state() would spin
-		 * until its deadline with a signal pending.
-		 */
-		if (time_before(jiffies, deadline)) {
-			ktime_t until = ms_to_ktime(wait_ms);
-
-			set_current_state(TASK_INTERRUPTIBLE);
-			schedule_hrtimeout_range(&until, NSEC_PER_MSEC,
-						 HRTIMER_MODE_REL);
-			if (signal_pending(current))
-				return -ERESTARTSYS;
-			goto again;
-		}
+		if (time_before(jiffies, deadline))
+			goto sleep;
 	}
 	if (err == -ETIME) {
 		idgen_gen_arm_poll(gen, wait_ms);
@@ -237,6 +312,11 @@ again:
 		}
 	}
 	return err;
+
+sleep:
+	if (!idgen_gen_throttle(wait_ms))
+		return -ERESTARTSYS;
+	goto again;
 }
 
 /**
@@ -265,7 +345,8 @@ void idgen_gen_count_refusal(struct idgen_gen *gen, int err)
 
 /**
  * idgen_gen_probe() - would a read of one ID succeed now?
- * @gen: the generator.
+ * @gen:   the generator.
+ * @share: the reader's file's share, or NULL.
  *
  * When the answer is "not yet, the clock must catch up", arms the poll
  * timer so pollers are woken when it has.
@@ -273,13 +354,14 @@ void idgen_gen_count_refusal(struct idgen_gen *gen, int err)
  * Context: process context.
  * Return: 0 or the errno a read would fail with.
  */
-int idgen_gen_probe(struct idgen_gen *gen)
+int idgen_gen_probe(struct idgen_gen *gen, struct idgen_share *share)
 {
 	struct idgen_lease *lease;
 	u64 now_ms, wait_ms;
+	u32 max_borrow_ms;
 	int err;
 
-	now_ms = idgen_gen_now_ms(gen, false);
+	max_borrow_ms = idgen_gen_borrow_bound(gen, &now_ms);
 	rcu_read_lock();
 	for (;;) {
 		lease = idgen_gen_lease(gen);
@@ -287,8 +369,15 @@ int idgen_gen_probe(struct idgen_gen *gen)
 			err = -ENOKEY;
 			break;
 		}
+		if (share &&
+		    idgen_share_used(atomic64_read(&share->word), now_ms) >=
+		    idgen_share_quota(lease->layout.seq_bits)) {
+			wait_ms = 1;
+			err = -EAGAIN;
+			break;
+		}
 		err = idgen_lease_probe(lease, now_ms, gen->max_lead_ms,
-					&wait_ms);
+					max_borrow_ms, &wait_ms);
 		/*
 		 * A closed lease: a switch is under way, and one refused
 		 * reopens the old lease without a lease change to wake
@@ -300,7 +389,7 @@ int idgen_gen_probe(struct idgen_gen *gen)
 	}
 	rcu_read_unlock();
 
-	if (err == -ETIME)
+	if (err == -ETIME || err == -EAGAIN)
 		idgen_gen_arm_poll(gen, wait_ms);
 	return err;
 }
@@ -400,6 +489,7 @@ static int idgen_gen_switch(struct idgen_gen *gen, struct idgen_lease *old,
 			return idgen_lease_never_mints(start_ms);
 		}
 		atomic64_set(&new->next, start_ms << new->layout.seq_bits);
+		WRITE_ONCE(new->start_ms, start_ms);
 		last_ms = start_ms - 1;
 	}
 	gen->last_ms = last_ms;
@@ -474,6 +564,8 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 		if (args->floor_ms > old->floor) {
 			idgen_lease_raise(old, args->floor_ms);
 			old->floor = args->floor_ms;
+			WRITE_ONCE(old->start_ms,
+				   max(old->start_ms, args->floor_ms + 1));
 		}
 		/* The events are owed afresh for the new fence (fence_logged). */
 		atomic64_set(&old->valid_until, args->valid_until_ms);
@@ -656,6 +748,8 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 	idgen_clock_init(&gen->clock, max_step_ms);
 	gen->layout = *layout;
 	gen->max_lead_ms = max_lead_ms;
+	gen->max_borrow_ms = min_t(u32, IDGEN_MAX_BORROW_MS_DEFAULT, max_lead_ms);
+	atomic64_set(&gen->clock_high_ms, 0);
 	init_waitqueue_head(&gen->wait);
 	timer_setup(&gen->poll_timer, idgen_poll_timer_fn, 0);
 	INIT_DELAYED_WORK(&gen->clock_refresh, idgen_clock_refresh_fn);

@@ -13,6 +13,7 @@
 #include "clock.h"
 #include "layout.h"
 #include "lease.h"
+#include "share.h"
 
 #include <linux/ratelimit.h>
 #include <uapi/linux/idgen.h>
@@ -63,6 +64,10 @@ struct idgen_event_info {
  * @clock:       the generator clock.
  * @layout:      the default layout, for leases that name none.
  * @max_lead_ms: how far IDs may run ahead of the trusted clock.
+ * @max_borrow_ms: how far ahead of a healthy clock readers may push the
+ *               stamped ms by borrowing (sequences running out).
+ * @clock_high_ms: the highest trusted ms a reader has seen: the clock is
+ *               absorbing a step back while it reads below it.
  * @stats:       per-CPU counters.
  * @wait:        pollers, woken when a lease changes or a wait runs out.
  * @poll_timer:  wakes @wait when the clock will have caught up.
@@ -83,6 +88,8 @@ struct idgen_gen {
 	struct idgen_clock clock;
 	struct idgen_layout layout;
 	u32 max_lead_ms;
+	u32 max_borrow_ms;
+	atomic64_t clock_high_ms;
 	struct idgen_stats __percpu *stats;
 	wait_queue_head_t wait;
 	struct timer_list poll_timer;
@@ -91,6 +98,9 @@ struct idgen_gen {
 	void (*notify)(struct idgen_gen *gen, const struct idgen_event_info *ev);
 	struct ratelimit_state event_rs[IDGEN_EVENT_MAX + 1];
 };
+
+/* Readers may borrow this far ahead of a healthy clock, by default. */
+#define IDGEN_MAX_BORROW_MS_DEFAULT	10
 
 /* The fence-near event fires this long before the fence, by default. */
 #define IDGEN_FENCE_NEAR_MS_DEFAULT	60000
@@ -102,11 +112,12 @@ void idgen_gen_uninit(struct idgen_gen *gen);
 
 /* Flags of idgen_gen_mint(). */
 #define IDGEN_MINT_NOWAIT	BIT(0)	/* -EAGAIN rather than sleep for the clock */
-#define IDGEN_MINT_MORE		BIT(1)	/* the call holds IDs already: no sleep, no event */
+/* The call holds IDs already: no sleep for the lead bound, no event. */
+#define IDGEN_MINT_MORE		BIT(1)
 
-int idgen_gen_mint(struct idgen_gen *gen, u32 want, unsigned int flags,
-		   struct idgen_range *r);
-int idgen_gen_probe(struct idgen_gen *gen);
+int idgen_gen_mint(struct idgen_gen *gen, struct idgen_share *share, u32 want,
+		   unsigned int flags, struct idgen_range *r);
+int idgen_gen_probe(struct idgen_gen *gen, struct idgen_share *share);
 int idgen_gen_set_lease(struct idgen_gen *gen,
 			const struct idgen_lease_args *args);
 u64 idgen_gen_revoke(struct idgen_gen *gen);

@@ -6,7 +6,7 @@
  * one tick count, so a reservation is a single compare-and-exchange that
  * moves it up by a whole batch, and a sequence running over borrows the
  * next millisecond by itself.  Every limit (the fence, the lead bound, the
- * end of the time field) is applied to the ticks actually reserved, so it
+ * borrow bound, the end of the time field) is applied to the ticks actually reserved, so it
  * holds for the millisecond stamped into each ID, whatever happened between
  * the start of the call and the reservation.
  */
@@ -21,22 +21,44 @@ static u64 idgen_tick_floor(u64 now_ms, u8 seq_bits)
 }
 
 /*
+ * One past the last ms a run may start by borrowing: max_borrow_ms beyond
+ * the clock, or beyond the lease's first ms when a floor put that ahead.
+ */
+static u64 idgen_borrow_end_ms(const struct idgen_lease *lease, u64 now_ms,
+			       u32 max_borrow_ms)
+{
+	if (max_borrow_ms == IDGEN_BORROW_ANY)
+		return IDGEN_MS_MAX + 1;
+	return min(max(now_ms, READ_ONCE(lease->start_ms)) + max_borrow_ms + 1,
+		   IDGEN_MS_MAX + 1);
+}
+
+/*
  * Where a reservation would start and where it must stop, or the errno
  * that says why nothing can be reserved from @tick on.
  */
 static int idgen_lease_bounds(struct idgen_lease *lease, u64 tick, u64 now_ms,
-			      u32 max_lead_ms, u64 *base, u64 *limit,
-			      u64 *wait_ms)
+			      u32 max_lead_ms, u32 max_borrow_ms, u64 *base,
+			      u64 *limit, u64 *wait_ms)
 {
 	u8 s = lease->layout.seq_bits;
 	u64 fence = atomic64_read(&lease->valid_until);
 	u64 lead_end = now_ms + max_lead_ms + 1;
-	u64 base_ms;
+	u64 borrow_end = idgen_borrow_end_ms(lease, now_ms, max_borrow_ms);
+	u64 mask = (1ULL << s) - 1;
+	u64 borrow_limit, base_ms;
 
 	*base = max(tick, idgen_tick_floor(now_ms, s));
 	*limit = min3(fence, lead_end, IDGEN_MS_MAX + 1) << s;
-	if (*base < *limit)
+	/*
+	 * The borrow bound never cuts into the ms @tick lies in when that ms
+	 * is under way already: its rest was paid for when it began.
+	 */
+	borrow_limit = max(borrow_end << s, (tick + mask) & ~mask);
+	if (*base < min(*limit, borrow_limit)) {
+		*limit = min(*limit, borrow_limit);
 		return 0;
+	}
 
 	/*
 	 * The end of the time field first: a fence may lie right at it
@@ -47,8 +69,13 @@ static int idgen_lease_bounds(struct idgen_lease *lease, u64 tick, u64 now_ms,
 		return -EOVERFLOW;
 	if (base_ms >= fence)
 		return -EKEYEXPIRED;
-	*wait_ms = base_ms - (lead_end - 1);
-	return -ETIME;
+	if (*base >= *limit) {
+		*wait_ms = base_ms - (lead_end - 1);
+		return -ETIME;
+	}
+	/* Within the lead but beyond the borrow bound: the clock must move. */
+	*wait_ms = base_ms - (borrow_end - 1);
+	return -EAGAIN;
 }
 
 /**
@@ -56,24 +83,29 @@ static int idgen_lease_bounds(struct idgen_lease *lease, u64 tick, u64 now_ms,
  * @lease:       the lease, found under RCU.
  * @now_ms:      the trusted time, in ms since the epoch.
  * @max_lead_ms: how far ahead of @now_ms an ID may be stamped.
+ * @max_borrow_ms: how far ahead of @now_ms (or of the lease's first ms)
+ *               a run may start a millisecond because a sequence ran
+ *               out; IDGEN_BORROW_ANY for no bound but the lead.
  * @want:        how many IDs the caller wants, at least 1.
  * @r:           set to the reserved run.
- * @wait_ms:     on -ETIME, how long until the lead bound allows one ID.
+ * @wait_ms:     on -ETIME or -EAGAIN, how long until the bound allows
+ *               one ID.
  * @borrowed_ms: set to how many milliseconds the run started ahead of
  *               @now_ms because a sequence ran out.
  *
  * Lock-free: one successful compare-and-exchange reserves the whole run,
  * retried only when another CPU reserved in between.  The run is cut short
- * at the fence and the lead bound rather than refused.
+ * at the fence, the lead bound and the borrow bound rather than refused.
  *
  * Context: any; under rcu_read_lock() with @lease published or just closed.
  * Return: 0; -ESTALE if the lease was closed (look it up again);
- * -EKEYEXPIRED at the fence; -ETIME beyond the lead bound; -EOVERFLOW past
- * the end of the time field.
+ * -EKEYEXPIRED at the fence; -ETIME beyond the lead bound; -EAGAIN beyond
+ * the borrow bound but within the lead; -EOVERFLOW past the end of the
+ * time field.
  */
 int idgen_lease_reserve(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
-			u32 want, struct idgen_range *r, u64 *wait_ms,
-			u64 *borrowed_ms)
+			u32 max_borrow_ms, u32 want, struct idgen_range *r,
+			u64 *wait_ms, u64 *borrowed_ms)
 {
 	u8 s = lease->layout.seq_bits;
 	u64 old = atomic64_read(&lease->next);
@@ -84,7 +116,7 @@ int idgen_lease_reserve(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
 		if (old == IDGEN_TICK_CLOSED)
 			return -ESTALE;
 		err = idgen_lease_bounds(lease, old, now_ms, max_lead_ms,
-					 &base, &limit, wait_ms);
+					 max_borrow_ms, &base, &limit, wait_ms);
 		if (err)
 			return err;
 		r->count = min_t(u64, want, limit - base);
@@ -111,21 +143,22 @@ int idgen_lease_reserve(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
  * @lease:       the lease, found under RCU.
  * @now_ms:      the trusted time.
  * @max_lead_ms: the lead bound.
- * @wait_ms:     on -ETIME, how long until it would.
+ * @max_borrow_ms: the borrow bound, or IDGEN_BORROW_ANY.
+ * @wait_ms:     on -ETIME or -EAGAIN, how long until it would.
  *
  * Context: any; under rcu_read_lock().
  * Return: 0 or the errno idgen_lease_reserve() would give.
  */
 int idgen_lease_probe(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
-		      u64 *wait_ms)
+		      u32 max_borrow_ms, u64 *wait_ms)
 {
 	u64 tick = atomic64_read(&lease->next);
 	u64 base, limit;
 
 	if (tick == IDGEN_TICK_CLOSED)
 		return -ESTALE;
-	return idgen_lease_bounds(lease, tick, now_ms, max_lead_ms, &base,
-				  &limit, wait_ms);
+	return idgen_lease_bounds(lease, tick, now_ms, max_lead_ms,
+				  max_borrow_ms, &base, &limit, wait_ms);
 }
 
 /**

@@ -18,6 +18,10 @@
  *               IDGEN_TICK_CLOSED once the lease is revoked or replaced.
  * @valid_until: the fence, in ms; only moves forward while the lease lives.
  * @floor:       no ID under the lease carries a ms at or below it.
+ * @start_ms:    the first ms the lease may stamp without borrowing: one
+ *               above the floor, or above every ms the host used before;
+ *               the borrow bound counts from it when it lies ahead of the
+ *               clock.  Written by the admin path only.
  * @layout:      widths of the node and sequence fields.
  * @region:      the node's region.
  * @worker:      the node's worker.
@@ -27,13 +31,15 @@
  * @rcu:         frees the lease after readers are done with it.
  *
  * Readers find the lease under RCU and only ever compare-and-exchange
- * @next and read @valid_until.  Everything else is fixed while the lease is
- * published, except @floor, which only the admin path reads and writes.
+ * @next and read @valid_until and @start_ms.  Everything else is fixed
+ * while the lease is published, except @floor, which only the admin path
+ * reads and writes.
  */
 struct idgen_lease {
 	atomic64_t next;
 	atomic64_t valid_until;
 	u64 floor;
+	u64 start_ms;
 	struct idgen_layout layout;
 	u32 region;
 	u32 worker;
@@ -72,12 +78,15 @@ struct idgen_range {
 	u64 node_bits;
 };
 
+/* max_borrow_ms for no borrow bound: the clock is absorbing a step back. */
+#define IDGEN_BORROW_ANY	U32_MAX
+
 /* Reserve IDs, or tell why none can be had now (kernel-doc in lease.c). */
 int idgen_lease_reserve(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
-			u32 want, struct idgen_range *r, u64 *wait_ms,
-			u64 *borrowed_ms);
+			u32 max_borrow_ms, u32 want, struct idgen_range *r,
+			u64 *wait_ms, u64 *borrowed_ms);
 int idgen_lease_probe(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
-		      u64 *wait_ms);
+		      u32 max_borrow_ms, u64 *wait_ms);
 
 u64 idgen_lease_close(struct idgen_lease *lease);
 void idgen_lease_reopen(struct idgen_lease *lease, u64 next);

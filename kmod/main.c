@@ -24,6 +24,10 @@ static unsigned int max_lead_ms = 1000;
 module_param(max_lead_ms, uint, 0444);
 MODULE_PARM_DESC(max_lead_ms, "how far IDs may run ahead of the wall clock, in ms (1000)");
 
+static unsigned int max_borrow_ms = IDGEN_MAX_BORROW_MS_DEFAULT;
+module_param(max_borrow_ms, uint, 0444);
+MODULE_PARM_DESC(max_borrow_ms, "how far readers may push IDs ahead of a healthy wall clock by borrowing, in ms (10); at most max_lead_ms");
+
 static unsigned int max_step_ms = 1000;
 module_param(max_step_ms, uint, 0444);
 MODULE_PARM_DESC(max_step_ms, "largest forward wall-clock step followed without adoption, in ms (1000)");
@@ -71,6 +75,12 @@ static int __init idgen_init(void)
 		return -EINVAL;
 	}
 
+	if (!max_borrow_ms || max_borrow_ms > max_lead_ms) {
+		pr_err("max_borrow_ms=%u must be within 1..max_lead_ms (%u)\n",
+		       max_borrow_ms, max_lead_ms);
+		return -EINVAL;
+	}
+
 	if (!fence_near_ms || fence_near_ms > 3600000) {
 		pr_err("fence_near_ms=%u must be within 1..3600000\n",
 		       fence_near_ms);
@@ -81,6 +91,7 @@ static int __init idgen_init(void)
 	if (ret)
 		goto err_gen;
 	idgen_gen.fence_near_ms = fence_near_ms;
+	idgen_gen.max_borrow_ms = max_borrow_ms;
 	ret = idgen_netlink_init(&idgen_gen);
 	if (ret)
 		goto err_netlink;

@@ -195,7 +195,7 @@ static unsigned int clock_rig_read(struct kunit *test, struct clock_rig *r,
 	ev = idgen_clock_advance(&r->st, &r->p, &r->s, adopt, &r->trusted, &step);
 
 	now_ms = ns_to_id_ms(r->trusted);
-	err = idgen_lease_reserve(&r->lease, now_ms, MAX_LEAD_MS, 7, &range,
+	err = idgen_lease_reserve(&r->lease, now_ms, MAX_LEAD_MS, IDGEN_BORROW_ANY, 7, &range,
 				  &wait, &borrowed);
 	*mint_err = err;
 	if (err)

@@ -43,7 +43,7 @@ static int minter_fn(void *data)
 		want = 1 + get_random_u32_below(64);
 		want = min_t(size_t, want, MINT_IDS_PER_THREAD - m->n);
 		m->calls++;
-		if (idgen_gen_mint(m->gen, want, IDGEN_MINT_NOWAIT, &r)) {
+		if (idgen_gen_mint(m->gen, NULL, want, IDGEN_MINT_NOWAIT, &r)) {
 			m->refusals++;
 			cond_resched();
 			continue;
@@ -214,7 +214,7 @@ static int inflight_fn(void *data)
 	complete(&f->found);
 	while (!atomic_read(&f->go))
 		cpu_relax();
-	f->err = idgen_lease_reserve(lease, 0, 1000, 1, &r, &wait, &borrowed);
+	f->err = idgen_lease_reserve(lease, 0, 1000, IDGEN_BORROW_ANY, 1, &r, &wait, &borrowed);
 	rcu_read_unlock();
 	complete(&f->done);
 	while (!kthread_should_stop())

@@ -96,10 +96,10 @@ static void idgen_generator_test_lead_event_on_refusal_only(struct kunit *test)
 	args.valid_until_ms = now + 60000;
 	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(&rig->gen, &args), 0);
 
-	KUNIT_EXPECT_EQ(test, idgen_gen_mint(&rig->gen, 1, IDGEN_MINT_MORE, &r),
+	KUNIT_EXPECT_EQ(test, idgen_gen_mint(&rig->gen, NULL, 1, IDGEN_MINT_MORE, &r),
 			-ETIME);
 	KUNIT_EXPECT_EQ(test, rig->events[IDGEN_EVENT_LEAD_EXCEEDED], 0);
-	KUNIT_EXPECT_EQ(test, idgen_gen_mint(&rig->gen, 1, IDGEN_MINT_NOWAIT, &r),
+	KUNIT_EXPECT_EQ(test, idgen_gen_mint(&rig->gen, NULL, 1, IDGEN_MINT_NOWAIT, &r),
 			-ETIME);
 	KUNIT_EXPECT_EQ(test, rig->events[IDGEN_EVENT_LEAD_EXCEEDED], 1);
 	idgen_gen_revoke(&rig->gen);
@@ -190,7 +190,7 @@ static int delayed_minter_fn(void *arg)
 	wait_for_completion(&m->go);
 	m->minting_ms = wall_ms();
 	atomic_set(&m->minting, 1);
-	m->err = idgen_gen_mint(m->gen, 1, IDGEN_MINT_NOWAIT, &r);
+	m->err = idgen_gen_mint(m->gen, NULL, 1, IDGEN_MINT_NOWAIT, &r);
 	complete(&m->done);
 	return 0;
 }
@@ -213,16 +213,18 @@ static void idgen_generator_test_clock_read_again_after_delay(struct kunit *test
 
 	KUNIT_ASSERT_NOT_NULL(test, m);
 	/*
-	 * Stay on this CPU: moved to the minter's while spinning with
-	 * switch_lock held, this thread would never let it run.
+	 * Stay on this CPU until the spin below is over: moved onto the
+	 * minter's CPU, it would spin there with the lock held for ever.
 	 */
+	migrate_disable();
 	here = raw_smp_processor_id();
-	KUNIT_ASSERT_EQ(test, set_cpus_allowed_ptr(current, cpumask_of(here)), 0);
 	for_each_online_cpu(cpu)
 		if (cpu != here)
 			other = cpu;
-	if (other < 0)
+	if (other < 0) {
+		migrate_enable();
 		kunit_skip(test, "needs a second CPU");
+	}
 	args.valid_until_ms = wall_ms() + 60000;
 	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(&rig->gen, &args), 0);
 	m->gen = &rig->gen;
@@ -247,6 +249,7 @@ static void idgen_generator_test_clock_read_again_after_delay(struct kunit *test
 	idgen_lease_reopen(lease, max(next, (m->minting_ms + 250) <<
 				      lease->layout.seq_bits));
 	spin_unlock(&rig->gen.switch_lock);
+	migrate_enable();
 
 	wait_for_completion(&m->done);
 	KUNIT_EXPECT_EQ(test, m->err, 0);
@@ -260,7 +263,7 @@ static u64 mint_to_fence(struct kunit *test, struct gen_rig *rig)
 	u64 n = 0;
 	int err;
 
-	while (!(err = idgen_gen_mint(&rig->gen, 4096, IDGEN_MINT_NOWAIT, &r)))
+	while (!(err = idgen_gen_mint(&rig->gen, NULL, 4096, IDGEN_MINT_NOWAIT, &r)))
 		n += r.count;
 	KUNIT_EXPECT_EQ(test, err, -EKEYEXPIRED);
 	return n;

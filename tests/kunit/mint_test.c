@@ -31,7 +31,7 @@ static struct idgen_lease *mint_lease(struct kunit *test, u64 floor_ms,
 static int reserve(struct idgen_lease *l, u64 now, u32 want,
 		   struct idgen_range *r, u64 *wait, u64 *borrowed)
 {
-	return idgen_lease_reserve(l, now, LEAD, want, r, wait, borrowed);
+	return idgen_lease_reserve(l, now, LEAD, IDGEN_BORROW_ANY, want, r, wait, borrowed);
 }
 
 static void idgen_mint_test_overflow_borrows(struct kunit *test)
@@ -171,7 +171,7 @@ static void idgen_mint_test_time_exhausted(struct kunit *test)
 	 */
 	KUNIT_EXPECT_EQ(test, reserve(l, IDGEN_MS_MAX, 1, &r, &wait, &borrowed),
 			-EOVERFLOW);
-	KUNIT_EXPECT_EQ(test, idgen_lease_probe(l, IDGEN_MS_MAX, LEAD, &wait),
+	KUNIT_EXPECT_EQ(test, idgen_lease_probe(l, IDGEN_MS_MAX, LEAD, IDGEN_BORROW_ANY, &wait),
 			-EOVERFLOW);
 
 	/* Nor does a fence beyond the field change it. */
@@ -194,7 +194,7 @@ static void idgen_mint_test_closed(struct kunit *test)
 			101ULL);
 	KUNIT_EXPECT_EQ(test, reserve(l, 100, 1, &r, &wait, &borrowed), -ESTALE);
 	KUNIT_EXPECT_EQ(test, reserve(l, 500, 1, &r, &wait, &borrowed), -ESTALE);
-	KUNIT_EXPECT_EQ(test, idgen_lease_probe(l, 100, LEAD, &wait), -ESTALE);
+	KUNIT_EXPECT_EQ(test, idgen_lease_probe(l, 100, LEAD, IDGEN_BORROW_ANY, &wait), -ESTALE);
 
 	/* Closed with nothing minted: the last ms "used" is the floor. */
 	l = mint_lease(test, 99, 1000);

@@ -57,6 +57,8 @@ check "insmod $(basename "$module")" insmod "$module"
 
 # The kselftests print their own TAP; run-guest.sh's caller counts it.
 "$top/tests/selftests/idgen_test" || status=1
+# Greedy unprivileged readers against a blocking one.
+"$top/tests/selftests/fairness" || status=1
 
 # rmmod while a reader holds the device open: refused, reader unharmed.
 rmmod_while_open() {

@@ -46,8 +46,8 @@ for dir in "$dbg"/kunit/idgen_*; do
 		esac
 	done <"$dir/results"
 done
-[ "$suites" -eq 5 ] && ok "all 5 idgen KUnit suites ran" ||
-	not_ok "all 5 idgen KUnit suites ran (found $suites)"
+[ "$suites" -eq 6 ] && ok "all 6 idgen KUnit suites ran" ||
+	not_ok "all 6 idgen KUnit suites ran (found $suites)"
 rmmod idgen_kunit || not_ok "rmmod idgen_kunit"
 
 # Slab fault injection: fail the 1st, 2nd, ... slab allocation of the

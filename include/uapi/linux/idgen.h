@@ -28,9 +28,9 @@
  * host's generator returns is greater than every ID it returned before, on
  * any CPU, to any reader; one read() returns a strictly increasing batch.
  * A read may return fewer IDs than asked for (at the fence, at the clock's
- * lead bound, on a signal); IDs reserved but not delivered (a faulting
- * buffer, a signal) are never issued again.  The file has no position:
- * lseek() fails with ESPIPE.
+ * lead or borrow bound, at the file's share, on a signal); IDs reserved
+ * but not delivered (a faulting buffer, a signal) are never issued again.
+ * The file has no position: lseek() fails with ESPIPE.
  *
  * When no ID can be returned, read() fails with:
  *
@@ -41,14 +41,16 @@
  *   ETIME        the clock is behind: the next ID would carry a millisecond
  *                more than max_lead_ms ahead of the trusted wall clock (the
  *                wall clock was stepped back, or a floor lies ahead), and
- *                waiting for it would take more than a few milliseconds.
- *                Retry once the wall clock has caught up.
+ *                waiting for it would take more than a few milliseconds, or
+ *                a blocking reader waited for it a second in all.  Retry
+ *                once the wall clock has caught up.  Never the answer to
+ *                readers merely outrunning the node (see FAIRNESS).
  *   EAGAIN       the file is non-blocking and the read would have to wait
- *                a few milliseconds for the clock.  This is how readers
- *                that together outrun the node's ceiling (2^seq_bits IDs
- *                per ms) are held to it once the lead bound is used up; a
- *                blocking reader sleeps instead (up to a second in all,
- *                then ETIME).
+ *                for the clock: the readers outran the node's ceiling
+ *                (the borrow bound), this file used its share of the
+ *                current millisecond, or the clock is a few milliseconds
+ *                short of the lead bound.  poll() and retry; a blocking
+ *                reader sleeps instead.
  *   EOVERFLOW    the time field is exhausted: the next millisecond does not
  *                fit in 41 bits, whatever the lease's fence (renewing
  *                cannot help).  Never returned before 2095-09-07.
@@ -68,7 +70,8 @@
  * CLOCK_MONOTONIC_RAW (plus time spent suspended).  It never goes back.
  * When the wall clock steps back, the generator keeps stamping its last
  * millisecond, borrowing the next one when the sequence runs out, while it
- * stays within max_lead_ms of the wall clock (then ETIME).  When the wall
+ * stays within max_lead_ms of the wall clock (then ETIME).  On a healthy
+ * clock borrowing stops at max_borrow_ms (see FAIRNESS).  When the wall
  * clock jumps forward by more than max_step_ms beyond the elapsed
  * monotonic-raw time, the generator does not follow: it goes on at the
  * monotonic-raw rate until the step is adopted (IDGEN_LEASE_CLOCK_SYNCED on
@@ -77,6 +80,32 @@
  * judged as a step of its own).  NTP slew, up to 500 ppm, is credited for
  * at most a minute since the clock was last read, and the module reads it
  * every ten seconds from load to unload, lease or not, idle or not.
+ *
+ * FAIRNESS
+ * --------
+ *
+ * Any local user may read, so no reader may take the node for itself:
+ *
+ *   - the borrow bound: while the clock is healthy, readers that run a
+ *     sequence out may push the stamped millisecond at most max_borrow_ms
+ *     (module parameter, 10 by default, at most max_lead_ms) ahead of the
+ *     trusted wall clock, or of the lease's first millisecond when its
+ *     floor lies ahead.  The rest of a millisecond already begun is still
+ *     served.  While a step back is being absorbed (the clock reads below
+ *     the highest millisecond it read before), only max_lead_ms applies.
+ *   - the share: each open file takes at most a quarter of a millisecond's
+ *     sequence space (2^seq_bits / 4 IDs, 1,024 with 12 bits) per
+ *     millisecond of the clock, however many threads or processes read
+ *     through it.
+ *
+ * Both are throttles, lifted by the clock moving on: a blocking read that
+ * meets one sleeps, a millisecond or a few at a time, until it gets IDs
+ * (a signal ends the sleep: EINTR, or the IDs read so far); a non-blocking
+ * one fails with EAGAIN and pollers are woken when it would succeed.  So a
+ * greedy reader gets at most its share per millisecond and cannot make
+ * the others wait long, nor be refused.  A big blocking read is served a
+ * share at a time, 2^seq_bits / 4 IDs per millisecond; a non-blocking one
+ * returns the IDs it got.
  *
  * THE LEASE
  * ---------
@@ -167,7 +196,9 @@ struct idgen_lease_args {
  * @flags:            IDGEN_STATE_* bits.
  * @region:           the lease's region.
  * @worker:           the lease's worker.
- * @max_lead_ms:      how far IDs may run ahead of the wall clock.
+ * @max_lead_ms:      how far IDs may run ahead of the wall clock (a step
+ *                    back; borrowing on a healthy clock stops at the
+ *                    max_borrow_ms module parameter, see FAIRNESS).
  * @max_step_ms:      the largest forward step followed without adoption.
  * @region_bits:      the layout in force (the lease's, else the default).
  * @worker_bits:      see @region_bits.
