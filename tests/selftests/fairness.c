@@ -39,8 +39,13 @@
 #define BORROW_DEFAULT_MS	10
 /* Sampling races the reader: a ms or two either way. */
 #define LEAD_SLACK_MS	3
-/* Generous: TCG on a loaded host; never being refused is the real test. */
-#define P99_BOUND_MS	200
+/*
+ * A bound, not a goal: that the blocking reader's wait is bounded at all.
+ * Under emulation on a loaded host its p99 ranged from 20 ms to 1 s in
+ * runs of one module, with the spinners hogging both vCPUs; the printed
+ * figure is for reading, never being refused and the lead are the test.
+ */
+#define P99_BOUND_MS	5000
 
 #define BORROW_PARAM	"/sys/module/idgen/parameters/max_borrow_ms"
 
