@@ -117,13 +117,16 @@ check "synchronised: idgend claims w9" wait_log host-a 'lease claimed: r0/w9,' 3
 # window of microseconds): then thaw it and look again.  The freeze lasts
 # two reads, well inside the 10 s lease.
 module_holds_etcd_fence() {
-	local t w m e
+	local t wm w m e
 	for ((t = 0; t < 5; t++)); do
 		kill -STOP "${PID[host-a]}"
-		read -r w m < <("$idgenctl" status --json | /usr/bin/python3 -c '
+		# No process substitution: the guest's /dev has no /dev/fd.
+		wm=$("$idgenctl" status --json | /usr/bin/python3 -c '
 import json, sys
 l = json.load(sys.stdin)["lease"] or {}
 print(l.get("worker"), l.get("valid_until_ms"))')
+		w=${wm% *}
+		m=${wm#* }
 		e=$(record 9 valid_until_ms)
 		kill -CONT "${PID[host-a]}"
 		[ "$w" = 9 ] && [ "$m" = "$e" ] && return 0
