@@ -18,7 +18,7 @@ out=$top/build/model
 
 model=$here/lease.pml
 # COLLAPSE: exact, compressed state storage.  SAFETY: assertions only.
-cflags=(-O2 -w -DSAFETY -DCOLLAPSE -DMEMLIM=4096)
+cflags=(-O2 -w -DSAFETY -DCOLLAPSE -DMEMLIM=8192)
 
 echo "TAP version 13"
 if ! command -v spin >/dev/null; then
@@ -101,6 +101,7 @@ mkdir -p "$out"
 # counts and says why the bounds are what they are.
 protocol zombies "zombies, expiry, lost answers (T=2)" -DT=2 -DRESTARTS=0 -DNO_LATE -DNO_STEPS
 protocol late "late and duplicate deliveries (T=1)" -DT=1 -DRESTARTS=0 -DNO_STEPS
+protocol restarts "2 restarts: idgend restarts and reboots (T=1)" -DT=1 -DRESTARTS=2 -DNO_LATE -DNO_STEPS
 
 # The mutants, each in the smallest configuration that shows it.
 mutant NAME_ONLY 3000000 -DT=1 -DRESTARTS=0 -DNO_LATE -DNO_STEPS
