@@ -662,21 +662,15 @@ void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st)
 	const struct idgen_layout *layout = &gen->layout;
 	struct idgen_lease *lease;
 	s64 trusted, wall;
-	u64 last;
+	u64 last, next;
 
 	memset(st, 0, sizeof(*st));
-	trusted = idgen_clock_read(gen, false, &wall);
-	st->now_ms = idgen_ns_to_ms(trusted);
-	st->wall_ms = idgen_ns_to_ms(wall);
-	st->held_step_ms = idgen_clock_held_ms(&gen->clock);
-	if (st->held_step_ms)
-		st->flags |= IDGEN_STATE_CLOCK_HELD;
 	st->max_lead_ms = gen->max_lead_ms;
 	st->max_step_ms = div_u64(gen->clock.params.max_step_ns, NSEC_PER_MSEC);
 
 	mutex_lock(&gen->admin_lock);
 	last = gen->last_ms;
-	st->next_ms = max(last + 1, st->now_ms);
+	next = last + 1;
 	lease = rcu_dereference_protected(gen->lease,
 					  lockdep_is_held(&gen->admin_lock));
 	if (lease) {
@@ -684,8 +678,7 @@ void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st)
 
 		layout = &lease->layout;
 		last = max(last, idgen_lease_last_ms(tick, layout->seq_bits));
-		st->next_ms = max(idgen_tick_ms(tick, layout->seq_bits),
-				  st->now_ms);
+		next = idgen_tick_ms(tick, layout->seq_bits);
 		st->flags |= IDGEN_STATE_LEASED;
 		st->floor_ms = lease->floor;
 		st->valid_until_ms = atomic64_read(&lease->valid_until);
@@ -697,6 +690,19 @@ void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st)
 	st->worker_bits = layout->worker_bits;
 	st->seq_bits = layout->seq_bits;
 	mutex_unlock(&gen->admin_lock);
+
+	/*
+	 * The clock after the state word: a caller preempted in between,
+	 * while others mint, sees the generator's lead over the clock as
+	 * less than it was, never more.
+	 */
+	trusted = idgen_clock_read(gen, false, &wall);
+	st->now_ms = idgen_ns_to_ms(trusted);
+	st->wall_ms = idgen_ns_to_ms(wall);
+	st->next_ms = max(next, st->now_ms);
+	st->held_step_ms = idgen_clock_held_ms(&gen->clock);
+	if (st->held_step_ms)
+		st->flags |= IDGEN_STATE_CLOCK_HELD;
 
 	st->ids = idgen_stat_sum(gen, IDGEN_STAT_IDS);
 	st->reads = idgen_stat_sum(gen, IDGEN_STAT_READS);

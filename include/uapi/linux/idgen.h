@@ -190,6 +190,8 @@ struct idgen_lease_args {
  * @last_ms:          the highest millisecond the host has stamped or fenced
  *                    off (a floor or a revoke) since the module was loaded.
  * @next_ms:          the millisecond the next ID would carry at the earliest.
+ *                    The clock is read after the generator's state, so
+ *                    next_ms - now_ms never shows more lead than there was.
  * @floor_ms:         the lease's floor (0 without a lease).
  * @valid_until_ms:   the lease's fence (0 without a lease).
  * @held_step_ms:     size of a forward wall-clock step not yet adopted.
