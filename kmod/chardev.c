@@ -225,6 +225,7 @@ static int idgen_open(struct inode *inode, struct file *file)
 		return -ENOMEM;
 	f->gen = dev->gen;
 	atomic64_set(&f->share.word, 0);
+	atomic64_set(&f->share.wait, 0);
 	file->private_data = f;
 	/* IDs have no position: no seeking, no pread(). */
 	return stream_open(inode, file);
@@ -232,6 +233,7 @@ static int idgen_open(struct inode *inode, struct file *file)
 
 static int idgen_release(struct inode *inode, struct file *file)
 {
+	idgen_gen_share_closed(idgen_file_gen(file), idgen_file_share(file));
 	kfree(file->private_data);
 	return 0;
 }

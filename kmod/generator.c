@@ -67,15 +67,31 @@ static u32 idgen_gen_borrow_bound(struct idgen_gen *gen, u64 *now_ms)
 }
 
 /*
+ * The borrow bound for a reader holding @share (NULL for none): one ms
+ * short of max_borrow_ms while another file's wait is the oldest
+ * (share.h).  Absorbing a step back, there is no borrow bound to shorten.
+ */
+static u32 idgen_gen_share_bound(struct idgen_gen *gen,
+				 struct idgen_share *share, u64 now_ms,
+				 u32 max_borrow_ms)
+{
+	if (max_borrow_ms == IDGEN_BORROW_ANY)
+		return max_borrow_ms;
+	return idgen_wait_bound(&gen->oldest_wait, share, now_ms,
+				max_borrow_ms);
+}
+
+/*
  * Reserve up to @want IDs of @lease for a reader holding @share (NULL for
  * none): the file's share first, then the IDs, and what was not reserved
  * goes back to the share.  -EAGAIN with *wait_ms = 1 when the share of
- * this ms is used up.
+ * this ms is used up.  A first batch the borrow bound refuses begins or
+ * goes on with the file's wait; IDs end it.
  */
 static int idgen_gen_reserve(struct idgen_gen *gen, struct idgen_lease *lease,
 			     struct idgen_share *share, u64 now_ms,
-			     u32 max_borrow_ms, u32 want, struct idgen_range *r,
-			     u64 *wait_ms, u64 *borrowed)
+			     u32 max_borrow_ms, u32 want, bool more,
+			     struct idgen_range *r, u64 *wait_ms, u64 *borrowed)
 {
 	u32 n = want;
 	int err;
@@ -90,9 +106,16 @@ static int idgen_gen_reserve(struct idgen_gen *gen, struct idgen_lease *lease,
 		}
 	}
 	err = idgen_lease_reserve(lease, now_ms, gen->max_lead_ms,
-				  max_borrow_ms, n, r, wait_ms, borrowed);
-	if (share)
-		idgen_share_give_back(share, now_ms, err ? n : n - r->count);
+				  idgen_gen_share_bound(gen, share, now_ms,
+							max_borrow_ms),
+				  n, r, wait_ms, borrowed);
+	if (!share)
+		return err;
+	idgen_share_give_back(share, now_ms, err ? n : n - r->count);
+	if (!err)
+		idgen_wait_over(&gen->oldest_wait, share);
+	else if (err == -EAGAIN && !more && max_borrow_ms != IDGEN_BORROW_ANY)
+		idgen_wait_refused(&gen->oldest_wait, share, now_ms);
 	return err;
 }
 
@@ -237,7 +260,8 @@ again:
 		 */
 		fence = atomic64_read(&lease->valid_until);
 		err = idgen_gen_reserve(gen, lease, share, now_ms,
-					max_borrow_ms, want, r, &wait_ms,
+					max_borrow_ms, want,
+					flags & IDGEN_MINT_MORE, r, &wait_ms,
 					&borrowed);
 		if (err != -ESTALE)
 			break;
@@ -377,7 +401,10 @@ int idgen_gen_probe(struct idgen_gen *gen, struct idgen_share *share)
 			break;
 		}
 		err = idgen_lease_probe(lease, now_ms, gen->max_lead_ms,
-					max_borrow_ms, &wait_ms);
+					idgen_gen_share_bound(gen, share,
+							      now_ms,
+							      max_borrow_ms),
+					&wait_ms);
 		/*
 		 * A closed lease: a switch is under way, and one refused
 		 * reopens the old lease without a lease change to wake
@@ -392,6 +419,21 @@ int idgen_gen_probe(struct idgen_gen *gen, struct idgen_share *share)
 	if (err == -ETIME || err == -EAGAIN)
 		idgen_gen_arm_poll(gen, wait_ms);
 	return err;
+}
+
+/**
+ * idgen_gen_share_closed() - the file holding @share is closed
+ * @gen:   the generator.
+ * @share: the file's share.
+ *
+ * A wait of a closed file is over: the priority passes on at once rather
+ * than when it lapses.
+ *
+ * Context: any.
+ */
+void idgen_gen_share_closed(struct idgen_gen *gen, struct idgen_share *share)
+{
+	idgen_wait_over(&gen->oldest_wait, share);
 }
 
 static int idgen_lease_args_check(struct idgen_gen *gen,
@@ -756,6 +798,8 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 	gen->max_lead_ms = max_lead_ms;
 	gen->max_borrow_ms = min_t(u32, IDGEN_MAX_BORROW_MS_DEFAULT, max_lead_ms);
 	atomic64_set(&gen->clock_high_ms, 0);
+	atomic64_set(&gen->oldest_wait.since, 0);
+	atomic64_set(&gen->oldest_wait.until, 0);
 	init_waitqueue_head(&gen->wait);
 	timer_setup(&gen->poll_timer, idgen_poll_timer_fn, 0);
 	INIT_DELAYED_WORK(&gen->clock_refresh, idgen_clock_refresh_fn);

@@ -90,6 +90,7 @@ struct idgen_gen {
 	u32 max_lead_ms;
 	u32 max_borrow_ms;
 	atomic64_t clock_high_ms;
+	struct idgen_oldest_wait oldest_wait;
 	struct idgen_stats __percpu *stats;
 	wait_queue_head_t wait;
 	struct timer_list poll_timer;
@@ -118,6 +119,7 @@ void idgen_gen_uninit(struct idgen_gen *gen);
 int idgen_gen_mint(struct idgen_gen *gen, struct idgen_share *share, u32 want,
 		   unsigned int flags, struct idgen_range *r);
 int idgen_gen_probe(struct idgen_gen *gen, struct idgen_share *share);
+void idgen_gen_share_closed(struct idgen_gen *gen, struct idgen_share *share);
 int idgen_gen_set_lease(struct idgen_gen *gen,
 			const struct idgen_lease_args *args);
 u64 idgen_gen_revoke(struct idgen_gen *gen);

@@ -12,6 +12,22 @@
  * The count lives in one word per file, taken before the IDs are reserved
  * and given back when fewer were, so readers of one file sharing it
  * (threads, forks) are held to the share together.
+ *
+ * Shares alone cannot keep a reader from waiting forever: five greedy
+ * files ask for more than a millisecond holds, and a reader that sleeps
+ * for the clock wakes to find the millisecond it waited for taken by
+ * those that spin.  So the generator also remembers the oldest wait: the
+ * file the borrow bound has refused for longest.  While that wait lasts,
+ * every other file may borrow one millisecond less, so the millisecond
+ * the clock opens next is left to it.  Waits are told apart by the
+ * millisecond of their first refusal; two that began in the same one
+ * share the priority.  A wait is renewed by each refusal and lapses
+ * IDGEN_WAIT_HOLD_MS after the last, so a reader that stopped asking
+ * (stopped, killed, gone to do other work) hands the priority on.
+ *
+ * All of this is policy: a stale or racing view of it only changes who
+ * gets the next IDs, never which IDs exist, since every reservation is
+ * one compare-and-exchange on the lease's state word (lease.c).
  */
 #include <linux/atomic.h>
 #include <linux/bits.h>
@@ -26,10 +42,26 @@
  * @word: the millisecond (low 32 bits) above the count of IDs taken in it.
  *        A millisecond 2^32 ms (49 days) old that matches by its low bits
  *        can only make the file wait once more: never more IDs.
+ * @wait: 1 + the millisecond the borrow bound first refused the file in,
+ *        since it last got IDs; 0 while it is not waiting.
  */
 struct idgen_share {
 	atomic64_t word;
+	atomic64_t wait;
 };
+
+/**
+ * struct idgen_oldest_wait - the file the borrow bound refused for longest
+ * @since: its idgen_share.wait, 0 for none.
+ * @until: the millisecond the priority lapses at unless renewed.
+ */
+struct idgen_oldest_wait {
+	atomic64_t since;
+	atomic64_t until;
+};
+
+/* An oldest wait with no refusal for this long hands the priority on. */
+#define IDGEN_WAIT_HOLD_MS	100
 
 static inline u32 idgen_share_quota(u8 seq_bits)
 {
@@ -77,6 +109,78 @@ static inline void idgen_share_give_back(struct idgen_share *share, u64 now_ms,
 		if (!n || idgen_share_used(old, now_ms) < n)
 			return;
 	} while (!atomic64_try_cmpxchg(&share->word, &old, old - n));
+}
+
+/**
+ * idgen_wait_bound() - the borrow bound for a reader holding @share
+ * @oldest:        the generator's oldest wait.
+ * @share:         the reader's file's share, or NULL for none.
+ * @now_ms:        the trusted clock's millisecond.
+ * @max_borrow_ms: the bound for all, at least 1.
+ *
+ * Return: @max_borrow_ms for the oldest wait, or when there is none or it
+ * lapsed; one millisecond less for everyone else.
+ */
+static inline u32 idgen_wait_bound(struct idgen_oldest_wait *oldest,
+				   struct idgen_share *share, u64 now_ms,
+				   u32 max_borrow_ms)
+{
+	s64 since = atomic64_read(&oldest->since);
+
+	if (!since || !max_borrow_ms ||
+	    (share && atomic64_read(&share->wait) == since) ||
+	    now_ms >= (u64)atomic64_read(&oldest->until))
+		return max_borrow_ms;
+	return max_borrow_ms - 1;
+}
+
+/**
+ * idgen_wait_refused() - the borrow bound refused a reader holding @share
+ * @oldest: the generator's oldest wait.
+ * @share:  the reader's file's share.
+ * @now_ms: the trusted clock's millisecond.
+ *
+ * Begins the file's wait at its first refusal, and makes it the oldest
+ * wait when it is older than the one there, or that one lapsed.
+ */
+static inline void idgen_wait_refused(struct idgen_oldest_wait *oldest,
+				      struct idgen_share *share, u64 now_ms)
+{
+	s64 mine = 0, since;
+
+	/* Threads of one file share its wait: the first refusal starts it. */
+	if (atomic64_try_cmpxchg(&share->wait, &mine, now_ms + 1))
+		mine = now_ms + 1;
+
+	since = atomic64_read(&oldest->since);
+	do {
+		if (since == mine)
+			break;
+		if (since && since < mine &&
+		    now_ms < (u64)atomic64_read(&oldest->until))
+			return;
+	} while (!atomic64_try_cmpxchg(&oldest->since, &since, mine));
+	atomic64_set(&oldest->until, now_ms + IDGEN_WAIT_HOLD_MS);
+}
+
+/**
+ * idgen_wait_over() - a reader holding @share got IDs, or closed the file
+ * @oldest: the generator's oldest wait.
+ * @share:  the file's share.
+ *
+ * Ends the file's wait, and the priority with it if it held it.
+ */
+static inline void idgen_wait_over(struct idgen_oldest_wait *oldest,
+				   struct idgen_share *share)
+{
+	s64 mine;
+
+	/* Read first: on the hot path, a reader never refused, no write. */
+	if (!atomic64_read(&share->wait))
+		return;
+	mine = atomic64_xchg(&share->wait, 0);
+	if (mine)
+		atomic64_cmpxchg(&oldest->since, mine, 0);
 }
 
 #endif /* _IDGEN_SHARE_H */

@@ -133,6 +133,12 @@ static void idgen_fair_test_borrow_follows_clock(struct kunit *test)
 	}
 }
 
+static void share_init(struct idgen_share *share)
+{
+	atomic64_set(&share->word, 0);
+	atomic64_set(&share->wait, 0);
+}
+
 /* A step of the share table: take (or give back) at @now_ms. */
 struct share_step {
 	bool give;
@@ -196,7 +202,7 @@ static void idgen_fair_test_share(struct kunit *test)
 	struct idgen_share share;
 	int i;
 
-	atomic64_set(&share.word, 0);
+	share_init(&share);
 	KUNIT_ASSERT_EQ(test, idgen_share_quota(c->seq_bits), c->quota);
 	for (i = 0; i < c->nsteps; i++) {
 		const struct share_step *s = &c->steps[i];
@@ -211,10 +217,127 @@ static void idgen_fair_test_share(struct kunit *test)
 	}
 }
 
+/* Who holds the priority, and how it passes on. */
+static void idgen_fair_test_oldest_wait(struct kunit *test)
+{
+	struct idgen_oldest_wait o;
+	struct idgen_share a, b, c;
+
+	atomic64_set(&o.since, 0);
+	atomic64_set(&o.until, 0);
+	share_init(&a);
+	share_init(&b);
+	share_init(&c);
+
+	/* No wait: the full bound for everyone. */
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 100, BORROW), BORROW);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, NULL, 100, BORROW), BORROW);
+
+	/* A refused at 100: its wait is the oldest, the others borrow less. */
+	idgen_wait_refused(&o, &a, 100);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &a, 100, BORROW), BORROW);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 100, BORROW), BORROW - 1);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, NULL, 100, BORROW), BORROW - 1);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 100, 1), 0U);
+
+	/* B's younger wait does not take it; A's refusals renew it. */
+	idgen_wait_refused(&o, &b, 101);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 101, BORROW), BORROW - 1);
+	idgen_wait_refused(&o, &a, 150);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 150 + IDGEN_WAIT_HOLD_MS - 1,
+					       BORROW), BORROW - 1);
+
+	/* Unrenewed, it lapses: B's wait takes over, until A's comes back. */
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 150 + IDGEN_WAIT_HOLD_MS,
+					       BORROW), BORROW);
+	idgen_wait_refused(&o, &b, 150 + IDGEN_WAIT_HOLD_MS);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 251, BORROW), BORROW);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &a, 251, BORROW), BORROW - 1);
+	idgen_wait_refused(&o, &a, 251);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &a, 251, BORROW), BORROW);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 251, BORROW), BORROW - 1);
+
+	/* A served: no priority; B's wait, begun at 101, is the next. */
+	idgen_wait_over(&o, &a);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&a.wait), 0LL);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 252, BORROW), BORROW);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &c, 252, BORROW), BORROW);
+	idgen_wait_refused(&o, &c, 252);
+	idgen_wait_refused(&o, &b, 253);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 253, BORROW), BORROW);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &c, 253, BORROW), BORROW - 1);
+
+	/* A file that is not the oldest ends its wait: nothing changes. */
+	idgen_wait_over(&o, &c);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &c, 254, BORROW), BORROW - 1);
+	/* B closed: the priority is free at once, not after it lapses. */
+	idgen_wait_over(&o, &b);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &c, 254, BORROW), BORROW);
+}
+
+/* A reservation by a reader holding @share, under the oldest wait @o. */
+static int take(struct idgen_lease *l, struct idgen_oldest_wait *o,
+		struct idgen_share *share, u64 now, u32 want,
+		struct idgen_range *r)
+{
+	u64 wait, borrowed;
+
+	return idgen_lease_reserve(l, now, LEAD,
+				   idgen_wait_bound(o, share, now, BORROW),
+				   want, r, &wait, &borrowed);
+}
+
+/*
+ * A greedy reader fills the borrow window first thing every millisecond,
+ * before a refused one gets to ask again: the refused one still gets the
+ * millisecond the clock opens next, and the greedy one the rest of it.
+ */
+static void idgen_fair_test_oldest_wait_is_served(struct kunit *test)
+{
+	struct idgen_lease *l = kunit_kzalloc(test, sizeof(*l), GFP_KERNEL);
+	struct idgen_share greedy, waiter;
+	struct idgen_oldest_wait o;
+	struct idgen_range r;
+	u64 now;
+
+	KUNIT_ASSERT_NOT_NULL(test, l);
+	l->layout = (struct idgen_layout){ 3, 7, SEQ_BITS };
+	atomic64_set(&l->next, TICK(NOW, 0));
+	atomic64_set(&l->valid_until, IDGEN_MS_MAX + 1);
+	atomic64_set(&o.since, 0);
+	atomic64_set(&o.until, 0);
+	share_init(&greedy);
+	share_init(&waiter);
+
+	/* The greedy reader takes the whole window; the waiter is refused. */
+	KUNIT_ASSERT_EQ(test, take(l, &o, &greedy, NOW, U32_MAX, &r), 0);
+	KUNIT_ASSERT_EQ(test, take(l, &o, &waiter, NOW, 1, &r), -EAGAIN);
+	idgen_wait_refused(&o, &waiter, NOW);
+
+	for (now = NOW + 1; now < NOW + 20; now++) {
+		/* First thing in the ms, the greedy reader finds nothing... */
+		KUNIT_EXPECT_EQ(test, take(l, &o, &greedy, now, U32_MAX, &r),
+				-EAGAIN);
+		/* ... and the waiter gets the ms the clock opened. */
+		KUNIT_ASSERT_EQ(test, take(l, &o, &waiter, now, 1, &r), 0);
+		KUNIT_EXPECT_EQ(test, r.first, TICK(now + BORROW, 0));
+		idgen_wait_over(&o, &waiter);
+		/* The rest of that ms is the greedy reader's... */
+		KUNIT_ASSERT_EQ(test, take(l, &o, &greedy, now, U32_MAX, &r), 0);
+		KUNIT_EXPECT_EQ(test, r.first + r.count,
+				TICK(now + BORROW + 1, 0));
+		/* ... and the waiter, back for more, waits once again. */
+		KUNIT_ASSERT_EQ(test, take(l, &o, &waiter, now, 1, &r), -EAGAIN);
+		idgen_wait_refused(&o, &waiter, now);
+	}
+}
+
 static struct kunit_case idgen_fair_test_cases[] = {
 	KUNIT_CASE_PARAM(idgen_fair_test_borrow_bound, borrow_gen_params),
 	KUNIT_CASE(idgen_fair_test_borrow_follows_clock),
 	KUNIT_CASE_PARAM(idgen_fair_test_share, share_gen_params),
+	KUNIT_CASE(idgen_fair_test_oldest_wait),
+	KUNIT_CASE(idgen_fair_test_oldest_wait_is_served),
 	{}
 };
 

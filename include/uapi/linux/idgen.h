@@ -97,13 +97,21 @@
  *     sequence space (2^seq_bits / 4 IDs, 1,024 with 12 bits) per
  *     millisecond of the clock, however many threads or processes read
  *     through it.
+ *   - the oldest wait: when readers together ask for more than the node
+ *     holds, the open file the borrow bound has refused for longest (since
+ *     it last got IDs) is served first: while its wait lasts, every other
+ *     file may borrow one millisecond less, so the millisecond the clock
+ *     opens next is left to it.  Its wait lasts while it keeps asking: it
+ *     lapses 100 ms after its last refusal, or ends when it gets IDs or
+ *     the file is closed.
  *
  * Both are throttles, lifted by the clock moving on: a blocking read that
  * meets one sleeps, a millisecond or a few at a time, until it gets IDs
  * (a signal ends the sleep: EINTR, or the IDs read so far); a non-blocking
  * one fails with EAGAIN and pollers are woken when it would succeed.  So a
- * greedy reader gets at most its share per millisecond and cannot make
- * the others wait long, nor be refused.  A big blocking read is served a
+ * greedy reader gets at most its share per millisecond, however many
+ * files it opens cannot make a patient reader wait for more than the
+ * readers that waited longer, and no reader is refused.  A big blocking read is served a
  * share at a time, 2^seq_bits / 4 IDs per millisecond; a non-blocking one
  * returns the IDs it got.
  *
