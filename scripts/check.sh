@@ -39,6 +39,8 @@ passed=0
 failed=0
 skipped=0
 failures=()
+details=$logs/failed-tests.txt
+: >"$details"
 
 pass() { passed=$((passed + 1)); echo "ok - $1"; }
 fail() { failed=$((failed + 1)); failures+=("$1"); echo "not ok - $1"; }
@@ -77,6 +79,18 @@ tap() {
 			;;
 		esac
 	done < <(tr -d '\r' <"$log" | grep -E '^(\[[ 0-9.]+\] )?(# )?(not )?ok [0-9]+ ' | grep -v '^# ')
+	# What each failed test said before failing, for the run's last lines.
+	tr -d '\r' <"$log" | awk -v name="$name" '
+		/^(\[[ 0-9.]+\] )?(not )?ok [0-9]+ / {
+			if ($0 ~ /not ok/) {
+				print "  " name ": " $0
+				for (i = 0; i < n; i++) print "    " said[i]
+			}
+			n = 0
+			next
+		}
+		/^#/ { if (n == 12) { for (i = 1; i < n; i++) said[i - 1] = said[i]; n-- } said[n++] = $0 }
+	' >>"$details"
 	if [ "$rc" -ne 0 ]; then
 		grep -v '^\[' "$log" | tail -n 40 | sed 's/^/#   /'
 		fail "$name: exited $rc (log: ${log#"$top"/})"
@@ -182,6 +196,10 @@ if [ ${#kernels[@]} -gt 0 ]; then
 fi
 
 echo
+if [ -s "$details" ]; then
+	echo "what the failed tests said:"
+	cat "$details"
+fi
 if [ "$failed" -gt 0 ]; then
 	echo "failed:"
 	printf '  %s\n' "${failures[@]}"
