@@ -1,15 +1,17 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# build-kunit.sh: build the debug kernel if needed (build-debug-kernel.sh),
-# then, against it, idgen.ko (build/debug/kmod/idgen.ko) and the KUnit
-# suites linked with the module's objects (build/debug/idgen_kunit.ko).
-# Prints the path of the kernel image.
+# build-kunit.sh [SUITE]: build the debug kernel if needed
+# (build-debug-kernel.sh, from Debian 12's 6.12 source, or SUITE's newest
+# source), then, against it, idgen.ko (build/debug/idgen.ko, or
+# build/debug-SUITE/idgen.ko) and the KUnit suites linked with the
+# module's objects (idgen_kunit.ko beside it).  Prints the path of the
+# kernel image.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-tree=$("$top/scripts/build-debug-kernel.sh")
-out=$top/build/debug
+tree=$("$top/scripts/build-debug-kernel.sh" ${1:+"$1"})
+out=$top/build/debug${1:+-$1}
 
 rm -rf "$out"
 mkdir -p "$out/module" "$out/kunit"

@@ -1,9 +1,16 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# fetch-kernels.sh [NAME...] | --list: download and unpack the Debian kernels of the
-# test matrix that this Debian 12 machine's own apt sources do not carry,
-# without touching those sources or installing anything.
+# fetch-kernels.sh [NAME...] | --list | --source SUITE: download and unpack
+# the Debian kernels of the test matrix that this Debian 12 machine's own
+# apt sources do not carry, without touching those sources or installing
+# anything.
+#
+# --source SUITE downloads instead the kernel source of SUITE (bookworm,
+# trixie or sid): the package linux-source of that suite names the current
+# linux-source-X.Y, whose tarball is unpacked from it into
+# $IDGEN_CACHE/sources/SUITE and its path printed (scripts/build-debug-kernel.sh
+# builds the debug kernel from it).
 #
 # NAMEs (default: all of them; --list prints them):
 #   bookworm-rt     Debian 12's PREEMPT_RT 6.1         guest, built here
@@ -68,14 +75,26 @@ die() {
 	exit 1
 }
 
-if [ "${1:-}" = --list ]; then
+source_suite=
+case ${1:-} in
+--list)
 	printf '%s\n' "${order[@]}"
 	exit 0
-fi
-[ $# -gt 0 ] || set -- "${order[@]}"
-for name in "$@"; do
-	[ -n "${matrix[$name]:-}" ] || die "unknown kernel '$name' (known: ${order[*]})"
-done
+	;;
+--source)
+	source_suite=${2:-}
+	case $source_suite in
+	bookworm | trixie | sid) ;;
+	*) die "--source takes bookworm, trixie or sid, not '$source_suite'" ;;
+	esac
+	;;
+*)
+	[ $# -gt 0 ] || set -- "${order[@]}"
+	for name in "$@"; do
+		[ -n "${matrix[$name]:-}" ] || die "unknown kernel '$name' (known: ${order[*]})"
+	done
+	;;
+esac
 for tool in apt-get dpkg-deb depmod; do
 	command -v "$tool" >/dev/null || die "$tool not found"
 done
@@ -253,6 +272,31 @@ fetch() {
 	echo "$dir/kernel.env"
 }
 
+# fetch_source SUITE: the suite's newest kernel source tarball, unpacked
+# once per version; prints its path.
+fetch_source() {
+	local suite=$1 meta src deb dir tarball
+	meta=$(download "linux-source/$suite")
+	src=$(depends "$meta" "^linux-source-[0-9]")
+	[ -n "$src" ] || die "$meta names no linux-source-X.Y package"
+	dir=$cache/sources/$suite
+	deb=$(download "$src/$suite")
+	tarball=$dir/$(dpkg-deb -f "$deb" Package)_$(dpkg-deb -f "$deb" Version)/usr/src/$src.tar.xz
+	if [ ! -f "$tarball" ]; then
+		echo "$suite: $src $(dpkg-deb -f "$deb" Version)" >&2
+		rm -rf "$dir"
+		mkdir -p "$dir"
+		dpkg-deb -x "$deb" "${tarball%/usr/src/*}"
+		[ -f "$tarball" ] || die "$deb holds no usr/src/$src.tar.xz"
+	fi
+	rm -rf "$apt_dir"/debs/dl.*
+	echo "$tarball"
+}
+
+if [ -n "$source_suite" ]; then
+	fetch_source "$source_suite"
+	exit 0
+fi
 for name in "$@"; do
 	fetch "$name"
 done
