@@ -10,7 +10,7 @@ set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 user=$top/tests/user
-idgenctl=$top/helper/idgenctl
+idgenctl=$top/helper/idgenctl/idgenctl
 # shellcheck source=../lib/tap.sh
 . "$top/tests/lib/tap.sh"
 
@@ -19,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 echo "TAP version 13"
 tap_step "build lib/ (libidgen.a, libidgen.so.0, idgen.pc)" make -j1 -C "$top/lib" || { echo "1..$n"; exit 1; }
-tap_step "build helper/idgenctl" make -j1 -C "$top/helper" || { echo "1..$n"; exit 1; }
+tap_step "build helper/idgenctl" make -j1 -C "$top/helper/idgenctl" || { echo "1..$n"; exit 1; }
 tap_step "build tests/user" make -j1 -C "$user" || { echo "1..$n"; exit 1; }
 tap_step "libidgen.so exports idgen_* only" bash -c "
 	nm -D --defined-only '$top/lib/libidgen.so.0' | awk '\$2 != \"A\" {print \$3}' |
