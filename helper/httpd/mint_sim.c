@@ -3,12 +3,14 @@
  * The simulated generator (mint_sim.h).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
 #include "idgen.h"
+#include "log.h"
 #include "mint_sim.h"
 
 #define SEQ_BITS	12	/* layout version 1: 3/7/12 */
@@ -20,6 +22,7 @@ struct mint_sim {
 	 * one past a full sequence carries into the next ms (a borrow).
 	 */
 	_Atomic uint64_t last;
+	_Atomic uint64_t minted;	/* IDs handed out, for the log at the end */
 	uint32_t worker;
 	uint64_t floor_ms;
 	uint64_t valid_until_ms;	/* LIBIDGEN_MS_MAX + 1: no fence */
@@ -73,6 +76,7 @@ static ssize_t sim_mint(void *ctx, uint64_t *ids, size_t n)
 		idgen_compose(&idgen_layout_v1, slot >> SEQ_BITS, 0, s->worker,
 			      slot & SEQ_MASK, &ids[i]);
 	}
+	atomic_fetch_add(&s->minted, i);
 	return i;
 }
 
@@ -94,9 +98,13 @@ static int sim_state(void *ctx, struct minter_state *st)
 	return 0;
 }
 
+/* The count tells a test that refused requests consumed no ID. */
 static void sim_close(void *ctx)
 {
-	free(ctx);
+	struct mint_sim *s = ctx;
+
+	log_info("simulated generator: %" PRIu64 " IDs minted", atomic_load(&s->minted));
+	free(s);
 }
 
 static const struct minter_ops sim_ops = {

@@ -14,6 +14,7 @@
  * process could have stamped, and waits for the clock to pass it.  A wall
  * clock stepped back between two runs is not covered (the module is what
  * covers it); use the simulation for tests, never for IDs that are kept.
+ * At the end it logs how many IDs it minted.
  */
 #ifndef HTTPD_MINT_SIM_H
 #define HTTPD_MINT_SIM_H
