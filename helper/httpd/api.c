@@ -20,14 +20,17 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include <json-c/json.h>
 
 #include "api.h"
+#include "log.h"
 
 #define JSON_DEPTH	8	/* the body is one flat object */
 
@@ -93,7 +96,7 @@ static bool is_json(const char *type)
 	return !*type || *type == ';';
 }
 
-static bool caller_valid(const char *s, size_t len)
+bool api_caller_valid(const char *s, size_t len)
 {
 	size_t i;
 
@@ -111,7 +114,7 @@ static bool caller_valid(const char *s, size_t len)
  * (a positive return).
  */
 static int parse_next(const struct api_request *rq, struct api_response *out,
-		      size_t *count)
+		      size_t *count, char caller[API_MAX_CALLER + 1])
 {
 	struct json_tokener *tok;
 	struct json_object *obj;
@@ -120,6 +123,7 @@ static int parse_next(const struct api_request *rq, struct api_response *out,
 	int ret = 1;
 
 	*count = 1;
+	caller[0] = '\0';
 	if (!rq->body_len)
 		return 0;		/* no body: every default */
 	if (!is_json(rq->content_type))
@@ -169,13 +173,14 @@ static int parse_next(const struct api_request *rq, struct api_response *out,
 			*count = c;
 		} else if (!strcmp(key, "caller")) {
 			if (!json_object_is_type(val, json_type_string) ||
-			    !caller_valid(json_object_get_string(val),
+			    !api_caller_valid(json_object_get_string(val),
 					  json_object_get_string_len(val))) {
 				ret = reject(out, 400, "invalid_caller",
 					    "caller must be a string of 1 to 64 letters, "
 					    "digits, '.', '_', ':' or '-'");
 				goto out;
 			}
+			strcpy(caller, json_object_get_string(val));
 		} else {
 			ret = reject(out, 400, "invalid_request",
 				    "unknown field: the body takes count and caller only");
@@ -188,9 +193,50 @@ out:
 	return ret;
 }
 
+/* Refusals come in floods: one log line per class and LOG_EVERY_S. */
+#define LOG_EVERY_S	10
+
+enum refusal { R_NO_LEASE, R_FENCE, R_CLOCK, R_RANGE, R_DEVICE, NR_REFUSALS };
+
+static void log_refusal(enum refusal r, int err)
+{
+	static _Atomic int64_t last[NR_REFUSALS] = { 0 };
+	struct timespec now;
+	int64_t then;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	then = atomic_load(&last[r]);
+	if (then && now.tv_sec - then < LOG_EVERY_S)
+		return;
+	if (!atomic_compare_exchange_strong(&last[r], &then, now.tv_sec ?: 1))
+		return;		/* another thread logs it */
+	log_warn("the generator refuses to mint: %s (logged at most every %d s)",
+		 idgen_strerror(err) ? idgen_strerror(err) : strerror(-err), LOG_EVERY_S);
+}
+
 /* A refusal of the generator, as a 503 a load balancer retries elsewhere. */
 static int refused(struct api_response *out, int err)
 {
+	enum refusal r;
+
+	switch (-err) {
+	case ENOKEY:
+		r = R_NO_LEASE;
+		break;
+	case EKEYEXPIRED:
+		r = R_FENCE;
+		break;
+	case ETIME:
+	case EAGAIN:
+		r = R_CLOCK;
+		break;
+	case EOVERFLOW:
+		r = R_RANGE;
+		break;
+	default:
+		r = R_DEVICE;
+	}
+	log_refusal(r, err);
 	out->retry_after = 1;
 	switch (-err) {
 	case ENOKEY:
@@ -214,6 +260,7 @@ static int refused(struct api_response *out, int err)
 static int ids_next(struct api *api, const struct api_request *rq,
 		    struct api_response *out)
 {
+	char caller[API_MAX_CALLER + 1];
 	struct idgen_decoded d;
 	uint64_t *ids;
 	size_t count, i, size;
@@ -224,7 +271,7 @@ static int ids_next(struct api *api, const struct api_request *rq,
 		return method_not_allowed(out, "POST");
 	if (rq->body_too_large)
 		return error(out, 413, "body_too_large", "the body exceeds 4096 bytes");
-	ret = parse_next(rq, out, &count);
+	ret = parse_next(rq, out, &count, caller);
 	if (ret)
 		return ret < 0 ? ret : 0;
 
@@ -259,6 +306,8 @@ static int ids_next(struct api *api, const struct api_request *rq,
 	out->len = p - out->body;
 	out->status = 200;
 	free(ids);
+	if (api->metrics)
+		metrics_issued(api->metrics, caller[0] ? caller : NULL, count);
 	return 0;
 }
 
@@ -322,26 +371,54 @@ static int readyz(struct api *api, const struct api_request *rq,
 	return respond(out, ready ? 200 : 503, "%.*s", (int)len, buf);
 }
 
+static int metrics(struct api *api, const struct api_request *rq,
+		   struct api_response *out)
+{
+	if (!is_get(rq->method))
+		return method_not_allowed(out, "GET, HEAD");
+	if (!api->metrics)
+		return error(out, 404, "not_found", "no metrics in this build");
+	if (metrics_render(api->metrics, api->minter, &api->ready, api->layouts,
+			   &out->body, &out->len))
+		return -ENOMEM;
+	out->status = 200;
+	out->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	return 0;
+}
+
 int api_handle(struct api *api, const struct api_request *rq,
 	       struct api_response *out)
 {
 	static const char ids_prefix[] = "/v1/ids/";
 	const char *path = rq->path;
-	int ret;
 
 	memset(out, 0, sizeof(*out));
-	if (!strcmp(path, "/v1/ids:next"))
-		ret = ids_next(api, rq, out);
-	else if (!strcmp(path, "/v1/ids:min"))
-		ret = ids_min(rq, out);
-	else if (!strncmp(path, ids_prefix, sizeof(ids_prefix) - 1))
-		ret = ids_get(api, rq, path + sizeof(ids_prefix) - 1, out);
-	else if (!strcmp(path, "/livez"))
-		ret = is_get(rq->method) ? respond(out, 200, "{\"status\":\"ok\"}") :
-		      method_not_allowed(out, "GET, HEAD");
-	else if (!strcmp(path, "/readyz"))
-		ret = readyz(api, rq, out);
-	else
-		ret = error(out, 404, "not_found", "no such route: see idgen-httpd(8)");
-	return ret;
+	out->content_type = "application/json";
+	if (!strcmp(path, "/v1/ids:next")) {
+		out->route = ROUTE_NEXT;
+		return ids_next(api, rq, out);
+	}
+	if (!strcmp(path, "/v1/ids:min")) {
+		out->route = ROUTE_MIN;
+		return ids_min(rq, out);
+	}
+	if (!strncmp(path, ids_prefix, sizeof(ids_prefix) - 1)) {
+		out->route = ROUTE_ID;
+		return ids_get(api, rq, path + sizeof(ids_prefix) - 1, out);
+	}
+	if (!strcmp(path, "/livez")) {
+		out->route = ROUTE_LIVEZ;
+		return is_get(rq->method) ? respond(out, 200, "{\"status\":\"ok\"}") :
+		       method_not_allowed(out, "GET, HEAD");
+	}
+	if (!strcmp(path, "/readyz")) {
+		out->route = ROUTE_READYZ;
+		return readyz(api, rq, out);
+	}
+	if (!strcmp(path, "/metrics")) {
+		out->route = ROUTE_METRICS;
+		return metrics(api, rq, out);
+	}
+	out->route = ROUTE_OTHER;
+	return error(out, 404, "not_found", "no such route: see idgen-httpd(8)");
 }

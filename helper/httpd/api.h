@@ -10,6 +10,7 @@
  *   GET  /v1/ids/{id}        the decoded ID, libidgen's one JSON shape
  *   GET  /v1/ids:min?at=T    {"id": "..."}, the smallest ID of T's ms
  *   GET  /livez, /readyz
+ *   GET  /metrics            Prometheus text (metrics.h)
  *
  * Errors are {"error":{"code":"...","message":"..."}} (api.c lists the
  * codes); HEAD is taken wherever GET is.
@@ -22,6 +23,7 @@
 #include <stdint.h>
 
 #include "idgen.h"
+#include "metrics.h"
 #include "minter.h"
 #include "readiness.h"
 
@@ -33,6 +35,7 @@ struct api {
 	struct minter *minter;
 	const struct idgen_layouts *layouts;	/* NULL: version 1 alone */
 	struct readiness_config ready;
+	struct metrics *metrics;
 };
 
 struct api_request {
@@ -51,8 +54,16 @@ struct api_response {
 	size_t len;
 	const char *allow;		/* the Allow header of a 405, or NULL */
 	unsigned int retry_after;	/* seconds, 0 for no Retry-After */
+	const char *content_type;	/* application/json unless /metrics */
+	enum metrics_route route;	/* for idgen_requests_total */
 };
 
+
+/*
+ * A caller's name: 1 to API_MAX_CALLER of A-Z a-z 0-9 . _ : - (so that
+ * it can be a metrics label as it is).
+ */
+bool api_caller_valid(const char *s, size_t len);
 
 /*
  * Answer a request.  Returns 0, or -ENOMEM when even the error answer

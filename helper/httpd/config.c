@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "api.h"
 #include "config.h"
 #include "decimal.h"
 #include "inifile.h"
@@ -31,6 +32,7 @@ static const char usage[] =
 	"is also a flag, e.g. --ready-margin-ms 30000; a flag wins over the file.\n"
 	"\n"
 	"  --listen HOST:PORT        where to listen (repeatable; default 127.0.0.1:8080)\n"
+	"  --callers 'A B ...'       callers /metrics names (the rest: other)\n"
 	"  --device PATH             the generator (default /dev/idgen); sim[:WORKER]\n"
 	"                            is a simulated one in the process, for tests\n"
 	"  --layouts FILE            decode with this layouts table (idgenctl(8))\n"
@@ -44,7 +46,7 @@ static const char usage[] =
 	"  --sim-lease-ms MS         the simulation's lease ends after MS (default 0: never)\n"
 	"  --check-config            print the configuration in force and exit\n";
 
-enum type { T_STR, T_U32, T_U64, T_BOOL, T_LIST };
+enum type { T_STR, T_U32, T_U64, T_BOOL, T_LIST, T_CALLERS };
 
 struct opt {
 	const char *key;
@@ -57,6 +59,7 @@ struct opt {
 
 static const struct opt opts[] = {
 	OPT(listen, T_LIST, 0, 0),
+	OPT(callers, T_CALLERS, 0, 0),
 	OPT(device, T_STR, 0, 0),
 	OPT(layouts, T_STR, 0, 0),
 	OPT(threads, T_U32, 0, 1024),
@@ -76,38 +79,48 @@ static void *field(struct httpd_config *cfg, const struct opt *o)
 	return (char *)cfg + o->offset;
 }
 
-static void free_list(struct httpd_config *cfg)
+static void free_list(char **list, unsigned int *nr)
 {
-	while (cfg->nr_listen)
-		free(cfg->listen[--cfg->nr_listen]);
+	while (*nr)
+		free(list[--*nr]);
 }
 
-/* Blank-separated addresses, replacing the list. */
-static int set_list(struct httpd_config *cfg, const char *value, char *err,
-		    size_t errlen)
+/* Blank-separated words, replacing the list (listen or callers). */
+static int set_list(struct httpd_config *cfg, const struct opt *o,
+		    const char *value, char *err, size_t errlen)
 {
+	bool callers = o->type == T_CALLERS;
+	char **list = callers ? cfg->callers : cfg->listen;
+	unsigned int *nr = callers ? &cfg->nr_callers : &cfg->nr_listen;
+	unsigned int max = callers ? HTTPD_MAX_CALLERS : HTTPD_MAX_LISTEN;
 	const char *p = value;
 	size_t len;
 
-	free_list(cfg);
+	free_list(list, nr);
 	for (;;) {
 		p += strspn(p, " \t");
 		if (!*p)
 			break;
 		len = strcspn(p, " \t");
-		if (cfg->nr_listen == HTTPD_MAX_LISTEN) {
-			snprintf(err, errlen, "more than %d addresses", HTTPD_MAX_LISTEN);
+		if (*nr == max) {
+			snprintf(err, errlen, "more than %u of them", max);
 			return -1;
 		}
-		cfg->listen[cfg->nr_listen] = strndup(p, len);
-		if (!cfg->listen[cfg->nr_listen]) {
+		if (callers && (!api_caller_valid(p, len) || (len == 5 && !strncmp(p, "other", 5)))) {
+			snprintf(err, errlen, "'%.*s' is not a caller's name (1 to 64 "
+				 "letters, digits, '.', '_', ':' or '-'; not \"other\")",
+				 (int)(len > 64 ? 64 : len), p);
+			return -1;
+		}
+		list[*nr] = strndup(p, len);
+		if (!list[*nr]) {
 			snprintf(err, errlen, "out of memory");
 			return -1;
 		}
-		cfg->nr_listen++;
+		++*nr;
 		p += len;
 	}
-	if (!cfg->nr_listen) {
+	if (!callers && !*nr) {
 		snprintf(err, errlen, "no address given");
 		return -1;
 	}
@@ -160,7 +173,8 @@ static int set_opt(struct httpd_config *cfg, const struct opt *o,
 		}
 		return 0;
 	case T_LIST:
-		return set_list(cfg, value, err, errlen);
+	case T_CALLERS:
+		return set_list(cfg, o, value, err, errlen);
 	}
 	return -1;
 }
@@ -191,9 +205,9 @@ static int config_line(void *user, unsigned int line, const char *section,
 				 name, file_line[i]);
 			return -1;
 		}
-		if (continued && opts[i].type != T_LIST) {
+		if (continued && opts[i].type != T_LIST && opts[i].type != T_CALLERS) {
 			snprintf(err, errlen, "%.64s: an indented line continues its "
-				 "value, and only listen takes a list", name);
+				 "value, and only listen and callers take a list", name);
 			return -1;
 		}
 		if (set_opt(cfg, &opts[i], value, why, sizeof(why))) {
@@ -386,7 +400,7 @@ int httpd_config_load(struct httpd_config *cfg, int argc, char *argv[])
 		if (o->type == T_LIST) {
 			/* Repeatable: the first --listen replaces the file's list. */
 			if (!listen_flag)
-				free_list(cfg);
+				free_list(cfg->listen, &cfg->nr_listen);
 			listen_flag = true;
 			if (cfg->nr_listen == HTTPD_MAX_LISTEN) {
 				fprintf(stderr, PROG ": --listen: more than %d addresses\n",
@@ -422,6 +436,9 @@ void httpd_config_print(const struct httpd_config *cfg, FILE *f)
 		cfg->path ? cfg->path : "no file");
 	for (i = 0; i < cfg->nr_listen; i++)
 		fprintf(f, " %s", cfg->listen[i]);
+	fprintf(f, "\ncallers =");
+	for (i = 0; i < cfg->nr_callers; i++)
+		fprintf(f, " %s", cfg->callers[i]);
 	fprintf(f, "\ndevice = %s\n", cfg->device);
 	if (*cfg->layouts)
 		fprintf(f, "layouts = %s\n", cfg->layouts);
@@ -436,7 +453,8 @@ void httpd_config_print(const struct httpd_config *cfg, FILE *f)
 
 void httpd_config_free(struct httpd_config *cfg)
 {
-	free_list(cfg);
+	free_list(cfg->listen, &cfg->nr_listen);
+	free_list(cfg->callers, &cfg->nr_callers);
 	free(cfg->device);
 	free(cfg->layouts);
 	cfg->device = cfg->layouts = NULL;

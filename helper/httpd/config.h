@@ -15,11 +15,15 @@
 
 #define HTTPD_CONFIG_DEFAULT_PATH	"/etc/idgen/idgen-httpd.conf"
 #define HTTPD_MAX_LISTEN		8
+#define HTTPD_MAX_CALLERS		32
 
 struct httpd_config {
 	const char *path;		/* the file read, or NULL */
 	char *listen[HTTPD_MAX_LISTEN];	/* HOST:PORT, [IPv6]:PORT */
 	unsigned int nr_listen;
+	/* /metrics counts IDs by these callers, the rest as "other". */
+	char *callers[HTTPD_MAX_CALLERS];
+	unsigned int nr_callers;
 	char *device;			/* a path, or sim[:WORKER] */
 	char *layouts;			/* a layouts file, or "" for version 1 */
 	uint32_t threads;		/* per listener; 0: one per core */

@@ -19,6 +19,7 @@
 #include "config.h"
 #include "idgen.h"
 #include "log.h"
+#include "metrics.h"
 #include "minter.h"
 #include "server.h"
 
@@ -30,6 +31,7 @@ int main(int argc, char *argv[])
 	struct server *servers[HTTPD_MAX_LISTEN] = { 0 };
 	struct idgen_layouts *layouts = NULL;
 	struct httpd_config cfg;
+	struct metrics metrics;
 	struct server_limits lim;
 	struct minter minter;
 	struct api api;
@@ -76,8 +78,16 @@ int main(int argc, char *argv[])
 	else
 		log_info("minting through %s", minter.name);
 
+	if (metrics_init(&metrics, cfg.callers, cfg.nr_callers)) {
+		log_err("out of memory");
+		minter_close(&minter);
+		idgen_layouts_free(layouts);
+		httpd_config_free(&cfg);
+		return 1;
+	}
 	api = (struct api){
 		.minter = &minter,
+		.metrics = &metrics,
 		.layouts = layouts,
 		.ready = {
 			.margin_ms = cfg.ready_margin_ms,
@@ -115,6 +125,7 @@ int main(int argc, char *argv[])
 	for (i = 0; i < cfg.nr_listen; i++)
 		if (servers[i])
 			server_stop(servers[i], DRAIN_MS);
+	metrics_free(&metrics);
 	minter_close(&minter);
 	idgen_layouts_free(layouts);
 	httpd_config_free(&cfg);

@@ -14,6 +14,7 @@
 
 #include "decimal.h"
 #include "idgen.h"
+#include "idgen_nl.h"
 #include "mint_sim.h"
 #include "minter.h"
 
@@ -47,6 +48,29 @@ static int device_state(void *ctx, struct minter_state *out)
 	return 0;
 }
 
+/* Through the module's generic netlink family, as idgenctl status reads them. */
+static int device_counters(void *ctx, struct minter_counters *c)
+{
+	struct idgen_nl_state st;
+	int err;
+
+	(void)ctx;
+	err = idgen_nl_get_state(&st);
+	if (err)
+		return err;
+	c->module = true;
+	c->ids = st.ids;
+	c->borrowed_ms = st.borrowed_ms;
+	c->steps_back = st.steps_back;
+	c->steps_forward = st.steps_forward;
+	c->steps_adopted = st.steps_adopted;
+	c->fence_refusals = st.fence_refusals;
+	c->lead_refusals = st.lead_refusals;
+	c->nolease_refusals = st.nolease_refusals;
+	c->range_refusals = st.range_refusals;
+	return 0;
+}
+
 static void device_close(void *ctx)
 {
 	struct device *d = ctx;
@@ -58,6 +82,7 @@ static void device_close(void *ctx)
 static const struct minter_ops device_ops = {
 	.mint = device_mint,
 	.state = device_state,
+	.counters = device_counters,
 	.close = device_close,
 };
 

@@ -24,6 +24,20 @@ struct minter_state {
 	uint64_t wall_ms;		/* the wall clock, as it read it */
 };
 
+/* The generator's own counters, for /metrics. */
+struct minter_counters {
+	bool module;			/* the module's (all fields), or the sim's (ids) */
+	uint64_t ids;
+	uint64_t borrowed_ms;
+	uint64_t steps_back;
+	uint64_t steps_forward;
+	uint64_t steps_adopted;
+	uint64_t fence_refusals;
+	uint64_t lead_refusals;
+	uint64_t nolease_refusals;
+	uint64_t range_refusals;
+};
+
 struct minter_ops {
 	/*
 	 * As idgen_mint(): 1..n IDs, strictly increasing and above every ID
@@ -32,6 +46,7 @@ struct minter_ops {
 	 */
 	ssize_t (*mint)(void *ctx, uint64_t *ids, size_t n);
 	int (*state)(void *ctx, struct minter_state *st);
+	int (*counters)(void *ctx, struct minter_counters *c);
 	void (*close)(void *ctx);
 };
 

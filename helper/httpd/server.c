@@ -31,6 +31,7 @@ struct server {
 
 /* One request: its body as it comes. */
 struct request {
+	struct timespec start;		/* its headers were read */
 	size_t len;
 	size_t dropped;			/* bytes past the limit, read and dropped */
 	bool too_large;
@@ -55,7 +56,7 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct api_response *r)
 		free(r->body);
 		return MHD_NO;
 	}
-	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
 	/* Every answer is of its moment: an ID, a state, a refusal. */
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
 	if (r->allow)
@@ -84,10 +85,17 @@ static enum MHD_Result answer(struct server *s, struct MHD_Connection *c,
 		.body_too_large = rq->too_large,
 	};
 	struct api_response out;
+	struct timespec now;
 
 	rq->body[rq->len] = '\0';
 	if (api_handle(s->api, &in, &out) || !out.body)
 		return MHD_NO;		/* out of memory: close the connection */
+	if (s->api->metrics) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		metrics_request(s->api->metrics, out.route, out.status,
+				(now.tv_sec - rq->start.tv_sec) * 1000000000ULL +
+				now.tv_nsec - rq->start.tv_nsec);
+	}
 	return queue(c, &out);
 }
 
@@ -105,6 +113,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		rq = malloc(sizeof(*rq));
 		if (!rq)
 			return MHD_NO;
+		clock_gettime(CLOCK_MONOTONIC, &rq->start);
 		rq->len = 0;
 		rq->dropped = 0;
 		rq->too_large = rq->answered = false;

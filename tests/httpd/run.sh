@@ -10,6 +10,7 @@
 #     reasons (adjtimex through tests/httpd/fake_adjtimex.c)
 #   - limits: bodies over 4 KiB, connections per address, a stalled
 #     request cut off
+#   - /metrics: counts after known requests, and the text format
 #   - the JSON it answers, parsed by Node (json_check.mjs): IDs as strings,
 #     exact in BigInt
 #   - the configuration file and flags
@@ -225,6 +226,7 @@ grep 'IDs minted' "$work/sim.log" | sed 's/^/# /'
 start "$work/fence.log" --device sim:3 --sim-lease-ms 1 --clock-check no ||
 	{ not_ok "idgen-httpd --sim-lease-ms 1 starts"; bail; }
 bad "POST /v1/ids:next past the fence" 503 fence_reached -X POST "$url/v1/ids:next"
+req fence_again -X POST "$url/v1/ids:next"
 check "... with Retry-After: 1" test "$(header_of "bad$nbad" Retry-After)" = 1
 # Bad input is refused for what it is, before the generator is asked.
 bad "count 0 past the fence" 400 invalid_count -X POST "${J[@]}" -d '{"count":0}' "$url/v1/ids:next"
@@ -237,6 +239,8 @@ req decode_anyway "$url/v1/ids/108421920055775237"
 check "decoding needs no lease: GET /v1/ids/{id} still 200" test "$(status_of decode_anyway)" = 200
 stop
 check "the refused requests minted nothing" grep -q "simulated generator: 0 IDs minted" "$work/fence.log"
+check "the refusal is logged once, not per request" \
+	test "$(grep -c 'refuses to mint: the lease.s fence is reached' "$work/fence.log")" = 1
 
 # ---- /readyz: lease margin and the clock (adjtimex stood in for) -------
 start "$work/margin.log" --device sim --sim-lease-ms 60000 --ready-margin-ms 120000 \
@@ -312,6 +316,62 @@ check "a request stalled in its body is cut off, unanswered" test "$answer" = "r
 stop
 check "the stalled requests minted nothing" grep -q "simulated generator: 0 IDs minted" "$work/limits.log"
 
+# ---- /metrics -----------------------------------------------------------
+start "$work/metrics.log" --device sim --clock-check no --callers "order-service chat" ||
+	{ not_ok "idgen-httpd --callers starts"; bail; }
+req m1 -X POST "${J[@]}" -d '{"count":3,"caller":"order-service"}' "$url/v1/ids:next"
+req m2 -X POST "${J[@]}" -d '{"count":2000,"caller":"someone-else"}' "$url/v1/ids:next"
+req m3 -X POST "$url/v1/ids:next"
+req m4 -X POST "${J[@]}" -d '{"count":0,"caller":"chat"}' "$url/v1/ids:next"
+req m5 "$url/v1/ids/01"
+req m6 "$url/nowhere"
+req m7 "$url/v1/ids/108421920055775237"
+req metrics "$url/metrics"
+check "GET /metrics: 200, text/plain; version=0.0.4" \
+	test "$(status_of metrics)" = 200 -a "$(header_of metrics Content-Type)" = "text/plain; version=0.0.4; charset=utf-8"
+m=$work/metrics.body
+has() { grep -qxF -- "$1" "$m" || { echo "# missing: $1"; return 1; }; }
+check "requests by route and status" eval 'has "idgen_requests_total{route=\"/v1/ids:next\",code=\"200\"} 3" &&
+	has "idgen_requests_total{route=\"/v1/ids:next\",code=\"400\"} 1" &&
+	has "idgen_requests_total{route=\"/v1/ids/{id}\",code=\"400\"} 1" &&
+	has "idgen_requests_total{route=\"/v1/ids/{id}\",code=\"200\"} 1" &&
+	has "idgen_requests_total{route=\"other\",code=\"404\"} 1"'
+check "IDs by configured caller, the rest (and no caller) as other" eval 'has "idgen_ids_issued_total{caller=\"order-service\"} 3" &&
+	has "idgen_ids_issued_total{caller=\"chat\"} 0" && has "idgen_ids_issued_total{caller=\"other\"} 2001" &&
+	! grep -q someone-else "$m"'
+check "the batch size histogram: cumulative buckets, sum and count" eval 'has "idgen_batch_size_bucket{le=\"1\"} 1" &&
+	has "idgen_batch_size_bucket{le=\"10\"} 2" && has "idgen_batch_size_bucket{le=\"1000\"} 2" &&
+	has "idgen_batch_size_bucket{le=\"10000\"} 3" && has "idgen_batch_size_bucket{le=\"+Inf\"} 3" &&
+	has "idgen_batch_size_sum 2004" && has "idgen_batch_size_count 3"'
+check "the duration histogram counts every answer (7 before the scrape)" eval \
+	'has "idgen_request_duration_seconds_bucket{le=\"+Inf\"} 7" && has "idgen_request_duration_seconds_count 7" &&
+	 grep -q "^idgen_request_duration_seconds_bucket{le=\"2.5e-05\"} " "$m"'
+check "the generator's IDs, the lease, readiness and the build" eval 'has "idgen_generator_ids_total 2004" &&
+	has "idgen_lease_in_force 1" && has "idgen_ready 1" &&
+	has "idgen_build_info{version=\"0.1.0\",layout_version=\"1\"} 1" &&
+	grep -q "^idgen_clock_synced [01]$" "$m" && grep -q "^idgen_clock_offset_seconds -\?[0-9.]*$" "$m"'
+# The exposition's shape: every family's HELP and TYPE before its samples,
+# every sample "name{labels} number", buckets never decreasing.
+check "the text format: HELP/TYPE per family, samples well-formed, buckets cumulative" \
+	awk '
+	/^# HELP / { help[$3] = 1; next }
+	/^# TYPE / { if (!help[$3]) bad = bad " type-before-help:" $3; type[$3] = $4; next }
+	/^#/ { bad = bad " comment:" $0; next }
+	{
+		if ($0 !~ /^[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?[0-9.e+-]+$/) { bad = bad " sample:" $0; next }
+		name = $1; sub(/\{.*/, "", name); fam = name; sub(/_(bucket|sum|count)$/, "", fam)
+		if (!type[name] && !type[fam]) bad = bad " no-type:" name
+		if (name ~ /_bucket$/) { if (fam == last && $2 + 0 < prev) bad = bad " decreasing:" $0; last = fam; prev = $2 + 0 }
+	}
+	END { if (bad != "") { print bad; exit 1 } }' "$m"
+if command -v promtool >/dev/null; then
+	check "promtool check metrics accepts it" sh -c "promtool check metrics <'$m'"
+else
+	n=$((n + 1)); echo "ok $n promtool check metrics # SKIP promtool not installed"
+fi
+bad "POST /metrics" 405 method_not_allowed -X POST "$url/metrics"
+stop
+
 # ---- configuration: file and flags -------------------------------------
 cfg() {
 	local desc=$1 want_rc=$2 want=$3 rc
@@ -354,6 +414,8 @@ cfg "a listen address without a port" 1 "listen address '127.0.0.1': want HOST:P
 	--device sim --listen 127.0.0.1
 cfg "a port past 65535" 1 "the port must be a number from 0 to 65535" \
 	--device sim --listen 127.0.0.1:65536
+cfg "callers listed" 0 "callers = a b.c x:y" --callers "a b.c x:y" --check-config
+cfg "a caller named other" 1 "'other' is not a caller's name" --callers "a other"
 cfg "a bad layouts file" 1 "layouts: $work/none.layouts" --layouts "$work/none.layouts"
 cfg "--help" 0 "Usage: idgen-httpd" --help
 
