@@ -14,6 +14,7 @@
 #   - the JSON it answers, parsed by Node (json_check.mjs): IDs as strings,
 #     exact in BigInt
 #   - the configuration file and flags
+#   - the request handling (helper/httpd/api.c) under libFuzzer
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,7 +43,10 @@ tap_step "build the idgen-httpd tests" make -s -C "$here" OUT="$out" || bail
 start() {
 	local log=$1 t
 	shift
-	"$httpd" --listen 127.0.0.1:0 "$@" >"$log" 2>&1 &
+	# Emptied here, not by the background job's redirection: the loop
+	# below must never read the port of a run before.
+	: >"$log"
+	"$httpd" --listen 127.0.0.1:0 "$@" >>"$log" 2>&1 &
 	pid=$!
 	for ((t = 0; t < 100; t++)); do
 		port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$log")
@@ -252,20 +256,22 @@ req margin_mint -X POST "$url/v1/ids:next"
 check "... while minting still works (the lease is in force)" test "$(status_of margin_mint)" = 200
 stop
 
+nclock=0
 readyz_clock() {
 	local desc=$1 fake=$2 want=$3 codes=$4 got
+	nclock=$((nclock + 1))
 	if ! IDGEN_FAKE_ADJTIMEX=$fake LD_PRELOAD=$out/fake_adjtimex.so \
-		start "$work/clock.log" --device sim "${@:5}"; then
+		start "$work/clock$nclock.log" --device sim "${@:5}"; then
 		not_ok "$desc: idgen-httpd starts"
 		return
 	fi
-	req clock "$url/readyz"
-	got=$(grep -o '"code":"[a-z_]*"' "$work/clock.body" | cut -d'"' -f4 | paste -sd,)
-	if [ "$(status_of clock)" = "$want" ] && [ "$got" = "$codes" ]; then
+	req clock$nclock "$url/readyz"
+	got=$(grep -o '"code":"[a-z_]*"' "$work/clock$nclock.body" | cut -d'"' -f4 | paste -sd,)
+	if [ "$(status_of clock$nclock)" = "$want" ] && [ "$got" = "$codes" ]; then
 		ok "$desc: $want${codes:+ ($codes)}"
 	else
-		not_ok "$desc: want $want ($codes), got $(status_of clock) ($got)"
-		sed 's/^/# /' "$work/clock.body"; echo
+		not_ok "$desc: want $want ($codes), got $(status_of clock$nclock) ($got)"
+		sed 's/^/# /' "$work/clock$nclock.body"; echo
 	fi
 	stop
 }
@@ -418,6 +424,18 @@ cfg "callers listed" 0 "callers = a b.c x:y" --callers "a b.c x:y" --check-confi
 cfg "a caller named other" 1 "'other' is not a caller's name" --callers "a other"
 cfg "a bad layouts file" 1 "layouts: $work/none.layouts" --layouts "$work/none.layouts"
 cfg "--help" 0 "Usage: idgen-httpd" --help
+
+# ---- the request handling under libFuzzer --------------------------------
+# A fixed seed and number of runs, so CI repeats the same slice in seconds;
+# what it finds goes to the work directory, a crashing input to
+# build/fuzz-crashes/ to replay.
+if tap_step "build the fuzz target (clang, libFuzzer, ASan, UBSan)" \
+	make -s -C "$here" OUT="$out" fuzz; then
+	mkdir -p "$work/fuzz" "$top/build/fuzz-crashes"
+	tap_step "request handling: 300000 fuzzed requests, no crash or leak, no ID taken by a refused one" \
+		"$out/fuzz_api" -seed=1 -runs=300000 -max_len=4200 \
+		-artifact_prefix="$top/build/fuzz-crashes/fuzz_api-" "$work/fuzz" "$here/corpus"
+fi
 
 echo "1..$n"
 exit $status
