@@ -71,10 +71,10 @@ int main(int argc, char *argv[])
 		httpd_config_free(&cfg);
 		return 1;
 	}
-	if (minter.ops && !strncmp(minter.name, "sim", 3))
+	if (minter.simulated)
 		log_warn("minting through a SIMULATED generator (%s: region 0, worker "
-			 "%s, in this process only): for tests, never for IDs that are "
-			 "kept", minter.name, minter.name[3] ? minter.name + 4 : "0");
+			 "%u, in this process only): for tests, never for IDs that are "
+			 "kept", minter.name, minter.sim_worker);
 	else
 		log_info("minting through %s", minter.name);
 

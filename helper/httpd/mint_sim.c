@@ -147,5 +147,7 @@ int mint_sim_open(struct minter *m, uint32_t worker, uint64_t lease_ms)
 	m->ops = &sim_ops;
 	m->ctx = s;
 	snprintf(m->name, sizeof(m->name), "sim:%u", worker);
+	m->simulated = true;
+	m->sim_worker = worker;
 	return 0;
 }

@@ -54,6 +54,8 @@ struct minter {
 	const struct minter_ops *ops;
 	void *ctx;
 	char name[64];			/* for log lines: the path, or "sim:W" */
+	bool simulated;			/* mint_sim.h, not a device */
+	uint32_t sim_worker;
 };
 
 /*

@@ -322,6 +322,27 @@ check "a request stalled in its body is cut off, unanswered" test "$answer" = "r
 stop
 check "the stalled requests minted nothing" grep -q "simulated generator: 0 IDs minted" "$work/limits.log"
 
+# ---- SIGTERM lets a request in flight finish -----------------------------
+start "$work/drain.log" --device sim --clock-check no || { not_ok "idgen-httpd starts"; bail; }
+exec 5<>"/dev/tcp/127.0.0.1/$port"
+printf 'POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{"count"' >&5
+kill -TERM "$pid"
+# The stop waits for the request; the rest of its body comes after it.
+for ((t = 0; t < 50; t++)); do
+	grep -q 'stopping once the requests in flight are answered' "$work/drain.log" && break
+	sleep 0.1
+done
+printf ':2}' >&5
+answer=$(timeout 20 cat <&5)
+exec 5>&-
+check "a request in flight at SIGTERM is answered: 200 with its 2 IDs" \
+	eval '[ "$(printf "%s" "$answer" | head -n 1 | tr -d "\r")" = "HTTP/1.1 200 OK" ] &&
+	      printf "%s" "$answer" | grep -Eq "^\{\"ids\":\[\"[0-9]+\",\"[0-9]+\"\],"'
+wait "$pid"
+check "... then the service exits 0" test $? = 0
+pid=
+check "... having minted those 2" grep -q "simulated generator: 2 IDs minted" "$work/drain.log"
+
 # ---- /metrics -----------------------------------------------------------
 start "$work/metrics.log" --device sim --clock-check no --callers "order-service chat" ||
 	{ not_ok "idgen-httpd --callers starts"; bail; }
@@ -424,6 +445,12 @@ cfg "callers listed" 0 "callers = a b.c x:y" --callers "a b.c x:y" --check-confi
 cfg "a caller named other" 1 "'other' is not a caller's name" --callers "a other"
 cfg "a bad layouts file" 1 "layouts: $work/none.layouts" --layouts "$work/none.layouts"
 cfg "--help" 0 "Usage: idgen-httpd" --help
+
+tap_step "make install DESTDIR=... PREFIX=/usr: the program, its man page, the example file" bash -c "
+	make -s -C '$top/helper/httpd' install DESTDIR='$work/root' PREFIX=/usr &&
+	test -x '$work/root/usr/sbin/idgen-httpd' &&
+	test -f '$work/root/usr/share/man/man8/idgen-httpd.8' &&
+	test -f '$work/root/etc/idgen/idgen-httpd.conf.example'"
 
 # ---- the request handling under libFuzzer --------------------------------
 # A fixed seed and number of runs, so CI repeats the same slice in seconds;
