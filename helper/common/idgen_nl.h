@@ -8,8 +8,8 @@
  * message when it sent one, and returns 0 or a negative errno.  A missing
  * family is reported as "the idgen module is not loaded" (-ENOENT).
  */
-#ifndef HELPER_IDGEN_NL_H
-#define HELPER_IDGEN_NL_H
+#ifndef COMMON_IDGEN_NL_H
+#define COMMON_IDGEN_NL_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -104,4 +104,4 @@ int idgen_nl_fd(const struct idgen_nl *nl);
 int idgen_nl_dispatch(struct idgen_nl *nl, idgen_nl_event_cb cb, void *ctx);
 void idgen_nl_close(struct idgen_nl *nl);
 
-#endif /* HELPER_IDGEN_NL_H */
+#endif /* COMMON_IDGEN_NL_H */

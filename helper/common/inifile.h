@@ -15,8 +15,8 @@
  * other control character but tab, a line that is neither of the above,
  * and a section header with text after its ']' are errors.
  */
-#ifndef HELPER_INIFILE_H
-#define HELPER_INIFILE_H
+#ifndef COMMON_INIFILE_H
+#define COMMON_INIFILE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -40,4 +40,4 @@ typedef int (*inifile_fn)(void *ctx, unsigned int line, const char *section,
 int inifile_parse(const char *text, size_t len, inifile_fn fn, void *ctx,
 		  char *err, size_t errlen);
 
-#endif /* HELPER_INIFILE_H */
+#endif /* COMMON_INIFILE_H */
