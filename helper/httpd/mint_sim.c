@@ -84,7 +84,8 @@ static ssize_t sim_mint(void *ctx, uint64_t *ids, size_t n)
 static int sim_state(void *ctx, struct minter_state *st)
 {
 	struct mint_sim *s = ctx;
-	uint64_t now = wall_ms(), last = atomic_load(&s->last) >> SEQ_BITS;
+	uint64_t now = wall_ms(), slot = atomic_load(&s->last);
+	uint64_t last = slot >> SEQ_BITS, next = (slot + 1) >> SEQ_BITS;
 
 	st->leased = true;
 	st->region = 0;
@@ -93,8 +94,11 @@ static int sim_state(void *ctx, struct minter_state *st)
 	st->valid_until_ms = s->valid_until_ms;
 	st->wall_ms = now;
 	st->now_ms = last > now ? last : now;
-	/* As the module: past its fence the lease is no longer in force. */
-	if (st->now_ms >= s->valid_until_ms)
+	/*
+	 * In force while it can still mint: its next ms, by the clock or
+	 * by what it used, lies below the fence.
+	 */
+	if ((next > now ? next : now) >= s->valid_until_ms)
 		st->leased = false;
 	return 0;
 }

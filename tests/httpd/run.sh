@@ -3,6 +3,7 @@
 #
 # run.sh: idgen-httpd's host tests, against --device sim (no /dev/idgen
 # needed), as one TAP stream:
+#   - the simulated generator's guarantees (mint_sim_test.c)
 #   - every route, with curl: status, content type, headers
 #   - every bad input the contract lists: its status and JSON error, and
 #     no ID consumed (the simulated generator logs how many it minted)
@@ -101,6 +102,8 @@ bad() {
 }
 
 J=(-H 'Content-Type: application/json')
+
+tap_run "simulated generator" "$out/mint_sim_test"
 
 # ---- a live simulated generator, worker 37 ----------------------------
 start "$work/sim.log" --device sim:37 --clock-check no || { not_ok "idgen-httpd --device sim:37 starts"; bail; }
