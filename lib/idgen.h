@@ -186,11 +186,13 @@ int idgen_parse_time(const char *s, int64_t *unix_ms);
  * keep).  idgen_json_decoded() writes one object, snprintf()-style (the
  * return value is the length the whole object needs):
  *
- *   {"id":"120655649973116928","ms":28766324588,"unix_ms":1795991924588,
- *    "time":"2026-11-29T21:58:44.588Z","region":5,"worker":77,"seq":0,
- *    "layout":1}
+ *   {"id":"120655649973116928","created_at":"2026-11-29T21:58:44.588Z",
+ *    "region":5,"worker":77,"sequence":0,"layout_version":1,
+ *    "ms":28766324588,"unix_ms":1795991924588}
  *
- * ms and unix_ms are JSON numbers: they stay below 2^53.
+ * created_at is RFC 3339 UTC with milliseconds; ms (since the idgen epoch)
+ * and unix_ms are JSON numbers: they stay below 2^53.  Every idgen program
+ * writes a decoded ID in this shape (idgen-httpd's GET /v1/ids/{id} too).
  * idgen_json_write_decoded() writes a JSON array of such objects and a
  * newline to f; idgen_json_write_ids() writes {"ids":["...",...]} and a
  * newline.  Both return 0 or -EIO.

@@ -15,12 +15,17 @@ IDGEN_EXPORT int idgen_json_decoded(char *buf, size_t size, const struct idgen_d
 
 	if (idgen_format_time(d->unix_ms, time) < 0)
 		return -ERANGE;
+	/*
+	 * The one shape of a decoded ID (idgen-httpd's GET /v1/ids/{id} and
+	 * idgenctl's --json too): the contract's fields first, in its order,
+	 * then the two numbers a program may want without parsing a time.
+	 */
 	return snprintf(buf, size,
-			"{\"id\":\"%" PRIu64 "\",\"ms\":%" PRIu64 ",\"unix_ms\":%" PRIu64
-			",\"time\":\"%s\",\"region\":%" PRIu32 ",\"worker\":%" PRIu32
-			",\"seq\":%" PRIu32 ",\"layout\":%u}",
-			d->id, d->ms, d->unix_ms, time, d->region, d->worker, d->seq,
-			d->version);
+			"{\"id\":\"%" PRIu64 "\",\"created_at\":\"%s\",\"region\":%" PRIu32
+			",\"worker\":%" PRIu32 ",\"sequence\":%" PRIu32
+			",\"layout_version\":%u,\"ms\":%" PRIu64 ",\"unix_ms\":%" PRIu64 "}",
+			d->id, time, d->region, d->worker, d->seq, d->version, d->ms,
+			d->unix_ms);
 }
 
 IDGEN_EXPORT int idgen_json_write_decoded(FILE *f, const struct idgen_decoded *d, size_t n)

@@ -17,7 +17,7 @@ command -v gnuplot >/dev/null || {
 }
 kver=${IDGEN_KERNEL:-$(tests/vm/kernels.sh | tail -n 1)}
 scripts/build-module.sh "$kver" >/dev/null
-make -s -C helper
+make -s -C helper/idgenctl
 make -s -C bench
 
 out=docs/bench
@@ -27,7 +27,7 @@ echo "== benchmarking in a $kver guest (about 2 minutes)"
 tests/vm/run-guest.sh --timeout 1800 --log "$log" "$kver" sh -c "
 set -e
 insmod build/$kver/kmod/idgen.ko
-helper/idgenctl lease set --region 0 --worker 1 --valid-for 3600000 >/dev/null
+helper/idgenctl/idgenctl lease set --region 0 --worker 1 --valid-for 3600000 >/dev/null
 bench/idgen_bench
 " >/dev/null
 

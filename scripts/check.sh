@@ -129,6 +129,9 @@ tap "netlink spec" netlink-spec.log tests/netlink-spec.sh
 tap "user space" user.log tests/user/run.sh
 # idgend: the lease logic, the etcd client, the daemon against real etcd.
 tap "idgend" idgend.log tests/idgend/run.sh
+# idgen-httpd: every route and bad input against the simulated generator,
+# its JSON through Node, readiness, limits, configuration.
+tap "idgen-httpd" httpd.log tests/httpd/run.sh
 # The lease protocol's model, searched by spin, and its mutants.
 tap "lease model" lease-model.log tests/model/run.sh
 

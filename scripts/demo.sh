@@ -18,7 +18,6 @@ cd "$top"
 kver=${IDGEN_KERNEL:-$(tests/vm/kernels.sh | tail -n 1)}
 scripts/build-module.sh "$kver"
 make -s -C helper
-make -s -C helper/idgend
 
 echo "== booting a $kver guest (software emulation: about 20 s)"
 tests/vm/run-guest.sh "$kver" sh -c "
@@ -27,13 +26,13 @@ insmod build/$kver/kmod/idgen.ko
 echo '\$ idgend --mode standalone --region 1 --worker 42 --state-file /tmp/idgen/standalone.state &'
 helper/idgend/idgend --mode standalone --region 1 --worker 42 --state-file /tmp/idgen/standalone.state &
 pid=\$!
-until helper/idgenctl lease show 2>/dev/null | grep -q 'lease: in force'; do sleep 0.2; done
+until helper/idgenctl/idgenctl lease show 2>/dev/null | grep -q 'lease: in force'; do sleep 0.2; done
 echo '\$ idgenctl mint -n 8'
-helper/idgenctl mint -n 8
+helper/idgenctl/idgenctl mint -n 8
 echo '\$ idgenctl decode \$(idgenctl mint --raw)'
-helper/idgenctl decode \$(helper/idgenctl mint --raw)
+helper/idgenctl/idgenctl decode \$(helper/idgenctl/idgenctl mint --raw)
 echo '\$ idgenctl lease show'
-helper/idgenctl lease show
+helper/idgenctl/idgenctl lease show
 echo '\$ kill -TERM %1   # idgend revokes and stores the last ms'
 kill -TERM \$pid
 wait \$pid

@@ -32,6 +32,9 @@ packages=(
 	# client, and libfaketime for a wall clock before the epoch
 	libcurl4-openssl-dev libjson-c-dev libssl-dev
 	etcd-server etcd-client curl valgrind faketime
+	# idgen-httpd: HTTP on libmicrohttpd, request bodies through json-c;
+	# promtool (in prometheus) checks its /metrics
+	libmicrohttpd-dev prometheus
 	# idgend's fuzz targets: libFuzzer and the sanitizers
 	clang libclang-rt-14-dev
 	# the lease protocol's model checker (tests/model/)

@@ -11,7 +11,7 @@
 
 #include <linux/idgen.h>
 
-#include "clock.h"
+#include "wall_clock.h"
 #include "device_sim.h"
 #include "log.h"
 

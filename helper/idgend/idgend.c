@@ -3,7 +3,7 @@
  * idgend: keep this host's idgen generator leased.
  *
  * In etcd mode it claims a worker number of its region from etcd, renews
- * it, and gives it back on SIGTERM (lease.c); in standalone mode it uses a
+ * it, and gives it back on SIGTERM (lease_protocol.c); in standalone mode it uses a
  * fixed number and a state file (standalone.c).  Between renewals it
  * sleeps in one poll() on a signalfd and the module's netlink events: a
  * "fence near" event renews at once, clock events and a reached fence are
@@ -34,12 +34,12 @@
 
 #include <linux/idgen.h>
 
-#include "../nl.h"
-#include "clock.h"
+#include "idgen_nl.h"
+#include "wall_clock.h"
 #include "config.h"
 #include "device.h"
 #include "etcd.h"
-#include "lease.h"
+#include "lease_protocol.h"
 #include "log.h"
 #include "runtime.h"
 #include "standalone.h"

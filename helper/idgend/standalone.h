@@ -12,7 +12,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "clock.h"
+#include "wall_clock.h"
 #include "device.h"
 
 struct standalone {

@@ -16,7 +16,7 @@
 
 #include <linux/idgen.h>
 
-#include "clock.h"
+#include "wall_clock.h"
 #include "device_sim.h"
 
 static int tests, failures;

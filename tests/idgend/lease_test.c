@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The lease protocol (helper/idgend/lease.c, standalone.c) against an
+ * The lease protocol (helper/idgend/lease_protocol.c, standalone.c) against an
  * in-memory store, fake generators and a clock the test moves: every rule
  * of section 7 of the spec, faults injected at each write, and a random
  * walk of two daemons over one store checking the one property that
@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lease.h"
+#include "lease_protocol.h"
 #include "standalone.h"
 #include "state_file.h"
 

@@ -312,7 +312,7 @@ inline gen_revoke(hh)
 	until = last[hh]
 }
 
-/* ---- idgend (helper/idgend/lease.c) ----------------------------------- */
+/* ---- idgend (helper/idgend/lease_protocol.c) -------------------------- */
 
 /* is_ours(): the owner name, and the token of this instance. */
 #ifdef MUTANT_NAME_ONLY

@@ -14,7 +14,7 @@
  * Environment: IDGEN_MODULE, the path of idgen.ko, enables the test that
  * unloads the module under a subscribed listener and loads it again.
  *
- * The netlink side is plain libnl-genl, independent of helper/nl.c, so
+ * The netlink side is plain libnl-genl, independent of helper/common/idgen_nl.c, so
  * the two check each other.
  */
 #define _GNU_SOURCE

@@ -21,7 +21,8 @@ import sys
 
 idgenctl, top = sys.argv[1], sys.argv[2]
 # file: at least this many examples
-FILES = {"README.md": 4, "helper/idgenctl.8": 2, "lib/libidgen.3": 1}
+FILES = {"README.md": 4, "helper/idgenctl/idgenctl.8": 2, "lib/libidgen.3": 1,
+         "helper/httpd/idgen-httpd.8": 1}
 
 n = 0
 failed = False

@@ -15,7 +15,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../lib/tap.sh
 . "$top/tests/lib/tap.sh"
 module=${1:?usage: guest-mint.sh MODULE}
-idgenctl=$top/helper/idgenctl
+idgenctl=$top/helper/idgenctl/idgenctl
 region=5
 worker=99
 

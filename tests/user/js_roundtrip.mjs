@@ -60,17 +60,21 @@ for (const o of objs) {
 	if (BigInt(o.unix_ms) !== ms + EPOCH)
 		problems.push(`unix_ms ${o.unix_ms} != ${ms + EPOCH}`);
 	const iso = new Date(Number(ms + EPOCH)).toISOString();
-	if (o.time !== iso)
-		problems.push(`time ${o.time} != ${iso}`);
-	if (o.layout === 1) {
+	if (o.created_at !== iso)
+		problems.push(`created_at ${o.created_at} != ${iso}`);
+	// The contract's fields come first, in its order; extras after.
+	const keys = Object.keys(o).slice(0, 6).join(',');
+	if (keys !== 'id,created_at,region,worker,sequence,layout_version')
+		problems.push(`fields ${keys}: not the contract's`);
+	if (o.layout_version === 1) {
 		const region = Number(low >> 19n), worker = Number((low >> 12n) & 127n),
 			seq = Number(low & 4095n);
-		if (o.region !== region || o.worker !== worker || o.seq !== seq)
-			problems.push(`fields ${o.region}/${o.worker}/${o.seq} != ${region}/${worker}/${seq}`);
+		if (o.region !== region || o.worker !== worker || o.sequence !== seq)
+			problems.push(`fields ${o.region}/${o.worker}/${o.sequence} != ${region}/${worker}/${seq}`);
 	} else {
-		problems.push(`layout ${o.layout}: this test knows version 1 only`);
+		problems.push(`layout_version ${o.layout_version}: this test knows version 1 only`);
 	}
-	check(problems.length === 0, `id ${o.id} decodes in BigInt as in C (${o.time})`,
+	check(problems.length === 0, `id ${o.id} decodes in BigInt as in C (${o.created_at})`,
 	      problems.join('; '));
 }
 // The point of strings: some of these IDs do not survive as numbers.

@@ -17,7 +17,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../lib/tap.sh
 . "$top/tests/lib/tap.sh"
-idgenctl=$top/helper/idgenctl
+idgenctl=$top/helper/idgenctl/idgenctl
 mkids=$top/tests/user/mkids
 
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)

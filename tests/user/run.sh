@@ -10,7 +10,7 @@ set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 user=$top/tests/user
-idgenctl=$top/helper/idgenctl
+idgenctl=$top/helper/idgenctl/idgenctl
 # shellcheck source=../lib/tap.sh
 . "$top/tests/lib/tap.sh"
 
@@ -19,7 +19,7 @@ trap 'rm -rf "$tmp"' EXIT
 
 echo "TAP version 13"
 tap_step "build lib/ (libidgen.a, libidgen.so.0, idgen.pc)" make -j1 -C "$top/lib" || { echo "1..$n"; exit 1; }
-tap_step "build helper/idgenctl" make -j1 -C "$top/helper" || { echo "1..$n"; exit 1; }
+tap_step "build helper/idgenctl" make -j1 -C "$top/helper/idgenctl" || { echo "1..$n"; exit 1; }
 tap_step "build tests/user" make -j1 -C "$user" || { echo "1..$n"; exit 1; }
 tap_step "libidgen.so exports idgen_* only" bash -c "
 	nm -D --defined-only '$top/lib/libidgen.so.0' | awk '\$2 != \"A\" {print \$3}' |
@@ -76,6 +76,10 @@ tap_step "idgenctl decode: the edges" bash -c "
 	out=\$('$idgenctl' decode 0 9223372036854775807) &&
 	[ \"\$out\" = '0  2026-01-01T00:00:00.000Z region 0 worker 0 seq 0 layout 1
 9223372036854775807  2095-09-07T15:47:35.551Z region 7 worker 127 seq 4095 layout 1' ]"
+# The contract's example (idgen-spec section 9), in the one JSON shape.
+tap_step "idgenctl decode --json 108421920055775237: the contract's example, field for field" bash -c "
+	out=\$('$idgenctl' decode --json 108421920055775237) &&
+	[ \"\$out\" = '[{\"id\":\"108421920055775237\",\"created_at\":\"2026-10-27T04:30:00.123Z\",\"region\":1,\"worker\":37,\"sequence\":5,\"layout_version\":1,\"ms\":25849800123,\"unix_ms\":1793075400123}]' ]"
 tap_step "idgenctl min-id-at: epoch, before it, RFC 3339 with an offset, Unix ms, now" bash -c "
 	[ \$('$idgenctl' min-id-at 2026-01-01T00:00:00Z) = 0 ] &&
 	[ \$('$idgenctl' min-id-at 2025-06-01T00:00:00Z) = 0 ] &&
@@ -98,6 +102,7 @@ printf '%s\n' \
 	"2026-01-01T00:00:00.000Z 0 0 0" "2026-01-01T00:00:00.000Z 7 127 4095" \
 	"2026-01-01T00:00:00.001Z 0 0 0" "2026-01-25T22:11:53.216Z 1 1 1" \
 	"2026-03-15T12:34:56.789Z 3 42 17" "2026-11-29T21:40:01.123Z 5 77 4094" \
+	"2026-10-27T04:30:00.123Z 1 37 5" \
 	"2095-09-07T15:47:35.551Z 7 127 4095" > "$tmp/fields"
 if command -v node >/dev/null; then
 	"$user/mkids" <"$tmp/fields" >"$tmp/ids" &&

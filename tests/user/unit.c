@@ -482,12 +482,27 @@ TEST(json_strings)
 	ASSERT_EQ(0, idgen_compose(&idgen_layout_v1, MS_MAX, 7, 127, 4095, &id));
 	ASSERT_EQ(0, idgen_decode(id, NULL, &d));
 	ASSERT_LT(0, idgen_json_decoded(buf, sizeof(buf), &d));
-	EXPECT_STREQ("{\"id\":\"9223372036854775807\",\"ms\":2199023255551,"
-		     "\"unix_ms\":3966248855551,\"time\":\"2095-09-07T15:47:35.551Z\","
-		     "\"region\":7,\"worker\":127,\"seq\":4095,\"layout\":1}", buf);
+	EXPECT_STREQ("{\"id\":\"9223372036854775807\",\"created_at\":"
+		     "\"2095-09-07T15:47:35.551Z\",\"region\":7,\"worker\":127,"
+		     "\"sequence\":4095,\"layout_version\":1,\"ms\":2199023255551,"
+		     "\"unix_ms\":3966248855551}", buf);
 	/* snprintf()-style: the length it needs, truncated output. */
 	EXPECT_EQ(strlen(buf), idgen_json_decoded(buf, 4, &d));
 	EXPECT_STREQ("{\"i", buf);
+}
+
+/* The contract's example (idgen-spec section 9), field for field. */
+TEST(json_contract_example)
+{
+	struct idgen_decoded d;
+	char buf[256];
+
+	ASSERT_EQ(0, idgen_decode(108421920055775237ULL, NULL, &d));
+	ASSERT_LT(0, idgen_json_decoded(buf, sizeof(buf), &d));
+	EXPECT_STREQ("{\"id\":\"108421920055775237\",\"created_at\":"
+		     "\"2026-10-27T04:30:00.123Z\",\"region\":1,\"worker\":37,"
+		     "\"sequence\":5,\"layout_version\":1,\"ms\":25849800123,"
+		     "\"unix_ms\":1793075400123}", buf);
 }
 
 TEST(json_write_ids)

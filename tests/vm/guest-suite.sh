@@ -11,7 +11,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../lib/tap.sh
 . "$top/tests/lib/tap.sh"
 module=${1:?usage: guest-suite.sh MODULE}
-idgenctl=$top/helper/idgenctl
+idgenctl=$top/helper/idgenctl/idgenctl
 
 # run-guest.sh sets IDGEN_GUEST=1 in the guest.
 if [ "${IDGEN_GUEST:-}" != 1 ]; then

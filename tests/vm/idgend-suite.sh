@@ -25,7 +25,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/idgend/daemon-lib.sh"
 module=${1:?usage: idgend-suite.sh MODULE}
 idgend=$top/helper/idgend/idgend
-idgenctl=$top/helper/idgenctl
+idgenctl=$top/helper/idgenctl/idgenctl
 clock_sync=$top/build/idgend-test/clock_sync
 
 if [ "${IDGEN_GUEST:-}" != 1 ]; then

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * idgenctl: the "idgen" generic netlink family through libnl-genl, in the
+ * The "idgen" generic netlink family through libnl-genl, in the
  * manner of tools/testing/selftests/net/ovpn/ovpn-cli.c: resolve the family
  * with genl_ctrl_resolve(), send a request asking for an ACK, and collect
  * the reply, the ACK and any error (with its extended ack message) through
@@ -8,7 +8,9 @@
  * multicast group, and to nlctrl's "notify" group so that the family going
  * away (rmmod) ends the loop instead of leaving it waiting forever.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE
+#endif
 #include <errno.h>
 #include <poll.h>
 #include <stddef.h>
@@ -24,7 +26,7 @@
 
 #include <linux/idgen.h>
 
-#include "nl.h"
+#include "idgen_nl.h"
 
 /* "idgenctl" in idgenctl; whatever links this in names itself. */
 #define PROG	program_invocation_short_name

@@ -5,22 +5,22 @@
  * it back, lose it, or adopt the one the generator already holds.
  *
  * It does no I/O of its own: the store, the generator and the clock are
- * the interfaces it is handed (store.h, device.h, clock.h), so the tests
+ * the interfaces it is handed (store.h, device.h, wall_clock.h), so the tests
  * drive it with fakes.  Every lease event is one log line.
  *
  *  The invariant it keeps: the generator never holds a fence the store has
  * not confirmed to this instance (owner and token), and a new lease's
  * floor is the previous holder's valid_until as the claiming write read
  * it, or the layout's from_ms when that is higher.  The rules in full are
- * at the top of lease.c.
+ * at the top of lease_protocol.c.
  */
-#ifndef IDGEND_LEASE_H
-#define IDGEND_LEASE_H
+#ifndef IDGEND_LEASE_PROTOCOL_H
+#define IDGEND_LEASE_PROTOCOL_H
 
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "clock.h"
+#include "wall_clock.h"
 #include "device.h"
 #include "layout.h"
 #include "store.h"
@@ -128,4 +128,4 @@ int lease_cut_over(const struct lease_config *cfg,
 		   const struct clock_ops *clock, void *clock_ctx,
 		   const struct lease_layout *want, bool force);
 
-#endif /* IDGEND_LEASE_H */
+#endif /* IDGEND_LEASE_PROTOCOL_H */

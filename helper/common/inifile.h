@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The INI dialect of idgend.conf, read from memory, with no limit on a
+ * The INI dialect of idgen's configuration files (idgend.conf,
+ * idgen-httpd.conf), read from memory, with no limit on a
  * line's length (a realistic endpoints line is longer than inih's 200
  * bytes, and a truncated line must never pass for a shorter one):
  *
@@ -14,8 +15,8 @@
  * other control character but tab, a line that is neither of the above,
  * and a section header with text after its ']' are errors.
  */
-#ifndef IDGEND_INIFILE_H
-#define IDGEND_INIFILE_H
+#ifndef COMMON_INIFILE_H
+#define COMMON_INIFILE_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -39,4 +40,4 @@ typedef int (*inifile_fn)(void *ctx, unsigned int line, const char *section,
 int inifile_parse(const char *text, size_t len, inifile_fn fn, void *ctx,
 		  char *err, size_t errlen);
 
-#endif /* IDGEND_INIFILE_H */
+#endif /* COMMON_INIFILE_H */

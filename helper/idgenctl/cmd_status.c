@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * idgenctl status | events | config: the generator over generic netlink
- * (nl.c), for users who have no access to /dev/idgen or want its events.
+ * (helper/common/idgen_nl.c), for users who have no access to /dev/idgen or want its events.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -14,7 +14,7 @@
 
 #include "args.h"
 #include "idgenctl.h"
-#include "nl.h"
+#include "idgen_nl.h"
 
 /* The counters, in the order of struct idgen_state, then the netlink one. */
 static const struct {

@@ -3,8 +3,8 @@
  * The host's wall clock as the lease logic needs it: now, in ms since the
  * idgen epoch, and whether NTP (or the like) says it is synchronised.
  */
-#ifndef IDGEND_CLOCK_H
-#define IDGEND_CLOCK_H
+#ifndef IDGEND_WALL_CLOCK_H
+#define IDGEND_WALL_CLOCK_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -27,4 +27,4 @@ struct system_clock {
 
 extern const struct clock_ops system_clock_ops;
 
-#endif /* IDGEND_CLOCK_H */
+#endif /* IDGEND_WALL_CLOCK_H */

@@ -88,7 +88,7 @@
 #include <string.h>
 #include <sys/random.h>
 
-#include "lease.h"
+#include "lease_protocol.h"
 #include "log.h"
 
 /* How often to say that we are still waiting for the clock. */

@@ -4,8 +4,8 @@
  * line starts with its syslog priority, "<3>", which journald reads;
  * elsewhere with the program name and the priority's name.
  */
-#ifndef IDGEND_LOG_H
-#define IDGEND_LOG_H
+#ifndef COMMON_LOG_H
+#define COMMON_LOG_H
 
 #include <syslog.h>
 
@@ -19,4 +19,4 @@ void log_msg(int prio, const char *fmt, ...)
 #define log_notice(...)	log_msg(LOG_NOTICE, __VA_ARGS__)
 #define log_info(...)	log_msg(LOG_INFO, __VA_ARGS__)
 
-#endif /* IDGEND_LOG_H */
+#endif /* COMMON_LOG_H */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * idgend.conf's INI dialect (inifile.h).
+ * The INI dialect of idgend.conf and idgen-httpd.conf (inifile.h).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -2,13 +2,18 @@
 /*
  * Log lines for an operator: one per event, on stderr.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE		/* program_invocation_short_name */
+#endif
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "log.h"
 
-static const char *log_prog = "idgend";
+/* Until log_init(): the name the program was run by. */
+static const char *log_prog;
 static int log_journal;
 
 static const char *const prio_name[] = {
@@ -35,5 +40,6 @@ void log_msg(int prio, const char *fmt, ...)
 	if (log_journal)
 		fprintf(stderr, "<%d>%s\n", prio, line);
 	else
-		fprintf(stderr, "%s: %s: %s\n", log_prog, prio_name[prio & 7], line);
+		fprintf(stderr, "%s: %s: %s\n", log_prog ? log_prog : program_invocation_short_name,
+			prio_name[prio & 7], line);
 }

@@ -9,7 +9,7 @@
 
 #include <linux/idgen.h>
 
-#include "clock.h"
+#include "wall_clock.h"
 
 static uint64_t system_now_ms(void *ctx)
 {

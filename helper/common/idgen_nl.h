@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * idgenctl: a client of the "idgen" generic netlink family (the GENERIC
+ * A client of the "idgen" generic netlink family (the GENERIC
  * NETLINK section of include/uapi/linux/idgen.h), on libnl-genl.
  *
  * Each function reports its own failures on stderr as
@@ -8,8 +8,8 @@
  * message when it sent one, and returns 0 or a negative errno.  A missing
  * family is reported as "the idgen module is not loaded" (-ENOENT).
  */
-#ifndef IDGENCTL_NL_H
-#define IDGENCTL_NL_H
+#ifndef COMMON_IDGEN_NL_H
+#define COMMON_IDGEN_NL_H
 
 #include <stdbool.h>
 #include <stdint.h>
@@ -104,4 +104,4 @@ int idgen_nl_fd(const struct idgen_nl *nl);
 int idgen_nl_dispatch(struct idgen_nl *nl, idgen_nl_event_cb cb, void *ctx);
 void idgen_nl_close(struct idgen_nl *nl);
 
-#endif /* IDGENCTL_NL_H */
+#endif /* COMMON_IDGEN_NL_H */

@@ -1,0 +1,424 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The service's routes (api.h).  Status and error codes:
+ *
+ *   400 invalid_json        the body is not one JSON value
+ *   400 invalid_request     JSON of the wrong shape: not an object, or a
+ *                           field the route does not know
+ *   400 invalid_count       count not an integer from 1 to API_MAX_COUNT
+ *   400 invalid_caller      caller not a string of 1 to API_MAX_CALLER of
+ *                           A-Z a-z 0-9 . _ : -
+ *   400 invalid_id          not a canonical decimal ID up to 2^63 - 1
+ *   400 invalid_time        "at" missing, not RFC 3339, or past 2095
+ *   404 not_found
+ *   405 method_not_allowed  with Allow
+ *   413 body_too_large      more than API_MAX_BODY bytes
+ *   415 unsupported_media_type  a body that is not application/json
+ *   503 no_lease, fence_reached, clock_behind, time_range_exhausted,
+ *       device_error        the generator refused; with Retry-After
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <json-c/json.h>
+
+#include "api.h"
+#include "log.h"
+
+#define JSON_DEPTH	8	/* the body is one flat object */
+
+static int respond(struct api_response *out, unsigned int status,
+		   const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+static int respond(struct api_response *out, unsigned int status,
+		   const char *fmt, ...)
+{
+	va_list ap;
+	int len;
+
+	out->status = status;
+	va_start(ap, fmt);
+	len = vasprintf(&out->body, fmt, ap);
+	va_end(ap);
+	if (len < 0) {
+		out->body = NULL;
+		return -ENOMEM;
+	}
+	out->len = len;
+	return 0;
+}
+
+/* Messages are fixed text: no request byte is echoed, none needs escaping. */
+static int error(struct api_response *out, unsigned int status,
+		 const char *code, const char *message)
+{
+	return respond(out, status, "{\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}",
+		       code, message);
+}
+
+/* An error answered: 1, or -ENOMEM. */
+static int reject(struct api_response *out, unsigned int status,
+		  const char *code, const char *message)
+{
+	return error(out, status, code, message) ?: 1;
+}
+
+static int method_not_allowed(struct api_response *out, const char *allow)
+{
+	out->allow = allow;
+	return error(out, 405, "method_not_allowed",
+		     allow[0] == 'P' ? "this route takes POST" :
+		     "this route takes GET (or HEAD)");
+}
+
+static bool is_get(const char *method)
+{
+	return !strcmp(method, "GET") || !strcmp(method, "HEAD");
+}
+
+/* application/json, with parameters or not, in any case. */
+static bool is_json(const char *type)
+{
+	size_t n = strlen("application/json");
+
+	if (!type || strncasecmp(type, "application/json", n))
+		return false;
+	type += n;
+	while (*type == ' ' || *type == '\t')
+		type++;
+	return !*type || *type == ';';
+}
+
+bool api_caller_valid(const char *s, size_t len)
+{
+	size_t i;
+
+	if (!len || len > API_MAX_CALLER)
+		return false;
+	for (i = 0; i < len; i++)
+		if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+			    "0123456789._:-", s[i]) || !s[i])
+			return false;
+	return true;
+}
+
+/*
+ * The body of POST /v1/ids:next: 0 with *count set, or an error answered
+ * (a positive return).
+ */
+static int parse_next(const struct api_request *rq, struct api_response *out,
+		      size_t *count, char caller[API_MAX_CALLER + 1])
+{
+	struct json_tokener *tok;
+	struct json_object *obj;
+	enum json_tokener_error jerr;
+	size_t end, i;
+	int ret = 1;
+
+	*count = 1;
+	caller[0] = '\0';
+	if (!rq->body_len)
+		return 0;		/* no body: every default */
+	if (!is_json(rq->content_type))
+		return reject(out, 415, "unsupported_media_type",
+			     "the body must be application/json");
+	if (memchr(rq->body, '\0', rq->body_len))
+		return reject(out, 400, "invalid_json", "the body is not JSON");
+	tok = json_tokener_new_ex(JSON_DEPTH);
+	if (!tok)
+		return -ENOMEM;
+	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
+	/* With its NUL: a number at the very end ends there ("5" is 5). */
+	obj = json_tokener_parse_ex(tok, rq->body, rq->body_len + 1);
+	jerr = json_tokener_get_error(tok);
+	end = json_tokener_get_parse_end(tok);
+	json_tokener_free(tok);
+	/* One value, then blanks only: "{} {}" or "{}x" is no body of ours. */
+	for (i = end; jerr == json_tokener_success && i < rq->body_len; i++)
+		if (!strchr(" \t\r\n", rq->body[i]))
+			jerr = json_tokener_error_parse_unexpected;
+	if (jerr != json_tokener_success) {
+		json_object_put(obj);
+		return reject(out, 400, "invalid_json", "the body is not one JSON value");
+	}
+	if (!json_object_is_type(obj, json_type_object)) {
+		ret = reject(out, 400, "invalid_request",
+			    "the body must be a JSON object, e.g. {\\\"count\\\": 3}");
+		goto out;
+	}
+	json_object_object_foreach(obj, key, val) {
+		if (!strcmp(key, "count")) {
+			int64_t c;
+
+			if (!json_object_is_type(val, json_type_int)) {
+				ret = reject(out, 400, "invalid_count",
+					    "count must be an integer (not a string, "
+					    "a fraction or an exponent)");
+				goto out;
+			}
+			c = json_object_get_int64(val);
+			/* Past INT64_MAX json-c gives INT64_MAX: out of range too. */
+			if (c < 1 || c > API_MAX_COUNT) {
+				ret = reject(out, 400, "invalid_count",
+					    "count must be from 1 to 10000");
+				goto out;
+			}
+			*count = c;
+		} else if (!strcmp(key, "caller")) {
+			if (!json_object_is_type(val, json_type_string) ||
+			    !api_caller_valid(json_object_get_string(val),
+					  json_object_get_string_len(val))) {
+				ret = reject(out, 400, "invalid_caller",
+					    "caller must be a string of 1 to 64 letters, "
+					    "digits, '.', '_', ':' or '-'");
+				goto out;
+			}
+			strcpy(caller, json_object_get_string(val));
+		} else {
+			ret = reject(out, 400, "invalid_request",
+				    "unknown field: the body takes count and caller only");
+			goto out;
+		}
+	}
+	ret = 0;
+out:
+	json_object_put(obj);
+	return ret;
+}
+
+/* Refusals come in floods: one log line per class and LOG_EVERY_S. */
+#define LOG_EVERY_S	10
+
+enum refusal { R_NO_LEASE, R_FENCE, R_CLOCK, R_RANGE, R_DEVICE, NR_REFUSALS };
+
+static void log_refusal(enum refusal r, int err)
+{
+	static _Atomic int64_t last[NR_REFUSALS] = { 0 };
+	struct timespec now;
+	int64_t then;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	then = atomic_load(&last[r]);
+	if (then && now.tv_sec - then < LOG_EVERY_S)
+		return;
+	if (!atomic_compare_exchange_strong(&last[r], &then, now.tv_sec ?: 1))
+		return;		/* another thread logs it */
+	log_warn("the generator refuses to mint: %s (logged at most every %d s)",
+		 idgen_strerror(err) ? idgen_strerror(err) : strerror(-err), LOG_EVERY_S);
+}
+
+/* A refusal of the generator, as a 503 a load balancer retries elsewhere. */
+static int refused(struct api_response *out, int err)
+{
+	enum refusal r;
+
+	switch (-err) {
+	case ENOKEY:
+		r = R_NO_LEASE;
+		break;
+	case EKEYEXPIRED:
+		r = R_FENCE;
+		break;
+	case ETIME:
+	case EAGAIN:
+		r = R_CLOCK;
+		break;
+	case EOVERFLOW:
+		r = R_RANGE;
+		break;
+	default:
+		r = R_DEVICE;
+	}
+	log_refusal(r, err);
+	out->retry_after = 1;
+	switch (-err) {
+	case ENOKEY:
+		return error(out, 503, "no_lease", "the generator holds no lease");
+	case EKEYEXPIRED:
+		return error(out, 503, "fence_reached", "the generator's lease has "
+			     "reached its fence");
+	case ETIME:
+	case EAGAIN:
+		return error(out, 503, "clock_behind", "the clock is behind the "
+			     "generator: retry shortly");
+	case EOVERFLOW:
+		out->retry_after = 3600;
+		return error(out, 503, "time_range_exhausted", "no millisecond after "
+			     "2095-09-07T15:47:35.551Z fits in an ID");
+	default:
+		return error(out, 503, "device_error", "the generator cannot be read");
+	}
+}
+
+static int ids_next(struct api *api, const struct api_request *rq,
+		    struct api_response *out)
+{
+	char caller[API_MAX_CALLER + 1];
+	struct idgen_decoded d;
+	uint64_t *ids;
+	size_t count, i, size;
+	char *p;
+	int ret;
+
+	if (strcmp(rq->method, "POST"))
+		return method_not_allowed(out, "POST");
+	if (rq->body_too_large)
+		return error(out, 413, "body_too_large", "the body exceeds 4096 bytes");
+	ret = parse_next(rq, out, &count, caller);
+	if (ret)
+		return ret < 0 ? ret : 0;
+
+	ids = malloc(count * sizeof(*ids));
+	/* "{"ids":[" + count * ""id"," + "],"layout_version":N}" */
+	size = 64 + count * (LIBIDGEN_ID_STRLEN + 3);
+	out->body = malloc(size);
+	if (!ids || !out->body) {
+		free(ids);
+		free(out->body);
+		out->body = NULL;
+		return -ENOMEM;
+	}
+	ret = minter_mint_all(api->minter, ids, count);
+	if (ret) {
+		free(ids);
+		free(out->body);
+		out->body = NULL;
+		return refused(out, ret);
+	}
+	p = out->body;
+	p += sprintf(p, "{\"ids\":[");
+	for (i = 0; i < count; i++) {
+		*p++ = i ? ',' : '"';
+		if (i)
+			*p++ = '"';
+		p += idgen_format_id(ids[i], p);
+		*p++ = '"';
+	}
+	idgen_decode(ids[0], api->layouts, &d);
+	p += sprintf(p, "],\"layout_version\":%u}", d.version);
+	out->len = p - out->body;
+	out->status = 200;
+	free(ids);
+	if (api->metrics)
+		metrics_issued(api->metrics, caller[0] ? caller : NULL, count);
+	return 0;
+}
+
+static int ids_get(struct api *api, const struct api_request *rq,
+		   const char *text, struct api_response *out)
+{
+	struct idgen_decoded d;
+	uint64_t id;
+	char obj[256];
+	int len;
+
+	if (!is_get(rq->method))
+		return method_not_allowed(out, "GET, HEAD");
+	switch (idgen_parse_id(text, &id)) {
+	case 0:
+		break;
+	case -ERANGE:
+		return error(out, 400, "invalid_id", "the ID is above 2^63 - 1, "
+			     "the largest ID");
+	default:
+		return error(out, 400, "invalid_id", "not a decimal ID: digits only, "
+			     "no sign, blanks or leading zeros");
+	}
+	idgen_decode(id, api->layouts, &d);
+	len = idgen_json_decoded(obj, sizeof(obj), &d);
+	if (len < 0 || (size_t)len >= sizeof(obj))
+		return error(out, 400, "invalid_id", "the ID's time cannot be written");
+	return respond(out, 200, "%s", obj);
+}
+
+static int ids_min(const struct api_request *rq, struct api_response *out)
+{
+	char text[LIBIDGEN_ID_STRLEN];
+	int64_t unix_ms;
+	uint64_t id;
+
+	if (!is_get(rq->method))
+		return method_not_allowed(out, "GET, HEAD");
+	if (!rq->at || !*rq->at)
+		return error(out, 400, "invalid_time", "give the time as ?at=<RFC 3339>");
+	if (idgen_parse_time(rq->at, &unix_ms))
+		return error(out, 400, "invalid_time", "at is not an RFC 3339 time, "
+			     "e.g. 2026-03-15T00:00:00Z (an offset's + written %2B)");
+	if (idgen_min_id_at(unix_ms, &id))
+		return error(out, 400, "invalid_time", "at lies after the last "
+			     "millisecond an ID can carry, 2095-09-07T15:47:35.551Z");
+	idgen_format_id(id, text);
+	return respond(out, 200, "{\"id\":\"%s\"}", text);
+}
+
+static int readyz(struct api *api, const struct api_request *rq,
+		  struct api_response *out)
+{
+	char buf[2048];
+	size_t len;
+	bool ready;
+
+	if (!is_get(rq->method))
+		return method_not_allowed(out, "GET, HEAD");
+	ready = readiness_check(&api->ready, api->minter, buf, sizeof(buf), &len);
+	return respond(out, ready ? 200 : 503, "%.*s", (int)len, buf);
+}
+
+static int metrics(struct api *api, const struct api_request *rq,
+		   struct api_response *out)
+{
+	if (!is_get(rq->method))
+		return method_not_allowed(out, "GET, HEAD");
+	if (!api->metrics)
+		return error(out, 404, "not_found", "no metrics in this build");
+	if (metrics_render(api->metrics, api->minter, &api->ready, api->layouts,
+			   &out->body, &out->len))
+		return -ENOMEM;
+	out->status = 200;
+	out->content_type = "text/plain; version=0.0.4; charset=utf-8";
+	return 0;
+}
+
+int api_handle(struct api *api, const struct api_request *rq,
+	       struct api_response *out)
+{
+	static const char ids_prefix[] = "/v1/ids/";
+	const char *path = rq->path;
+
+	memset(out, 0, sizeof(*out));
+	out->content_type = "application/json";
+	if (!strcmp(path, "/v1/ids:next")) {
+		out->route = ROUTE_NEXT;
+		return ids_next(api, rq, out);
+	}
+	if (!strcmp(path, "/v1/ids:min")) {
+		out->route = ROUTE_MIN;
+		return ids_min(rq, out);
+	}
+	if (!strncmp(path, ids_prefix, sizeof(ids_prefix) - 1)) {
+		out->route = ROUTE_ID;
+		return ids_get(api, rq, path + sizeof(ids_prefix) - 1, out);
+	}
+	if (!strcmp(path, "/livez")) {
+		out->route = ROUTE_LIVEZ;
+		return is_get(rq->method) ? respond(out, 200, "{\"status\":\"ok\"}") :
+		       method_not_allowed(out, "GET, HEAD");
+	}
+	if (!strcmp(path, "/readyz")) {
+		out->route = ROUTE_READYZ;
+		return readyz(api, rq, out);
+	}
+	if (!strcmp(path, "/metrics")) {
+		out->route = ROUTE_METRICS;
+		return metrics(api, rq, out);
+	}
+	out->route = ROUTE_OTHER;
+	return error(out, 404, "not_found", "no such route: see idgen-httpd(8)");
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The service's routes (idgen-spec section 9), apart from HTTP transport:
+ * a request as libmicrohttpd hands it over in, the status, headers and
+ * fixed-shape JSON body out.  Nothing here parses HTTP (server.c leaves
+ * that to libmicrohttpd), and a request refused for bad input never
+ * reaches the generator.
+ *
+ *   POST /v1/ids:next        {"count": N, "caller": "..."}, both optional
+ *   GET  /v1/ids/{id}        the decoded ID, libidgen's one JSON shape
+ *   GET  /v1/ids:min?at=T    {"id": "..."}, the smallest ID of T's ms
+ *   GET  /livez, /readyz
+ *   GET  /metrics            Prometheus text (metrics.h)
+ *
+ * Errors are {"error":{"code":"...","message":"..."}} (api.c lists the
+ * codes); HEAD is taken wherever GET is.
+ */
+#ifndef HTTPD_API_H
+#define HTTPD_API_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "idgen.h"
+#include "metrics.h"
+#include "minter.h"
+#include "readiness.h"
+
+#define API_MAX_BODY	4096	/* bytes of a request body */
+#define API_MAX_COUNT	10000	/* IDs per request */
+#define API_MAX_CALLER	64	/* bytes of a caller's name */
+
+struct api {
+	struct minter *minter;
+	const struct idgen_layouts *layouts;	/* NULL: version 1 alone */
+	struct readiness_config ready;
+	struct metrics *metrics;
+};
+
+struct api_request {
+	const char *method;
+	const char *path;		/* percent-decoded, without the query */
+	const char *at;			/* the query's "at", or NULL */
+	const char *content_type;	/* or NULL */
+	const char *body;		/* body_len bytes, then a NUL */
+	size_t body_len;
+	bool body_too_large;		/* more than API_MAX_BODY bytes came */
+};
+
+struct api_response {
+	unsigned int status;
+	char *body;			/* malloc()ed JSON; NULL when out of memory */
+	size_t len;
+	const char *allow;		/* the Allow header of a 405, or NULL */
+	unsigned int retry_after;	/* seconds, 0 for no Retry-After */
+	const char *content_type;	/* application/json unless /metrics */
+	enum metrics_route route;	/* for idgen_requests_total */
+};
+
+
+/*
+ * A caller's name: 1 to API_MAX_CALLER of A-Z a-z 0-9 . _ : - (so that
+ * it can be a metrics label as it is).
+ */
+bool api_caller_valid(const char *s, size_t len);
+
+/*
+ * Answer a request.  Returns 0, or -ENOMEM when even the error answer
+ * could not be built (the caller then closes the connection).
+ */
+int api_handle(struct api *api, const struct api_request *rq,
+	       struct api_response *out);
+
+#endif /* HTTPD_API_H */

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * idgen-httpd's configuration: /etc/idgen/idgen-httpd.conf (INI, the
+ * dialect of ../common/inifile.h, section [httpd]), then command-line
+ * flags, which win.  Every key is also a flag: "ready_margin_ms" in the
+ * file is --ready-margin-ms on the command line; --listen may be given
+ * more than once and replaces the file's list.  See idgen-httpd(8).
+ */
+#ifndef HTTPD_CONFIG_H
+#define HTTPD_CONFIG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define HTTPD_CONFIG_DEFAULT_PATH	"/etc/idgen/idgen-httpd.conf"
+#define HTTPD_MAX_LISTEN		8
+#define HTTPD_MAX_CALLERS		32
+
+struct httpd_config {
+	const char *path;		/* the file read, or NULL */
+	char *listen[HTTPD_MAX_LISTEN];	/* HOST:PORT, [IPv6]:PORT */
+	unsigned int nr_listen;
+	/* /metrics counts IDs by these callers, the rest as "other". */
+	char *callers[HTTPD_MAX_CALLERS];
+	unsigned int nr_callers;
+	char *device;			/* a path, or sim[:WORKER] */
+	char *layouts;			/* a layouts file, or "" for version 1 */
+	uint32_t threads;		/* per listener; 0: one per core */
+	uint32_t max_connections;
+	uint32_t max_connections_per_ip;
+	uint32_t timeout_s;		/* an idle connection is closed */
+	uint64_t ready_margin_ms;
+	bool clock_check;
+	uint64_t clock_max_offset_us;
+	uint64_t sim_lease_ms;		/* --device sim only; 0: no fence */
+	bool check_only;		/* --check-config */
+};
+
+/*
+ * Fill *cfg from the file and argv.  0; 1 for --help or --version
+ * (printed); or -1 after printing "idgen-httpd: <where>: <what was
+ * wrong>" on stderr.
+ */
+int httpd_config_load(struct httpd_config *cfg, int argc, char *argv[]);
+/* The configuration in force, as a file that gives it. */
+void httpd_config_print(const struct httpd_config *cfg, FILE *f);
+void httpd_config_free(struct httpd_config *cfg);
+
+#endif /* HTTPD_CONFIG_H */

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * idgen-httpd: the host's ID service for callers on other machines, over
+ * /dev/idgen (idgen-spec section 9, idgen-httpd(8)).  It mints only
+ * through the generator, which enforces lease and fence; it decodes
+ * locally; it holds no lease logic of its own.
+ *
+ * The main thread reads the configuration, opens the generator, starts a
+ * server per listen address and waits for SIGTERM or SIGINT; then it
+ * stops accepting, lets the requests in flight finish and exits 0.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api.h"
+#include "config.h"
+#include "idgen.h"
+#include "log.h"
+#include "metrics.h"
+#include "minter.h"
+#include "server.h"
+
+/* How long a stop waits for the requests in flight. */
+#define DRAIN_MS	5000
+
+int main(int argc, char *argv[])
+{
+	struct server *servers[HTTPD_MAX_LISTEN] = { 0 };
+	struct idgen_layouts *layouts = NULL;
+	struct httpd_config cfg;
+	struct metrics metrics;
+	struct server_limits lim;
+	struct minter minter;
+	struct api api;
+	char err[512];
+	unsigned int i;
+	sigset_t stop;
+	int ret, sig;
+
+	log_init("idgen-httpd");
+	ret = httpd_config_load(&cfg, argc, argv);
+	if (ret) {
+		httpd_config_free(&cfg);
+		return ret < 0 ? 1 : 0;
+	}
+	if (*cfg.layouts && idgen_layouts_load(cfg.layouts, &layouts, err, sizeof(err))) {
+		fprintf(stderr, "idgen-httpd: layouts: %s\n", err);
+		httpd_config_free(&cfg);
+		return 1;
+	}
+	if (cfg.check_only) {
+		httpd_config_print(&cfg, stdout);
+		idgen_layouts_free(layouts);
+		httpd_config_free(&cfg);
+		return 0;
+	}
+
+	/* Every thread started from here on leaves these to sigwait(). */
+	sigemptyset(&stop);
+	sigaddset(&stop, SIGTERM);
+	sigaddset(&stop, SIGINT);
+	pthread_sigmask(SIG_BLOCK, &stop, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	if (minter_open(&minter, cfg.device, cfg.sim_lease_ms, err, sizeof(err))) {
+		log_err("%s", err);
+		idgen_layouts_free(layouts);
+		httpd_config_free(&cfg);
+		return 1;
+	}
+	if (minter.simulated)
+		log_warn("minting through a SIMULATED generator (%s: region 0, worker "
+			 "%u, in this process only): for tests, never for IDs that are "
+			 "kept", minter.name, minter.sim_worker);
+	else
+		log_info("minting through %s", minter.name);
+
+	if (metrics_init(&metrics, cfg.callers, cfg.nr_callers)) {
+		log_err("out of memory");
+		minter_close(&minter);
+		idgen_layouts_free(layouts);
+		httpd_config_free(&cfg);
+		return 1;
+	}
+	api = (struct api){
+		.minter = &minter,
+		.metrics = &metrics,
+		.layouts = layouts,
+		.ready = {
+			.margin_ms = cfg.ready_margin_ms,
+			.check_clock = cfg.clock_check,
+			.max_offset_us = cfg.clock_max_offset_us,
+		},
+	};
+	if (!cfg.clock_check)
+		log_warn("clock_check = no: /readyz does not ask whether the clock is "
+			 "synchronised");
+	lim = (struct server_limits){
+		.threads = cfg.threads,
+		.max_connections = cfg.max_connections,
+		.max_connections_per_ip = cfg.max_connections_per_ip,
+		.timeout_s = cfg.timeout_s,
+	};
+	ret = 0;
+	for (i = 0; i < cfg.nr_listen; i++) {
+		servers[i] = server_start(cfg.listen[i], &lim, &api);
+		if (!servers[i]) {
+			ret = 1;
+			break;
+		}
+		log_info("listening on %s (port %u)", cfg.listen[i],
+			 server_port(servers[i]));
+	}
+	if (!ret) {
+		do {
+			ret = sigwait(&stop, &sig);
+		} while (ret == EINTR);
+		log_info("%s: stopping once the requests in flight are answered",
+			 strsignal(sig));
+		ret = 0;
+	}
+	for (i = 0; i < cfg.nr_listen; i++)
+		if (servers[i])
+			server_stop(servers[i], DRAIN_MS);
+	metrics_free(&metrics);
+	minter_close(&minter);
+	idgen_layouts_free(layouts);
+	httpd_config_free(&cfg);
+	return ret;
+}

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * GET /metrics: the Prometheus text exposition format (version 0.0.4),
+ * idgen_ prefix, _total counters, _seconds histograms:
+ *
+ *   idgen_requests_total{route,code}          answers given, by route and status
+ *   idgen_request_duration_seconds            histogram, 25 us to 10 ms
+ *   idgen_ids_issued_total{caller}            configured callers, the rest "other"
+ *   idgen_batch_size                          histogram of counts answered
+ *   idgen_generator_*                         the generator's own counters
+ *                                             (the module's through its netlink
+ *                                             family; the simulation's IDs)
+ *   idgen_lease_in_force, idgen_lease_valid_until_timestamp_seconds
+ *   idgen_clock_synced, idgen_clock_offset_seconds,
+ *   idgen_clock_maxerror_seconds              adjtimex(2)
+ *   idgen_ready                               what /readyz answers
+ *   idgen_build_info{version,layout_version}
+ *
+ * Label values come only from fixed sets (routes, statuses, configured
+ * callers), so the series stay bounded whatever requests come.  Counting
+ * is lock-free: relaxed atomic adds on the request path.
+ */
+#ifndef HTTPD_METRICS_H
+#define HTTPD_METRICS_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "idgen.h"
+#include "minter.h"
+#include "readiness.h"
+
+enum metrics_route {
+	ROUTE_NEXT, ROUTE_ID, ROUTE_MIN, ROUTE_LIVEZ, ROUTE_READYZ, ROUTE_METRICS,
+	ROUTE_OTHER, NR_ROUTES
+};
+
+#define METRICS_NR_CODES	10	/* the statuses the service answers */
+#define METRICS_NR_DURATIONS	9	/* 25 us ... 10 ms */
+#define METRICS_NR_BATCHES	5	/* 1 ... 10000 */
+
+struct metrics {
+	_Atomic uint64_t requests[NR_ROUTES][METRICS_NR_CODES];
+	_Atomic uint64_t duration[METRICS_NR_DURATIONS + 1];	/* + the rest */
+	_Atomic uint64_t duration_ns;
+	_Atomic uint64_t batch[METRICS_NR_BATCHES];
+	_Atomic uint64_t batch_count;
+	_Atomic uint64_t batch_sum;
+	char **callers;
+	unsigned int nr_callers;
+	_Atomic uint64_t *issued;	/* per caller, then "other" */
+};
+
+/* callers: the configured names (kept, not copied).  0 or -ENOMEM. */
+int metrics_init(struct metrics *m, char **callers, unsigned int nr_callers);
+void metrics_free(struct metrics *m);
+
+/* One answer given: its route, status and time taken. */
+void metrics_request(struct metrics *m, enum metrics_route route,
+		     unsigned int status, uint64_t ns);
+/* count IDs answered to caller (NULL: none given). */
+void metrics_issued(struct metrics *m, const char *caller, size_t count);
+
+/*
+ * The whole exposition into a malloc()ed *body: the counters above, and
+ * the generator's, the lease's, the clock's and readiness's state read
+ * now.  0 or -ENOMEM.
+ */
+int metrics_render(struct metrics *m, struct minter *minter,
+		   const struct readiness_config *ready,
+		   const struct idgen_layouts *layouts, char **body, size_t *len);
+
+#endif /* HTTPD_METRICS_H */

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The simulated generator (mint_sim.h).
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "idgen.h"
+#include "log.h"
+#include "mint_sim.h"
+
+#define SEQ_BITS	12	/* layout version 1: 3/7/12 */
+#define SEQ_MASK	((1ULL << SEQ_BITS) - 1)
+
+struct mint_sim {
+	/*
+	 * The last (ms, sequence) reserved, as ms << SEQ_BITS | seq: adding
+	 * one past a full sequence carries into the next ms (a borrow).
+	 */
+	_Atomic uint64_t last;
+	_Atomic uint64_t minted;	/* IDs handed out, for the log at the end */
+	uint32_t worker;
+	uint64_t floor_ms;
+	uint64_t valid_until_ms;	/* LIBIDGEN_MS_MAX + 1: no fence */
+};
+
+/* The wall clock in idgen ms; 0 before the epoch. */
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+	uint64_t ms;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ms = (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return ms > LIBIDGEN_EPOCH_UNIX_MS ? ms - LIBIDGEN_EPOCH_UNIX_MS : 0;
+}
+
+static ssize_t sim_mint(void *ctx, uint64_t *ids, size_t n)
+{
+	struct mint_sim *s = ctx;
+	uint64_t old, first, top, now, lead_end, fence;
+	size_t i;
+
+	if (!n)
+		return -EINVAL;
+	old = atomic_load(&s->last);
+	do {
+		now = wall_ms();
+		if (!now)
+			return -ETIME;		/* a clock before the epoch */
+		first = old + 1;
+		if (first >> SEQ_BITS < now)
+			first = now << SEQ_BITS;
+		/* The last slot it may use: within the lead and the fence. */
+		lead_end = ((now + MINT_SIM_MAX_LEAD_MS + 1) << SEQ_BITS) - 1;
+		fence = s->valid_until_ms < LIBIDGEN_MS_MAX + 1 ?
+			s->valid_until_ms : LIBIDGEN_MS_MAX + 1;
+		if (first >> SEQ_BITS >= fence)
+			return fence == LIBIDGEN_MS_MAX + 1 ? -EOVERFLOW : -EKEYEXPIRED;
+		if (first > lead_end)
+			return -ETIME;
+		top = first + (n - 1);
+		if (top > lead_end)
+			top = lead_end;
+		if (top >> SEQ_BITS >= fence)
+			top = (fence << SEQ_BITS) - 1;
+	} while (!atomic_compare_exchange_weak(&s->last, &old, top));
+
+	for (i = 0; first + i <= top; i++) {
+		uint64_t slot = first + i;
+
+		idgen_compose(&idgen_layout_v1, slot >> SEQ_BITS, 0, s->worker,
+			      slot & SEQ_MASK, &ids[i]);
+	}
+	atomic_fetch_add(&s->minted, i);
+	return i;
+}
+
+static int sim_state(void *ctx, struct minter_state *st)
+{
+	struct mint_sim *s = ctx;
+	uint64_t now = wall_ms(), slot = atomic_load(&s->last);
+	uint64_t last = slot >> SEQ_BITS, next = (slot + 1) >> SEQ_BITS;
+
+	st->leased = true;
+	st->region = 0;
+	st->worker = s->worker;
+	st->floor_ms = s->floor_ms;
+	st->valid_until_ms = s->valid_until_ms;
+	st->wall_ms = now;
+	st->now_ms = last > now ? last : now;
+	/*
+	 * In force while it can still mint: its next ms, by the clock or
+	 * by what it used, lies below the fence.
+	 */
+	if ((next > now ? next : now) >= s->valid_until_ms)
+		st->leased = false;
+	return 0;
+}
+
+static int sim_counters(void *ctx, struct minter_counters *c)
+{
+	struct mint_sim *s = ctx;
+
+	memset(c, 0, sizeof(*c));
+	c->ids = atomic_load(&s->minted);
+	return 0;
+}
+
+/* The count tells a test that refused requests consumed no ID. */
+static void sim_close(void *ctx)
+{
+	struct mint_sim *s = ctx;
+
+	log_info("simulated generator: %" PRIu64 " IDs minted", atomic_load(&s->minted));
+	free(s);
+}
+
+static const struct minter_ops sim_ops = {
+	.mint = sim_mint,
+	.state = sim_state,
+	.counters = sim_counters,
+	.close = sim_close,
+};
+
+int mint_sim_open(struct minter *m, uint32_t worker, uint64_t lease_ms)
+{
+	struct timespec pause = { 0, 1000000 };
+	struct mint_sim *s;
+	uint64_t now = wall_ms();
+
+	if (worker >> idgen_layout_v1.worker_bits)
+		return -EINVAL;
+	if (!now)
+		return -ETIME;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->worker = worker;
+	/* Above every ms a run before this one could have stamped. */
+	s->floor_ms = now + MINT_SIM_MAX_LEAD_MS;
+	atomic_init(&s->last, (s->floor_ms << SEQ_BITS) | SEQ_MASK);
+	s->valid_until_ms = lease_ms ? s->floor_ms + lease_ms : LIBIDGEN_MS_MAX + 1;
+	while (wall_ms() <= s->floor_ms)
+		nanosleep(&pause, NULL);
+	m->ops = &sim_ops;
+	m->ctx = s;
+	snprintf(m->name, sizeof(m->name), "sim:%u", worker);
+	m->simulated = true;
+	m->sim_worker = worker;
+	return 0;
+}

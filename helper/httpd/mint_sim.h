@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A simulated generator inside the process, for tests and benchmarks on a
+ * host that cannot load idgen.ko (--device sim[:WORKER]).  It keeps the
+ * module's guarantees within the process: layout version 1, region 0, the
+ * given worker; one atomic word holds the millisecond and the sequence,
+ * so every batch is reserved with one compare-and-swap, strictly above
+ * every ID before it (G2), borrowing the next millisecond when the
+ * sequence runs out, and refusing (-ETIME) rather than running more than
+ * MINT_SIM_MAX_LEAD_MS ahead of the wall clock.
+ *
+ * Across restarts it relies on the wall clock: it starts with a floor of
+ * the wall clock at start plus its lead bound, above every ID an earlier
+ * process could have stamped, and waits for the clock to pass it.  A wall
+ * clock stepped back between two runs is not covered (the module is what
+ * covers it); use the simulation for tests, never for IDs that are kept.
+ * At the end it logs how many IDs it minted.
+ */
+#ifndef HTTPD_MINT_SIM_H
+#define HTTPD_MINT_SIM_H
+
+#include <stdint.h>
+
+#include "minter.h"
+
+/* The k-sort target: a batch never stamps further ahead than this. */
+#define MINT_SIM_MAX_LEAD_MS	10
+
+/*
+ * worker 0..127.  lease_ms 0: the lease never ends; else it ends that
+ * many ms after the floor, and minting then fails with -EKEYEXPIRED as
+ * at the module's fence (for tests of the service's refusals).
+ */
+int mint_sim_open(struct minter *m, uint32_t worker, uint64_t lease_ms);
+
+#endif /* HTTPD_MINT_SIM_H */

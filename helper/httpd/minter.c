@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The generator behind the service (minter.h): /dev/idgen through
+ * libidgen, or the simulation.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <linux/idgen.h>
+
+#include "decimal.h"
+#include "idgen.h"
+#include "idgen_nl.h"
+#include "mint_sim.h"
+#include "minter.h"
+
+struct device {
+	int fd;
+};
+
+static ssize_t device_mint(void *ctx, uint64_t *ids, size_t n)
+{
+	struct device *d = ctx;
+
+	return idgen_mint(d->fd, ids, n);
+}
+
+/* IDGEN_IOC_GET_STATE needs no privilege: any reader of the device. */
+static int device_state(void *ctx, struct minter_state *out)
+{
+	struct device *d = ctx;
+	struct idgen_state st;
+
+	memset(&st, 0, sizeof(st));
+	if (ioctl(d->fd, IDGEN_IOC_GET_STATE, &st))
+		return -errno;
+	out->leased = st.flags & IDGEN_STATE_LEASED;
+	out->region = st.region;
+	out->worker = st.worker;
+	out->floor_ms = st.floor_ms;
+	out->valid_until_ms = st.valid_until_ms;
+	out->now_ms = st.now_ms;
+	out->wall_ms = st.wall_ms;
+	return 0;
+}
+
+/* Through the module's generic netlink family, as idgenctl status reads them. */
+static int device_counters(void *ctx, struct minter_counters *c)
+{
+	struct idgen_nl_state st;
+	int err;
+
+	(void)ctx;
+	err = idgen_nl_get_state(&st);
+	if (err)
+		return err;
+	c->module = true;
+	c->ids = st.ids;
+	c->borrowed_ms = st.borrowed_ms;
+	c->steps_back = st.steps_back;
+	c->steps_forward = st.steps_forward;
+	c->steps_adopted = st.steps_adopted;
+	c->fence_refusals = st.fence_refusals;
+	c->lead_refusals = st.lead_refusals;
+	c->nolease_refusals = st.nolease_refusals;
+	c->range_refusals = st.range_refusals;
+	return 0;
+}
+
+static void device_close(void *ctx)
+{
+	struct device *d = ctx;
+
+	idgen_close(d->fd);
+	free(d);
+}
+
+static const struct minter_ops device_ops = {
+	.mint = device_mint,
+	.state = device_state,
+	.counters = device_counters,
+	.close = device_close,
+};
+
+int minter_open(struct minter *m, const char *spec, uint64_t sim_lease_ms,
+		char *err, size_t errlen)
+{
+	struct idgen_state st;
+	struct device *d;
+	uint64_t worker = 0;
+	int fd, ret;
+
+	memset(m, 0, sizeof(*m));
+	if (spec && (!strcmp(spec, "sim") || !strncmp(spec, "sim:", 4))) {
+		if (spec[3] && idgen_decimal_str(spec + 4, 0, 127, &worker)) {
+			snprintf(err, errlen, "device '%s': the simulation's worker "
+				 "must be a decimal number from 0 to 127", spec);
+			return -EINVAL;
+		}
+		ret = mint_sim_open(m, worker, sim_lease_ms);
+		if (ret)
+			snprintf(err, errlen, "device '%s': %s", spec,
+				 ret == -ETIME ? "the wall clock is before the idgen epoch" :
+				 strerror(-ret));
+		return ret;
+	}
+	/* Blocking: the generator sleeps only for short, bounded waits. */
+	fd = idgen_open(spec, 0);
+	if (fd < 0) {
+		snprintf(err, errlen, "device '%s': %s", spec ? spec : LIBIDGEN_DEVICE,
+			 idgen_strerror(fd) ? idgen_strerror(fd) : strerror(-fd));
+		return fd;
+	}
+	/* Not an idgen device is found now, not at the first request. */
+	memset(&st, 0, sizeof(st));
+	if (ioctl(fd, IDGEN_IOC_GET_STATE, &st)) {
+		ret = -errno;
+		snprintf(err, errlen, "device '%s': not an idgen device (%s)",
+			 spec ? spec : LIBIDGEN_DEVICE, strerror(-ret));
+		idgen_close(fd);
+		return ret;
+	}
+	d = malloc(sizeof(*d));
+	if (!d) {
+		idgen_close(fd);
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
+		return -ENOMEM;
+	}
+	d->fd = fd;
+	m->ops = &device_ops;
+	m->ctx = d;
+	snprintf(m->name, sizeof(m->name), "%s", spec ? spec : LIBIDGEN_DEVICE);
+	return 0;
+}
+
+void minter_close(struct minter *m)
+{
+	if (m->ops)
+		m->ops->close(m->ctx);
+	m->ops = NULL;
+}
+
+int minter_mint_all(struct minter *m, uint64_t *ids, size_t n)
+{
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < n) {
+		r = m->ops->mint(m->ctx, ids + got, n - got);
+		if (r < 0)
+			return r;
+		got += r;
+	}
+	return 0;
+}

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Where idgen-httpd's IDs come from: /dev/idgen through libidgen, or the
+ * in-process simulated generator of mint_sim.h (--device sim[:WORKER]).
+ * The service holds no lease logic: the generator enforces lease and
+ * fence, and the service only reports what it says.
+ */
+#ifndef HTTPD_MINTER_H
+#define HTTPD_MINTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* What readiness needs of the generator; times in idgen ms. */
+struct minter_state {
+	bool leased;
+	uint32_t region;
+	uint32_t worker;
+	uint64_t floor_ms;
+	uint64_t valid_until_ms;
+	uint64_t now_ms;		/* the generator's clock */
+	uint64_t wall_ms;		/* the wall clock, as it read it */
+};
+
+/* The generator's own counters, for /metrics. */
+struct minter_counters {
+	bool module;			/* the module's (all fields), or the sim's (ids) */
+	uint64_t ids;
+	uint64_t borrowed_ms;
+	uint64_t steps_back;
+	uint64_t steps_forward;
+	uint64_t steps_adopted;
+	uint64_t fence_refusals;
+	uint64_t lead_refusals;
+	uint64_t nolease_refusals;
+	uint64_t range_refusals;
+};
+
+struct minter_ops {
+	/*
+	 * As idgen_mint(): 1..n IDs, strictly increasing and above every ID
+	 * minted before, or a negative errno (-ENOKEY, -EKEYEXPIRED, -ETIME,
+	 * -EAGAIN, -EOVERFLOW, ...).
+	 */
+	ssize_t (*mint)(void *ctx, uint64_t *ids, size_t n);
+	int (*state)(void *ctx, struct minter_state *st);
+	int (*counters)(void *ctx, struct minter_counters *c);
+	void (*close)(void *ctx);
+};
+
+struct minter {
+	const struct minter_ops *ops;
+	void *ctx;
+	char name[64];			/* for log lines: the path, or "sim:W" */
+	bool simulated;			/* mint_sim.h, not a device */
+	uint32_t sim_worker;
+};
+
+/*
+ * spec: a path of the device (NULL: /dev/idgen), or "sim" or "sim:WORKER"
+ * (0..127) for the simulation; sim_lease_ms as for mint_sim_open().
+ * Returns 0 or a negative errno, with err saying what went wrong.
+ */
+int minter_open(struct minter *m, const char *spec, uint64_t sim_lease_ms,
+		char *err, size_t errlen);
+void minter_close(struct minter *m);
+
+/*
+ * Exactly n IDs into ids, in as many reads as the generator needs: 0, or
+ * the negative errno of the read that got none (the IDs read before it
+ * are holes, never reissued).
+ */
+int minter_mint_all(struct minter *m, uint64_t *ids, size_t n);
+
+#endif /* HTTPD_MINTER_H */

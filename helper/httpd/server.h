@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * HTTP for the routes of api.h, on libmicrohttpd: one daemon per listen
+ * address, each with an epoll thread pool (MHD_USE_EPOLL_INTERNAL_THREAD,
+ * MHD_USE_TURBO), keep-alive, and limits on connections (in all and per
+ * client address), idle time and memory per connection, so neither a
+ * flood of connections nor a slow client ties the service up.
+ */
+#ifndef HTTPD_SERVER_H
+#define HTTPD_SERVER_H
+
+#include <stdint.h>
+
+#include "api.h"
+
+struct server_limits {
+	unsigned int threads;		/* per listener; 0: one per core */
+	unsigned int max_connections;
+	unsigned int max_connections_per_ip;
+	unsigned int timeout_s;
+};
+
+struct server;
+
+/*
+ * Listen on addr ("HOST:PORT", "[IPv6]:PORT"; port 0 picks a free one)
+ * and serve api.  NULL after a log line naming addr and the cause.
+ */
+struct server *server_start(const char *addr, const struct server_limits *lim,
+			    struct api *api);
+/* The port it listens on. */
+uint16_t server_port(const struct server *s);
+/* Stop accepting; let requests in flight finish for up to drain_ms. */
+void server_stop(struct server *s, unsigned int drain_ms);
+
+#endif /* HTTPD_SERVER_H */

@@ -1,0 +1,471 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# run.sh: idgen-httpd's host tests, against --device sim (no /dev/idgen
+# needed), as one TAP stream:
+#   - the simulated generator's guarantees (mint_sim_test.c)
+#   - every route, with curl: status, content type, headers
+#   - every bad input the contract lists: its status and JSON error, and
+#     no ID consumed (the simulated generator logs how many it minted)
+#   - the generator's refusals as 503 with Retry-After, and /readyz's
+#     reasons (adjtimex through tests/httpd/fake_adjtimex.c)
+#   - limits: bodies over 4 KiB, connections per address, a stalled
+#     request cut off
+#   - /metrics: counts after known requests, and the text format
+#   - the JSON it answers, parsed by Node (json_check.mjs): IDs as strings,
+#     exact in BigInt
+#   - the configuration file and flags
+#   - the request handling (helper/httpd/api.c) under libFuzzer
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+httpd=$top/helper/httpd/idgen-httpd
+out=$top/build/httpd-test
+# shellcheck source=../lib/tap.sh
+. "$top/tests/lib/tap.sh"
+
+mkdir -p "$top/build"
+work=$(mktemp -d "$top/build/httpd-run.XXXXXX") || exit 1
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null
+	rm -rf "$work"
+}
+trap cleanup EXIT
+bail() { echo "1..$n"; exit 1; }
+
+echo "TAP version 13"
+tap_step "build helper/httpd" make -s -C "$top/helper/httpd" || bail
+tap_step "build the idgen-httpd tests" make -s -C "$here" OUT="$out" || bail
+
+# start LOG ARGS...: run the service on a free loopback port; sets pid and
+# url.  Fails when it does not say where it listens.
+start() {
+	local log=$1 t
+	shift
+	# Emptied here, not by the background job's redirection: the loop
+	# below must never read the port of a run before.
+	: >"$log"
+	"$httpd" --listen 127.0.0.1:0 "$@" >>"$log" 2>&1 &
+	pid=$!
+	for ((t = 0; t < 100; t++)); do
+		port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$log")
+		[ -n "$port" ] && { url=http://127.0.0.1:$port; return 0; }
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	sed 's/^/# /' "$log"
+	return 1
+}
+# stop: SIGTERM, and the exit status it gave.
+stop() {
+	local rc
+	kill -TERM "$pid"
+	wait "$pid"
+	rc=$?
+	pid=
+	return $rc
+}
+
+# req NAME CURL-ARGS...: one request; NAME.status, NAME.hdr, NAME.body.
+req() {
+	local name=$1
+	shift
+	curl -s -o "$work/$name.body" -D "$work/$name.hdr" -w '%{http_code}' \
+		--max-time 20 "$@" >"$work/$name.status"
+}
+status_of() { cat "$work/$1.status"; }
+header_of() { tr -d '\r' <"$work/$1.hdr" | sed -n "s/^$2: //Ip"; }
+
+# bad DESC STATUS CODE CURL-ARGS...: an error answer; its JSON is checked
+# by json_check.mjs at the end.
+errors=$work/errors.txt
+: >"$errors"
+nbad=0
+bad() {
+	local desc=$1 want=$2 code=$3 name got type
+	shift 3
+	nbad=$((nbad + 1))
+	name=bad$nbad
+	req "$name" "$@"
+	got=$(status_of "$name")
+	type=$(header_of "$name" Content-Type)
+	if [ "$got" = "$want" ] && [ "$type" = application/json ] &&
+	   grep -q "\"code\":\"$code\"" "$work/$name.body"; then
+		ok "$desc: $want $code"
+		echo "$want $code $work/$name.body" >>"$errors"
+	else
+		not_ok "$desc: $want $code (got $got, $type)"
+		sed 's/^/# /' "$work/$name.body"; echo
+	fi
+}
+
+J=(-H 'Content-Type: application/json')
+
+tap_run "simulated generator" "$out/mint_sim_test"
+
+# ---- a live simulated generator, worker 37 ----------------------------
+start "$work/sim.log" --device sim:37 --clock-check no || { not_ok "idgen-httpd --device sim:37 starts"; bail; }
+ok "idgen-httpd --device sim:37 starts and says where it listens"
+check "it says in its log that the generator is simulated" \
+	grep -q 'SIMULATED generator (sim:37: region 0, worker 37' "$work/sim.log"
+
+minted=0	# IDs the good requests below ask for
+req next1 -X POST "$url/v1/ids:next"
+minted=$((minted + 1))
+check "POST /v1/ids:next without a body: 200, one ID as a string" \
+	grep -Eqx '\{"ids":\["[1-9][0-9]*"\],"layout_version":1\}' "$work/next1.body"
+req next3 -X POST "${J[@]}" -d '{"count": 3, "caller": "order-service"}' "$url/v1/ids:next"
+minted=$((minted + 3))
+check "POST count 3 with a caller: 200, application/json, no-store" \
+	test "$(status_of next3)" = 200 -a "$(header_of next3 Content-Type)" = application/json \
+	     -a "$(header_of next3 Cache-Control)" = no-store
+check "... three IDs" \
+	test "$(grep -o '"[0-9]*"' "$work/next3.body" | wc -l)" = 3
+req next10k -X POST "${J[@]}" -d '{"count":10000}' "$url/v1/ids:next"
+minted=$((minted + 10000))
+check "POST count 10000 (the maximum): 10000 IDs" \
+	test "$(status_of next10k)" = 200 -a "$(grep -o '"[0-9]*"' "$work/next10k.body" | wc -l)" = 10000
+req next4096 -X POST "${J[@]}" --data-binary @<(printf '{"count":2}'; head -c 4085 /dev/zero | tr '\0' ' ') "$url/v1/ids:next"
+minted=$((minted + 2))
+check "a body of exactly 4096 bytes is taken" test "$(status_of next4096)" = 200
+req charset -X POST -H 'Content-Type: Application/JSON; charset=utf-8' -d '{}' "$url/v1/ids:next"
+minted=$((minted + 1))
+check "Content-Type application/json with a charset, in any case, is JSON" test "$(status_of charset)" = 200
+
+req example "$url/v1/ids/108421920055775237"
+check "GET /v1/ids/108421920055775237: the contract's example" \
+	test "$(cat "$work/example.body")" = '{"id":"108421920055775237","created_at":"2026-10-27T04:30:00.123Z","region":1,"worker":37,"sequence":5,"layout_version":1,"ms":25849800123,"unix_ms":1793075400123}'
+req min "$url/v1/ids:min?at=2026-03-15T00:00:00Z"
+check "GET /v1/ids:min?at=2026-03-15T00:00:00Z: {\"id\":\"26454314188800000\"}" \
+	test "$(cat "$work/min.body")" = '{"id":"26454314188800000"}'
+req live "$url/livez"
+check "GET /livez: 200 {\"status\":\"ok\"}" test "$(status_of live):$(cat "$work/live.body")" = '200:{"status":"ok"}'
+req ready "$url/readyz"
+check "GET /readyz with the clock check off: 200, ready" \
+	test "$(status_of ready):$(cat "$work/ready.body")" = '200:{"ready":true,"reasons":[]}'
+req head -I "$url/livez"
+# (curl -I writes the headers where the body would go.)
+check "HEAD /livez: 200, no body" \
+	test "$(status_of head)" = 200 -a -z "$(grep -v '^[A-Za-z-]*: \|^HTTP/\|^.$' "$work/head.body")"
+
+# Bad input: each its status and JSON error.
+bad "count 0" 400 invalid_count -X POST "${J[@]}" -d '{"count":0}' "$url/v1/ids:next"
+bad "count -1" 400 invalid_count -X POST "${J[@]}" -d '{"count":-1}' "$url/v1/ids:next"
+bad "count 10001" 400 invalid_count -X POST "${J[@]}" -d '{"count":10001}' "$url/v1/ids:next"
+bad "count 2^64" 400 invalid_count -X POST "${J[@]}" -d '{"count":18446744073709551616}' "$url/v1/ids:next"
+bad 'count "3" (a string)' 400 invalid_count -X POST "${J[@]}" -d '{"count":"3"}' "$url/v1/ids:next"
+bad "count 1e3 (an exponent)" 400 invalid_count -X POST "${J[@]}" -d '{"count":1e3}' "$url/v1/ids:next"
+bad "count 3.0 (a fraction)" 400 invalid_count -X POST "${J[@]}" -d '{"count":3.0}' "$url/v1/ids:next"
+bad "count null" 400 invalid_count -X POST "${J[@]}" -d '{"count":null}' "$url/v1/ids:next"
+bad "caller a number" 400 invalid_caller -X POST "${J[@]}" -d '{"caller":5}' "$url/v1/ids:next"
+bad "caller with a blank" 400 invalid_caller -X POST "${J[@]}" -d '{"caller":"a b"}' "$url/v1/ids:next"
+bad "caller of 65 bytes" 400 invalid_caller -X POST "${J[@]}" -d "{\"caller\":\"$(printf 'a%.0s' {1..65})\"}" "$url/v1/ids:next"
+bad "an unknown field" 400 invalid_request -X POST "${J[@]}" -d '{"cuont":3}' "$url/v1/ids:next"
+bad "an array, not an object" 400 invalid_request -X POST "${J[@]}" -d '[3]' "$url/v1/ids:next"
+bad "a bare number" 400 invalid_request -X POST "${J[@]}" -d '3' "$url/v1/ids:next"
+bad "invalid JSON" 400 invalid_json -X POST "${J[@]}" -d '{"count":' "$url/v1/ids:next"
+bad "JSON then garbage" 400 invalid_json -X POST "${J[@]}" -d '{"count":1}x' "$url/v1/ids:next"
+bad "two JSON values" 400 invalid_json -X POST "${J[@]}" -d '{} {}' "$url/v1/ids:next"
+bad "a NUL in the body" 400 invalid_json -X POST "${J[@]}" --data-binary @<(printf '{}\0') "$url/v1/ids:next"
+bad "a body over 4 KiB (Content-Length)" 413 body_too_large -X POST "${J[@]}" \
+	--data-binary @<(printf '{"count":1}'; head -c 5000 /dev/zero | tr '\0' ' ') "$url/v1/ids:next"
+bad "a chunked body over 4 KiB" 413 body_too_large -X POST "${J[@]}" -H 'Transfer-Encoding: chunked' \
+	--data-binary @<(printf '{"count":1}'; head -c 5000 /dev/zero | tr '\0' ' ') "$url/v1/ids:next"
+bad "a body of text/plain" 415 unsupported_media_type -X POST -H 'Content-Type: text/plain' -d '{"count":1}' "$url/v1/ids:next"
+bad "a JSON body without a content type" 415 unsupported_media_type -X POST -H 'Content-Type:' -d '{"count":1}' "$url/v1/ids:next"
+bad "application/jsonx" 415 unsupported_media_type -X POST -H 'Content-Type: application/jsonx' -d '{}' "$url/v1/ids:next"
+bad "an unknown route" 404 not_found "$url/v1/nothing"
+bad "the root" 404 not_found "$url/"
+bad "GET /v1/ids:next" 405 method_not_allowed "$url/v1/ids:next"
+check "... with Allow: POST" test "$(header_of "bad$nbad" Allow)" = POST
+bad "DELETE /v1/ids/1" 405 method_not_allowed -X DELETE "$url/v1/ids/1"
+check "... with Allow: GET, HEAD" test "$(header_of "bad$nbad" Allow)" = "GET, HEAD"
+bad "POST /readyz" 405 method_not_allowed -X POST "$url/readyz"
+bad "POST /v1/ids:min" 405 method_not_allowed -X POST "$url/v1/ids:min?at=2026-01-01T00:00:00Z"
+for id in 0108421920055775237 +108421920055775237 %2B1 -1 1a 1.0 %201 "1%20" 1/2; do
+	bad "GET /v1/ids/$id" 400 invalid_id "$url/v1/ids/$id"
+done
+bad "GET /v1/ids/ (empty)" 400 invalid_id "$url/v1/ids/"
+bad "GET /v1/ids/9223372036854775808 (2^63)" 400 invalid_id "$url/v1/ids/9223372036854775808"
+bad "GET /v1/ids/18446744073709551616" 400 invalid_id "$url/v1/ids/18446744073709551616"
+bad "ids:min without at" 400 invalid_time "$url/v1/ids:min"
+bad "ids:min?at= (empty)" 400 invalid_time "$url/v1/ids:min?at="
+for at in 2026-02-30T00:00:00Z 2026-01-01 1767225600001 2026-01-01T00:00:60Z \
+	  "2026-01-01T02:00:00+02:00" 2095-09-07T15:47:35.552Z now; do
+	bad "ids:min?at=$at" 400 invalid_time "$url/v1/ids:min?at=$at"
+done
+req chunked_big -X POST "${J[@]}" -H 'Transfer-Encoding: chunked' \
+	--data-binary @<(head -c 200000 /dev/zero | tr '\0' ' ') "$url/v1/ids:next"
+check "a chunked body past 64 KiB: the connection is closed, no answer" \
+	test "$(status_of chunked_big)" = 000
+req after -X POST "$url/v1/ids:next"
+minted=$((minted + 1))
+check "... and the service goes on" test "$(status_of after)" = 200
+
+# Many clients at once, on the thread pool: no ID twice, each batch
+# strictly increasing.
+seq 1 40 | xargs -P 4 -I{} curl -s --max-time 20 -X POST "${J[@]}" -d '{"count":250}' \
+	-o "$work/par{}.body" "$url/v1/ids:next"
+minted=$((minted + 40 * 250))
+for f in "$work"/par*.body; do
+	grep -o '"[0-9]*"' "$f" | tr -d '"' >"$f.ids"
+	sort -n -c "$f.ids" 2>/dev/null && [ -z "$(uniq -d "$f.ids")" ] || echo "$f" >>"$work/par.unsorted"
+done
+cat "$work"/par*.ids >"$work/par.all"
+check "4 clients, 40 batches of 250 at once: 10000 IDs, none twice, each batch increasing" \
+	test "$(wc -l <"$work/par.all")" = 10000 -a "$(sort -u "$work/par.all" | wc -l)" = 10000 \
+	     -a ! -e "$work/par.unsorted"
+if command -v node >/dev/null; then
+	tap_run json node "$here/json_check.mjs" "$url" 37 "$errors"
+else
+	not_ok "json: node not found (install nodejs: scripts/deps.sh)"
+fi
+minted=$((minted + 1000 + 1))
+stop
+check "SIGTERM: exit 0" test $? = 0
+check "no refused request consumed an ID: the simulation minted exactly the $minted asked for" \
+	grep -q "simulated generator: $minted IDs minted" "$work/sim.log"
+grep 'IDs minted' "$work/sim.log" | sed 's/^/# /'
+
+# ---- the generator refuses: a simulated lease that ended at once -------
+start "$work/fence.log" --device sim:3 --sim-lease-ms 1 --clock-check no ||
+	{ not_ok "idgen-httpd --sim-lease-ms 1 starts"; bail; }
+bad "POST /v1/ids:next past the fence" 503 fence_reached -X POST "$url/v1/ids:next"
+req fence_again -X POST "$url/v1/ids:next"
+check "... with Retry-After: 1" test "$(header_of "bad$nbad" Retry-After)" = 1
+# Bad input is refused for what it is, before the generator is asked.
+bad "count 0 past the fence" 400 invalid_count -X POST "${J[@]}" -d '{"count":0}' "$url/v1/ids:next"
+check "... without Retry-After" test -z "$(header_of "bad$nbad" Retry-After)"
+req nolease "$url/readyz"
+check "GET /readyz past the fence: 503, reason no_lease" \
+	test "$(status_of nolease)" = 503 -a "$(cat "$work/nolease.body")" = \
+	'{"ready":false,"reasons":[{"code":"no_lease","message":"the generator holds no lease: it refuses to mint"}]}'
+req decode_anyway "$url/v1/ids/108421920055775237"
+check "decoding needs no lease: GET /v1/ids/{id} still 200" test "$(status_of decode_anyway)" = 200
+stop
+check "the refused requests minted nothing" grep -q "simulated generator: 0 IDs minted" "$work/fence.log"
+check "the refusal is logged once, not per request" \
+	test "$(grep -c 'refuses to mint: the lease.s fence is reached' "$work/fence.log")" = 1
+
+# ---- /readyz: lease margin and the clock (adjtimex stood in for) -------
+start "$work/margin.log" --device sim --sim-lease-ms 60000 --ready-margin-ms 120000 \
+	--clock-check no || { not_ok "idgen-httpd --ready-margin-ms 120000 starts"; bail; }
+req margin "$url/readyz"
+check "GET /readyz with less lease left than the margin: 503, lease_expiring" \
+	test "$(status_of margin)" = 503 -a -n "$(grep '"reasons":\[{"code":"lease_expiring"' "$work/margin.body")"
+req margin_mint -X POST "$url/v1/ids:next"
+check "... while minting still works (the lease is in force)" test "$(status_of margin_mint)" = 200
+stop
+
+nclock=0
+readyz_clock() {
+	local desc=$1 fake=$2 want=$3 codes=$4 got
+	nclock=$((nclock + 1))
+	if ! IDGEN_FAKE_ADJTIMEX=$fake LD_PRELOAD=$out/fake_adjtimex.so \
+		start "$work/clock$nclock.log" --device sim "${@:5}"; then
+		not_ok "$desc: idgen-httpd starts"
+		return
+	fi
+	req clock$nclock "$url/readyz"
+	got=$(grep -o '"code":"[a-z_]*"' "$work/clock$nclock.body" | cut -d'"' -f4 | paste -sd,)
+	if [ "$(status_of clock$nclock)" = "$want" ] && [ "$got" = "$codes" ]; then
+		ok "$desc: $want${codes:+ ($codes)}"
+	else
+		not_ok "$desc: want $want ($codes), got $(status_of clock$nclock) ($got)"
+		sed 's/^/# /' "$work/clock$nclock.body"; echo
+	fi
+	stop
+}
+readyz_clock "GET /readyz, clock synchronised, offset 100 us" synced:100 200 ""
+readyz_clock "GET /readyz, clock synchronised, offset -4999 us" synced:-4999 200 ""
+readyz_clock "GET /readyz, clock unsynchronised" unsynced 503 clock_unsynchronised
+readyz_clock "GET /readyz, offset 5000 us (not under 5 ms)" synced:5000 503 clock_offset
+readyz_clock "GET /readyz, offset -7000 us" synced:-7000 503 clock_offset
+readyz_clock "GET /readyz, offset 7000 us with --clock-max-offset-us 10000" synced:7000 200 "" \
+	--clock-max-offset-us 10000
+readyz_clock "GET /readyz, unsynchronised and lease expiring: both reasons" unsynced 503 \
+	lease_expiring,clock_unsynchronised --sim-lease-ms 1000 --ready-margin-ms 5000
+
+# ---- limits: connections per address, a stalled request ---------------
+start "$work/limits.log" --device sim --clock-check no --max-connections-per-ip 2 \
+	--timeout-s 1 || { not_ok "idgen-httpd with limits starts"; bail; }
+exec 5<>"/dev/tcp/127.0.0.1/$port" 6<>"/dev/tcp/127.0.0.1/$port"
+printf 'GET /livez HTTP/1.1\r\nHost: t\r\n\r\n' >&5
+printf 'GET /livez HTTP/1.1\r\nHost: t\r\n\r\n' >&6
+read -r -t 10 line5 <&5; read -r -t 10 line6 <&6
+check "two keep-alive connections from one address are served" \
+	test "${line5%$'\r'}" = "HTTP/1.1 200 OK" -a "${line6%$'\r'}" = "HTTP/1.1 200 OK"
+req third "$url/livez"
+check "a third connection from that address, past --max-connections-per-ip 2, is refused" \
+	test "$(status_of third)" = 000
+exec 5>&- 6>&-
+# Freed slots serve again (MHD frees them when it notices the close).
+for ((t = 0; t < 50; t++)); do
+	req fourth "$url/livez"
+	[ "$(status_of fourth)" = 200 ] && break
+	sleep 0.1
+done
+check "... and once they close, the address is served again" test "$(status_of fourth)" = 200
+# A request that stalls half-way through its headers holds its connection
+# only until --timeout-s: the server closes it without an answer.
+exec 5<>"/dev/tcp/127.0.0.1/$port"
+printf 'POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Le' >&5
+answer=$(timeout 20 cat <&5; echo "rc=$?")
+exec 5>&-
+check "a request stalled in its headers is cut off (--timeout-s 1), unanswered" \
+	test "$answer" = "rc=0"
+# And one stalled in its body, likewise.
+exec 5<>"/dev/tcp/127.0.0.1/$port"
+printf 'POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{"cou' >&5
+answer=$(timeout 20 cat <&5; echo "rc=$?")
+exec 5>&-
+check "a request stalled in its body is cut off, unanswered" test "$answer" = "rc=0"
+stop
+check "the stalled requests minted nothing" grep -q "simulated generator: 0 IDs minted" "$work/limits.log"
+
+# ---- SIGTERM lets a request in flight finish -----------------------------
+start "$work/drain.log" --device sim --clock-check no || { not_ok "idgen-httpd starts"; bail; }
+exec 5<>"/dev/tcp/127.0.0.1/$port"
+printf 'POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{"count"' >&5
+kill -TERM "$pid"
+# The stop waits for the request; the rest of its body comes after it.
+for ((t = 0; t < 50; t++)); do
+	grep -q 'stopping once the requests in flight are answered' "$work/drain.log" && break
+	sleep 0.1
+done
+printf ':2}' >&5
+answer=$(timeout 20 cat <&5)
+exec 5>&-
+check "a request in flight at SIGTERM is answered: 200 with its 2 IDs" \
+	eval '[ "$(printf "%s" "$answer" | head -n 1 | tr -d "\r")" = "HTTP/1.1 200 OK" ] &&
+	      printf "%s" "$answer" | grep -Eq "^\{\"ids\":\[\"[0-9]+\",\"[0-9]+\"\],"'
+wait "$pid"
+check "... then the service exits 0" test $? = 0
+pid=
+check "... having minted those 2" grep -q "simulated generator: 2 IDs minted" "$work/drain.log"
+
+# ---- /metrics -----------------------------------------------------------
+start "$work/metrics.log" --device sim --clock-check no --callers "order-service chat" ||
+	{ not_ok "idgen-httpd --callers starts"; bail; }
+req m1 -X POST "${J[@]}" -d '{"count":3,"caller":"order-service"}' "$url/v1/ids:next"
+req m2 -X POST "${J[@]}" -d '{"count":2000,"caller":"someone-else"}' "$url/v1/ids:next"
+req m3 -X POST "$url/v1/ids:next"
+req m4 -X POST "${J[@]}" -d '{"count":0,"caller":"chat"}' "$url/v1/ids:next"
+req m5 "$url/v1/ids/01"
+req m6 "$url/nowhere"
+req m7 "$url/v1/ids/108421920055775237"
+req metrics "$url/metrics"
+check "GET /metrics: 200, text/plain; version=0.0.4" \
+	test "$(status_of metrics)" = 200 -a "$(header_of metrics Content-Type)" = "text/plain; version=0.0.4; charset=utf-8"
+m=$work/metrics.body
+has() { grep -qxF -- "$1" "$m" || { echo "# missing: $1"; return 1; }; }
+check "requests by route and status" eval 'has "idgen_requests_total{route=\"/v1/ids:next\",code=\"200\"} 3" &&
+	has "idgen_requests_total{route=\"/v1/ids:next\",code=\"400\"} 1" &&
+	has "idgen_requests_total{route=\"/v1/ids/{id}\",code=\"400\"} 1" &&
+	has "idgen_requests_total{route=\"/v1/ids/{id}\",code=\"200\"} 1" &&
+	has "idgen_requests_total{route=\"other\",code=\"404\"} 1"'
+check "IDs by configured caller, the rest (and no caller) as other" eval 'has "idgen_ids_issued_total{caller=\"order-service\"} 3" &&
+	has "idgen_ids_issued_total{caller=\"chat\"} 0" && has "idgen_ids_issued_total{caller=\"other\"} 2001" &&
+	! grep -q someone-else "$m"'
+check "the batch size histogram: cumulative buckets, sum and count" eval 'has "idgen_batch_size_bucket{le=\"1\"} 1" &&
+	has "idgen_batch_size_bucket{le=\"10\"} 2" && has "idgen_batch_size_bucket{le=\"1000\"} 2" &&
+	has "idgen_batch_size_bucket{le=\"10000\"} 3" && has "idgen_batch_size_bucket{le=\"+Inf\"} 3" &&
+	has "idgen_batch_size_sum 2004" && has "idgen_batch_size_count 3"'
+check "the duration histogram counts every answer (7 before the scrape)" eval \
+	'has "idgen_request_duration_seconds_bucket{le=\"+Inf\"} 7" && has "idgen_request_duration_seconds_count 7" &&
+	 grep -q "^idgen_request_duration_seconds_bucket{le=\"2.5e-05\"} " "$m"'
+check "the generator's IDs, the lease, readiness and the build" eval 'has "idgen_generator_ids_total 2004" &&
+	has "idgen_lease_in_force 1" && has "idgen_ready 1" &&
+	has "idgen_build_info{version=\"0.1.0\",layout_version=\"1\"} 1" &&
+	grep -q "^idgen_clock_synced [01]$" "$m" && grep -q "^idgen_clock_offset_seconds -\?[0-9.]*$" "$m"'
+# The exposition's shape: every family's HELP and TYPE before its samples,
+# every sample "name{labels} number", buckets never decreasing.
+check "the text format: HELP/TYPE per family, samples well-formed, buckets cumulative" \
+	awk '
+	/^# HELP / { help[$3] = 1; next }
+	/^# TYPE / { if (!help[$3]) bad = bad " type-before-help:" $3; type[$3] = $4; next }
+	/^#/ { bad = bad " comment:" $0; next }
+	{
+		if ($0 !~ /^[a-z_]+(\{[a-z_]+="[^"]*"(,[a-z_]+="[^"]*")*\})? -?[0-9.e+-]+$/) { bad = bad " sample:" $0; next }
+		name = $1; sub(/\{.*/, "", name); fam = name; sub(/_(bucket|sum|count)$/, "", fam)
+		if (!type[name] && !type[fam]) bad = bad " no-type:" name
+		if (name ~ /_bucket$/) { if (fam == last && $2 + 0 < prev) bad = bad " decreasing:" $0; last = fam; prev = $2 + 0 }
+	}
+	END { if (bad != "") { print bad; exit 1 } }' "$m"
+if command -v promtool >/dev/null; then
+	check "promtool check metrics accepts it" sh -c "promtool check metrics <'$m'"
+else
+	n=$((n + 1)); echo "ok $n promtool check metrics # SKIP promtool not installed"
+fi
+bad "POST /metrics" 405 method_not_allowed -X POST "$url/metrics"
+stop
+
+# ---- configuration: file and flags -------------------------------------
+cfg() {
+	local desc=$1 want_rc=$2 want=$3 rc
+	shift 3
+	"$httpd" "$@" >"$work/cfg.out" 2>"$work/cfg.err"
+	rc=$?
+	if [ $rc -eq "$want_rc" ] && grep -qF -- "$want" "$work/cfg.out" "$work/cfg.err"; then
+		ok "config: $desc"
+	else
+		not_ok "config: $desc (exit $rc)"
+		sed 's/^/# /' "$work/cfg.out" "$work/cfg.err"
+	fi
+}
+printf '[httpd]\nlisten = 127.0.0.1:1 [::1]:2\n  127.0.0.2:3\ndevice = sim:5\ntimeout_s = 7\n' >"$work/good.conf"
+cfg "the example file checks" 0 "ready_margin_ms = 30000" \
+	--config "$top/helper/httpd/idgen-httpd.conf" --check-config
+cfg "listen over indented lines" 0 "listen = 127.0.0.1:1 [::1]:2 127.0.0.2:3" \
+	--config "$work/good.conf" --check-config
+cfg "a flag wins over the file" 0 "timeout_s = 9" --config "$work/good.conf" --timeout-s 9 --check-config
+cfg "--listen replaces the file's list" 0 "listen = 127.0.0.1:9 127.0.0.1:10" \
+	--config "$work/good.conf" --listen 127.0.0.1:9 --listen=127.0.0.1:10 --check-config
+printf '[httpd]\ntimeout_s = 7\nbogus = 1\n' >"$work/bad1.conf"
+cfg "an unknown key names the line" 1 "bad1.conf:3: unknown key 'bogus'" --config "$work/bad1.conf"
+printf '[httpd]\ntimeout_s = 07\n' >"$work/bad2.conf"
+cfg "a value with a leading zero" 1 "bad2.conf:2: timeout_s: '07' is not a decimal number" \
+	--config "$work/bad2.conf"
+printf '[other]\n' >"$work/bad3.conf"
+cfg "an unknown section" 1 "bad3.conf:1: unknown section [other]" --config "$work/bad3.conf"
+printf '[httpd]\ntimeout_s = 7\ntimeout_s = 8\n' >"$work/bad4.conf"
+cfg "a key given twice" 1 "timeout_s is given twice (line 2 first)" --config "$work/bad4.conf"
+cfg "a missing file" 1 "cannot read $work/none.conf" --config "$work/none.conf"
+cfg "an unknown flag" 1 "unknown option '--bogus'" --bogus 1
+cfg "a flag out of range" 1 "--timeout-s: '0' is out of range (1 to 3600)" --timeout-s 0
+cfg "clock-check not yes or no" 1 "--clock-check: 'maybe' is not yes or no" --clock-check maybe
+cfg "no such device" 1 "device '$work/none': no idgen device" --device "$work/none"
+cfg "not an idgen device" 1 "device '/dev/null': not an idgen device" --device /dev/null
+cfg "a simulated worker past 127" 1 "the simulation's worker must be a decimal number from 0 to 127" \
+	--device sim:128
+cfg "a listen address without a port" 1 "listen address '127.0.0.1': want HOST:PORT" \
+	--device sim --listen 127.0.0.1
+cfg "a port past 65535" 1 "the port must be a number from 0 to 65535" \
+	--device sim --listen 127.0.0.1:65536
+cfg "callers listed" 0 "callers = a b.c x:y" --callers "a b.c x:y" --check-config
+cfg "a caller named other" 1 "'other' is not a caller's name" --callers "a other"
+cfg "a bad layouts file" 1 "layouts: $work/none.layouts" --layouts "$work/none.layouts"
+cfg "--help" 0 "Usage: idgen-httpd" --help
+
+tap_step "make install DESTDIR=... PREFIX=/usr: the program, its man page, the example file" bash -c "
+	make -s -C '$top/helper/httpd' install DESTDIR='$work/root' PREFIX=/usr &&
+	test -x '$work/root/usr/sbin/idgen-httpd' &&
+	test -f '$work/root/usr/share/man/man8/idgen-httpd.8' &&
+	test -f '$work/root/etc/idgen/idgen-httpd.conf.example'"
+
+# ---- the request handling under libFuzzer --------------------------------
+# A fixed seed and number of runs, so CI repeats the same slice in seconds;
+# what it finds goes to the work directory, a crashing input to
+# build/fuzz-crashes/ to replay.
+if tap_step "build the fuzz target (clang, libFuzzer, ASan, UBSan)" \
+	make -s -C "$here" OUT="$out" fuzz; then
+	mkdir -p "$work/fuzz" "$top/build/fuzz-crashes"
+	tap_step "request handling: 300000 fuzzed requests, no crash or leak, no ID taken by a refused one" \
+		"$out/fuzz_api" -seed=1 -runs=300000 -max_len=4200 \
+		-artifact_prefix="$top/build/fuzz-crashes/fuzz_api-" "$work/fuzz" "$here/corpus"
+fi
+
+echo "1..$n"
+exit $status
