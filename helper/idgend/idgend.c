@@ -267,11 +267,16 @@ static int run_standalone(struct daemon *d)
 	return standalone_stop(s) ? EXIT_FATAL : 0;
 }
 
-/* Claim or adopt at start, retrying an unreachable etcd for a while. */
+/*
+ * Claim or adopt at start, retrying for a while an etcd that cannot be
+ * reached or whose answers make no sense (a proxy in the way, a member
+ * restarting): either may be over in a moment.
+ */
 static int etcd_start(struct daemon *d)
 {
 	uint64_t give_up = mono_ms() + d->cfg.start_timeout_ms;
 	struct lease *l = &d->lease;
+	bool said = false;
 	int err;
 
 	for (;;) {
@@ -286,13 +291,23 @@ static int etcd_start(struct daemon *d)
 			return 0;	/* the main loop retries */
 		if (err == -EMEDIUMTYPE)
 			return err;
-		if (err != -ECONNREFUSED && err != -ETIMEDOUT)
+		if (err != -ECONNREFUSED && err != -ETIMEDOUT && err != -EPROTO)
 			return err;
 		if (mono_ms() >= give_up) {
-			log_err("etcd is unreachable (%s); giving up after %" PRIu64
-				" ms (start_timeout_ms)", l->store->error(l->store_ctx),
+			log_err("etcd is %s (%s); giving up after %" PRIu64
+				" ms (start_timeout_ms)",
+				err == -EPROTO ? "answering garbage" : "unreachable",
+				l->store->error(l->store_ctx),
 				d->cfg.start_timeout_ms);
 			return err;
+		}
+		if (!said) {
+			log_warn("etcd is %s (%s); retrying every %d ms for up to %"
+				 PRIu64 " ms (start_timeout_ms)",
+				 err == -EPROTO ? "answering garbage" : "unreachable",
+				 l->store->error(l->store_ctx), RETRY_MS,
+				 d->cfg.start_timeout_ms);
+			said = true;
 		}
 		if (wait_until(d, mono_ms() + RETRY_MS))
 			return -EINTR;

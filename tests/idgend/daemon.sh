@@ -209,6 +209,15 @@ check "... and renewed" wait_log garbled 'lease renewed' 5 "$from"
 stop garbled
 check "... clean stop" test $? -eq 0
 
+# Only garbage at start: retried like an unreachable etcd, not fatal.
+start garbage "${fast[@]}" --prefix /garbage --start-timeout-ms 60000 \
+	--endpoints "http://127.0.0.1:$port/via/${ep##*:}/garble"
+check "only garbage at start: retried, with a line saying so" \
+	wait_log garbage 'etcd is answering garbage .*retrying every 2000 ms' 10
+check "... and the daemon waits for etcd rather than exit" kill -0 "${PID[garbage]}"
+stop garbage
+check "... clean stop while it waits" test $? -eq 0
+
 # The first daemon under valgrind: its exit status is 99 on a leak or error.
 command -v valgrind >/dev/null &&
 	IDGEND_WRAP=(valgrind -q --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99)
