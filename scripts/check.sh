@@ -110,6 +110,7 @@ done
 step "build the selftests" selftests-build.log make -s -C tests/selftests
 step "build the benchmark" bench-build.log make -s -C bench
 step "build the 32-bit caller test" compat32-build.log make -s -C tests/vm
+step "build the fuzzer" fuzz-build.log make -s -C tests/fuzz
 tap "netlink spec" netlink-spec.log tests/netlink-spec.sh
 # libidgen and idgenctl: builds, unit tests, JavaScript and PostgreSQL.
 tap "user space" user.log tests/user/run.sh
@@ -174,6 +175,13 @@ if [ -n "$image" ]; then
 	tap "debug kernel" guest-debug.log \
 		tests/vm/run-guest.sh --timeout 1800 --mem 3072 --image "$image" debug \
 		tests/vm/guest-suite.sh build/debug/idgen.ko
+	# A fixed-seed slice of `make fuzz` (scripts/fuzz.sh), where KASAN and
+	# lockdep see it: kfuzz for at most a minute, a few thousand trinity
+	# syscalls.
+	tap "debug kernel, fuzz" guest-debug-fuzz.log \
+		tests/vm/run-guest.sh --timeout 600 --mem 3072 --image "$image" debug \
+		tests/vm/fuzz-suite.sh --seed 1 --calls 100000 --seconds 60 \
+		--trinity 5000 build/debug/idgen.ko
 fi
 
 # DKMS against the oldest supported kernel: the one most hosts still run.
