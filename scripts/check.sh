@@ -176,11 +176,11 @@ if [ -n "$image" ]; then
 		tests/vm/run-guest.sh --timeout 1800 --mem 3072 --image "$image" debug \
 		tests/vm/guest-suite.sh build/debug/idgen.ko
 	# A fixed-seed slice of `make fuzz` (scripts/fuzz.sh), where KASAN and
-	# lockdep see it: kfuzz for at most a minute, a few thousand trinity
+	# lockdep see it: kfuzz for at most 40 s, a few thousand trinity
 	# syscalls.
 	tap "debug kernel, fuzz" guest-debug-fuzz.log \
 		tests/vm/run-guest.sh --timeout 600 --mem 3072 --image "$image" debug \
-		tests/vm/fuzz-suite.sh --seed 1 --calls 100000 --seconds 60 \
+		tests/vm/fuzz-suite.sh --seed 1 --calls 100000 --seconds 40 \
 		--trinity 5000 build/debug/idgen.ko
 fi
 

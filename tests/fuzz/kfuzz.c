@@ -1722,7 +1722,7 @@ int main(int argc, char **argv)
 
 	start_ns = clock_ns(CLOCK_MONOTONIC);
 	/* Rounds: the unprivileged process is forked afresh, reloads happen between. */
-	round_quota = max(opt.calls / 50, 2000UL);
+	round_quota = min(max(opt.calls / 50, 2000UL), 10000UL);
 	while (atomic_load(&sh->calls) < opt.calls && !time_up()) {
 		unsigned long quota = min(round_quota, opt.calls - atomic_load(&sh->calls));
 		pid_t child;
