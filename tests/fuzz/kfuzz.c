@@ -7,7 +7,7 @@
  * revokes leases and changes the fence-near setting):
  *
  *   tests/fuzz/kfuzz [--seed S] [--calls N] [--seconds T] [--threads N]
- *                    [--module PATH]
+ *                    [--module PATH] [--no-clock]
  *   tests/fuzz/kfuzz --lease     set a plain lease for ten minutes, for
  *                                other fuzzers (trinity) to mint under
  *
@@ -28,6 +28,9 @@
  *     blocking (interrupted by a short per-thread timer) and O_NONBLOCK;
  *   - poll() and epoll (edge- and level-triggered), lseek, pread, mmap,
  *     write, reopening the device;
+ *   - steps of the wall clock, back and forward, by up to a few seconds
+ *     and by 30 s, and back to the true time (unless --no-clock; the
+ *     clock is left at the true time at the end);
  *   - generic netlink requests to the idgen family: both commands with
  *     random, missing, oversized and wrong-type attributes, unknown
  *     commands, dump requests, truncated headers and attributes; a
@@ -129,12 +132,12 @@ static const char *const check_names[C_MAX] = {
 
 enum op {
 	OP_READ, OP_READV, OP_POLL, OP_EPOLL, OP_GET_STATE, OP_JUNK_IOCTL,
-	OP_MISC, OP_REOPEN, OP_NETLINK, OP_EVENTS, OP_CHANGE, OP_MAX
+	OP_MISC, OP_REOPEN, OP_NETLINK, OP_EVENTS, OP_CHANGE, OP_CLOCK, OP_MAX
 };
 
 static const char *const op_names[OP_MAX] = {
 	"read", "readv", "poll", "epoll", "get_state", "other ioctl", "lseek/pread/mmap/write",
-	"reopen", "netlink", "events", "lease change",
+	"reopen", "netlink", "events", "lease change", "clock step",
 };
 
 /* The state after one lease change: what the fuzzer knows is in force. */
@@ -162,6 +165,9 @@ struct shared {
 	struct lease_rec hist[HIST];
 	atomic_ullong max_id;		/* of reads that returned */
 	atomic_int stop;
+	long long clock_offset_ms;	/* the wall clock's steps so far */
+	__u64 clock_step_at;		/* CLOCK_MONOTONIC ns of the last */
+	atomic_ulong clock_steps;
 	unsigned long round_calls;	/* this round's quota */
 	atomic_ulong round_used;
 	__u64 set[SET_SLOTS];
@@ -174,7 +180,8 @@ static struct {
 	unsigned int seconds;
 	unsigned int threads;
 	const char *module;
-} opt = { .seed = 1, .calls = 1000000, .threads = 4 };
+	bool clock;
+} opt = { .seed = 1, .calls = 1000000, .threads = 4, .clock = true };
 static __u64 start_ns;
 static __u8 def_rb, def_wb, def_sb;	/* the module's default layout */
 static pthread_mutex_t change_mu = PTHREAD_MUTEX_INITIALIZER;
@@ -1024,6 +1031,49 @@ static void do_change(struct ctx *c)
 	pthread_mutex_unlock(&change_mu);
 }
 
+/*
+ * Step the wall clock (the guest's: kfuzz runs only there), back or
+ * forward by up to a few seconds, by 30 s now and then, and back to the
+ * true time more often than not, at most every CLOCK_STEP_GAP_MS.  The
+ * generator's order must hold whatever the clock does; a step back stalls
+ * minting (ETIME) until the clock catches up or comes back.
+ */
+#define CLOCK_STEP_GAP_MS	200
+
+static void do_clock(struct ctx *c)
+{
+	__u64 t = clock_ns(CLOCK_MONOTONIC);
+	long long off = sh->clock_offset_ms, d;
+
+	if (!opt.clock || t - sh->clock_step_at < CLOCK_STEP_GAP_MS * NSEC_PER_MSEC)
+		return;
+	switch (below(c, 8)) {
+	case 0:
+		d = -(long long)(1 + below(c, 3000));
+		break;
+	case 1:
+		d = 1 + below(c, 3000);
+		break;
+	case 2:
+		d = chance(c, 50) ? 30000 : -30000;
+		break;
+	default:
+		d = -off;
+		break;
+	}
+	if (llabs(off + d) > 60000)
+		d = -off;
+	if (!d)
+		return;
+	if (step_wall_clock(d)) {
+		fail(C_ERRNO, "clock_settime: %s", strerror(errno));
+		return;
+	}
+	sh->clock_offset_ms = off + d;
+	sh->clock_step_at = t;
+	atomic_fetch_add(&sh->clock_steps, 1);
+}
+
 /* ------------------------------------------------------------------ */
 /* Generic netlink                                                     */
 
@@ -1415,7 +1465,7 @@ static enum op pick_op(struct ctx *c)
 	static const unsigned char w_changer[OP_MAX] = {
 		[OP_READ] = 20, [OP_READV] = 3, [OP_POLL] = 3, [OP_EPOLL] = 3,
 		[OP_GET_STATE] = 5, [OP_JUNK_IOCTL] = 3, [OP_MISC] = 2, [OP_REOPEN] = 1,
-		[OP_NETLINK] = 4, [OP_EVENTS] = 1, [OP_CHANGE] = 5,
+		[OP_NETLINK] = 4, [OP_EVENTS] = 1, [OP_CHANGE] = 5, [OP_CLOCK] = 2,
 	};
 	static const unsigned char w_netlink[OP_MAX] = {
 		[OP_READ] = 15, [OP_READV] = 2, [OP_POLL] = 2, [OP_EPOLL] = 2,
@@ -1499,6 +1549,11 @@ static void *worker(void *arg)
 			break;
 		case OP_CHANGE:
 			do_change(c);
+			break;
+		case OP_CLOCK:
+			pthread_mutex_lock(&change_mu);
+			do_clock(c);
+			pthread_mutex_unlock(&change_mu);
 			break;
 		case OP_MAX:
 			break;
@@ -1641,6 +1696,7 @@ static void usage(void)
 {
 	fprintf(stderr,
 		"usage: kfuzz [--seed S] [--calls N] [--seconds T] [--threads N] [--module PATH]\n"
+		"             [--no-clock]\n"
 		"       kfuzz --lease\n"
 		"Fuzzes /dev/idgen and the idgen netlink family, as root, in a test guest.\n");
 	exit(2);
@@ -1655,6 +1711,7 @@ int main(int argc, char **argv)
 		{ "threads", required_argument, NULL, 'j' },
 		{ "module", required_argument, NULL, 'm' },
 		{ "lease", no_argument, NULL, 'l' },
+		{ "no-clock", no_argument, NULL, 'c' },
 		{ "help", no_argument, NULL, 'h' },
 		{}
 	};
@@ -1693,6 +1750,9 @@ int main(int argc, char **argv)
 			break;
 		case 'l':
 			lease_only = true;
+			break;
+		case 'c':
+			opt.clock = false;
 			break;
 		default:
 			usage();
@@ -1748,6 +1808,9 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* Leave the wall clock where it would be without the steps. */
+	if (sh->clock_offset_ms && step_wall_clock(-sh->clock_offset_ms))
+		fail(C_ERRNO, "clock_settime back to the true time: %s", strerror(errno));
 	unchecked_total = atomic_load(&sh->reads_unchecked);
 	printf("# calls: %lu in %llu s, %lu rounds, %lu module reloads\n",
 	       atomic_load(&sh->calls),
@@ -1763,6 +1826,7 @@ int main(int argc, char **argv)
 		if (atomic_load(&sh->read_errno[i]))
 			printf(" %s %lu", i ? strerrorname_np(i) : "IDs", atomic_load(&sh->read_errno[i]));
 	printf("\n");
+	printf("# wall-clock steps: %lu\n", atomic_load(&sh->clock_steps));
 	printf("# leases set: %lu, netlink requests answered success: %lu, events: %lu\n",
 	       atomic_load(&sh->leases_set), atomic_load(&sh->nl_ok), atomic_load(&sh->nl_events));
 	if (!atomic_load(&sh->ids) || !atomic_load(&sh->reads_checked) ||

@@ -7,8 +7,9 @@
 # console: KASAN, lockdep, UBSAN, WARN, BUG).
 #
 #   1. tests/fuzz/kfuzz: N calls (default 10^6) of ioctls, reads, poll and
-#      netlink requests that know the structs, checking the contract as it
-#      goes (see the comment atop tests/fuzz/kfuzz.c), within T seconds
+#      netlink requests that know the structs, with wall-clock steps (this
+#      guest's clock), checking the contract as it goes (see the comment
+#      atop tests/fuzz/kfuzz.c), within T seconds
 #      (default: no bound).  It reloads MODULE when a far floor has left
 #      the generator unable to mint.
 #   2. trinity, as uid 65534, with /dev/idgen as its only victim file and
