@@ -474,7 +474,7 @@ static size_t pick_len(struct ctx *c)
 }
 
 /* Where the read goes: the buffer, its end at the guard page, or nowhere. */
-static void *pick_dst(struct ctx *c, size_t len, size_t *room)
+static void *pick_dst(struct ctx *c, size_t *room)
 {
 	size_t r;
 
@@ -496,7 +496,6 @@ static void *pick_dst(struct ctx *c, size_t len, size_t *room)
 		return c->buf + BUF_BYTES - r;
 	default:
 		*room = BUF_BYTES;
-		(void)len;
 		return c->buf;
 	}
 }
@@ -535,7 +534,7 @@ static void do_read(struct ctx *c, bool vectored)
 		dst = c->buf;
 	} else {
 		len = pick_len(c);
-		dst = pick_dst(c, len, &room);
+		dst = pick_dst(c, &room);
 		if (!dst && len == 0)
 			dst = c->buf;
 	}
@@ -1655,7 +1654,7 @@ static void run_workers(unsigned long quota, unsigned long long round)
 }
 
 /* The unprivileged process: a reader that tries every change too. */
-static pid_t fork_unpriv(unsigned long quota, unsigned long long round)
+static pid_t fork_unpriv(unsigned long long round)
 {
 	pid_t pid = fork();
 	struct ctx *c;
@@ -1672,7 +1671,6 @@ static pid_t fork_unpriv(unsigned long quota, unsigned long long round)
 	c->priv = false;
 	c->ep = -1;
 	c->rng = (opt.seed * 0x100000001b3ULL) ^ (round << 20) ^ 0xdeadbeefULL;
-	(void)quota;
 	worker(c);
 	_exit(0);
 }
@@ -1791,7 +1789,7 @@ int main(int argc, char **argv)
 			return 1;
 		round_reset_set();
 		/* The child counts in the same quota; it ends when the threads do. */
-		child = fork_unpriv(quota, round);
+		child = fork_unpriv(round);
 		run_workers(quota, round);
 		atomic_store(&sh->round_used, ~0UL >> 1);
 		waitpid(child, &status, 0);
