@@ -176,12 +176,12 @@ if [ -n "$image" ]; then
 		tests/vm/run-guest.sh --timeout 1800 --mem 3072 --image "$image" debug \
 		tests/vm/guest-suite.sh build/debug/idgen.ko
 	# A fixed-seed slice of `make fuzz` (scripts/fuzz.sh), where KASAN and
-	# lockdep see it: kfuzz for at most 40 s, a few thousand trinity
+	# lockdep see it: kfuzz for at most 30 s, 3000 trinity
 	# syscalls.
 	tap "debug kernel, fuzz" guest-debug-fuzz.log \
 		tests/vm/run-guest.sh --timeout 600 --mem 3072 --image "$image" debug \
-		tests/vm/fuzz-suite.sh --seed 1 --calls 100000 --seconds 40 \
-		--trinity 5000 build/debug/idgen.ko
+		tests/vm/fuzz-suite.sh --seed 1 --calls 100000 --seconds 30 \
+		--trinity 3000 build/debug/idgen.ko
 fi
 
 # DKMS against the oldest supported kernel: the one most hosts still run.
