@@ -35,9 +35,12 @@
  *     random, missing, oversized and wrong-type attributes, unknown
  *     commands, dump requests, truncated headers and attributes; a
  *     listener on the events group whose events must be well-formed.
- * With --module, also floors near IDGEN_MS_MAX that, once accepted, leave
- * the generator unable to mint until it is reloaded: it reloads idgen.ko
- * between rounds then.  Without it such leases are not set.
+ * With --module, also (now and then) floors far ahead, up to IDGEN_MS_MAX,
+ * that, once accepted, leave the generator unable to mint until it is
+ * reloaded: between rounds, when the host's last_ms lies more than
+ * POISONED_MS ahead of its clock (such a floor, or a step back), it
+ * reloads idgen.ko, which exercises load and unload too.  Without it such
+ * floors are not set.
  *
  * What it checks, on every call:
  *   1. every ID a read returns is above every ID the same thread read
