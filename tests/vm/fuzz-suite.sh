@@ -75,7 +75,7 @@ trinity_run() {
 	(cd "$dir" && setpriv --reuid=65534 --regid=65534 --clear-groups \
 		trinity "${args[@]}") >"$out" 2>&1
 	rc=$?
-	grep -aE 'Added|fd provider|Ran ' "$out" | tr -d '\033' | sed 's/^/# trinity: /'
+	grep -aE 'Added|Enabled|Ran ' "$out" | tr -d '\033' | sed 's/^/# trinity: /'
 	[ "$rc" -eq 0 ] || { tail -n 20 "$out" | tr -d '\033' | sed 's/^/# /'; echo "# trinity exited $rc"; }
 	rm -rf "$dir"
 	return "$rc"
