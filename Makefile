@@ -9,6 +9,8 @@
 # make matrix          the same on every kernel of the matrix (see README.md)
 # make demo            mint and decode IDs from a real /dev/idgen in a guest
 # make bench           benchmarks in a guest; results in docs/bench/
+# make fuzz            10^6 fuzzed calls and trinity against the module in a
+#                      6.12 guest (scripts/fuzz.sh; FUZZ_SEED=S picks a seed)
 
 KDIR ?= /lib/modules/$(shell uname -r)/build
 
@@ -39,4 +41,7 @@ demo:
 bench:
 	scripts/bench.sh
 
-.PHONY: all modules clean sparse style check matrix demo bench
+fuzz:
+	scripts/fuzz.sh --seed $(or $(FUZZ_SEED),1)
+
+.PHONY: all modules clean sparse style check matrix demo bench fuzz

@@ -124,6 +124,7 @@ done
 step "build the selftests" selftests-build.log make -s -C tests/selftests
 step "build the benchmark" bench-build.log make -s -C bench
 step "build the 32-bit caller test" compat32-build.log make -s -C tests/vm
+step "build the fuzzer" fuzz-build.log make -s -C tests/fuzz
 tap "netlink spec" netlink-spec.log tests/netlink-spec.sh
 # libidgen and idgenctl: builds, unit tests, JavaScript and PostgreSQL.
 tap "user space" user.log tests/user/run.sh
@@ -194,6 +195,12 @@ debug_kernel() {
 	tap "$label kernel" "guest-$label.log" \
 		tests/vm/run-guest.sh --timeout 1800 --mem 3072 --image "$image" "$label" \
 		tests/vm/guest-suite.sh "$out/idgen.ko"
+	# A fixed-seed slice of `make fuzz` (scripts/fuzz.sh), where KASAN and
+	# lockdep see it: kfuzz for at most 30 s, 3000 trinity syscalls.
+	tap "$label kernel, fuzz" "guest-$label-fuzz.log" \
+		tests/vm/run-guest.sh --timeout 600 --mem 3072 --image "$image" "$label" \
+		tests/vm/fuzz-suite.sh --seed 1 --calls 100000 --seconds 30 \
+		--trinity 3000 "$out/idgen.ko"
 }
 debug_kernel debug
 # A second debug kernel, from the newest source (7.2 today), costs a

@@ -39,6 +39,8 @@ packages=(
 	clang libclang-rt-14-dev
 	# the lease protocol's model checker (tests/model/)
 	spin
+	# the system-call fuzzer aimed at /dev/idgen (tests/vm/fuzz-suite.sh)
+	trinity
 )
 
 if [ "$(id -u)" -ne 0 ]; then
