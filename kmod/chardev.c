@@ -226,6 +226,7 @@ static int idgen_open(struct inode *inode, struct file *file)
 	f->gen = dev->gen;
 	atomic64_set(&f->share.word, 0);
 	atomic64_set(&f->share.wait, 0);
+	atomic64_set(&f->share.back_by, 0);
 	file->private_data = f;
 	/* IDs have no position: no seeking, no pread(). */
 	return stream_open(inode, file);

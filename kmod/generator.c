@@ -85,12 +85,12 @@ static u32 idgen_gen_share_bound(struct idgen_gen *gen,
  * Reserve up to @want IDs of @lease for a reader holding @share (NULL for
  * none): the file's share first, then the IDs, and what was not reserved
  * goes back to the share.  -EAGAIN with *wait_ms = 1 when the share of
- * this ms is used up.  A first batch the borrow bound refuses begins or
- * goes on with the file's wait; IDs end it.
+ * this ms is used up.  When the borrow bound refuses a reader that will
+ * wait (@waits), its file's wait begins or goes on; IDs end it.
  */
 static int idgen_gen_reserve(struct idgen_gen *gen, struct idgen_lease *lease,
 			     struct idgen_share *share, u64 now_ms,
-			     u32 max_borrow_ms, u32 want, bool more,
+			     u32 max_borrow_ms, u32 want, bool waits,
 			     struct idgen_range *r, u64 *wait_ms, u64 *borrowed)
 {
 	u32 n = want;
@@ -114,8 +114,9 @@ static int idgen_gen_reserve(struct idgen_gen *gen, struct idgen_lease *lease,
 	idgen_share_give_back(share, now_ms, err ? n : n - r->count);
 	if (!err)
 		idgen_wait_over(&gen->oldest_wait, share);
-	else if (err == -EAGAIN && !more && max_borrow_ms != IDGEN_BORROW_ANY)
-		idgen_wait_refused(&gen->oldest_wait, share, now_ms);
+	else if (err == -EAGAIN && waits && max_borrow_ms != IDGEN_BORROW_ANY)
+		idgen_wait_refused(&gen->oldest_wait, share, now_ms,
+				   min_t(u64, *wait_ms, IDGEN_WAIT_MAX_MS));
 	return err;
 }
 
@@ -261,7 +262,7 @@ again:
 		fence = atomic64_read(&lease->valid_until);
 		err = idgen_gen_reserve(gen, lease, share, now_ms,
 					max_borrow_ms, want,
-					flags & IDGEN_MINT_MORE, r, &wait_ms,
+					idgen_mint_waits(flags), r, &wait_ms,
 					&borrowed);
 		if (err != -ESTALE)
 			break;
@@ -800,6 +801,7 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 	atomic64_set(&gen->clock_high_ms, 0);
 	atomic64_set(&gen->oldest_wait.since, 0);
 	atomic64_set(&gen->oldest_wait.until, 0);
+	atomic64_set(&gen->oldest_wait.tickets, 0);
 	init_waitqueue_head(&gen->wait);
 	timer_setup(&gen->poll_timer, idgen_poll_timer_fn, 0);
 	INIT_DELAYED_WORK(&gen->clock_refresh, idgen_clock_refresh_fn);

@@ -116,6 +116,16 @@ void idgen_gen_uninit(struct idgen_gen *gen);
 /* The call holds IDs already: no sleep for the lead bound, no event. */
 #define IDGEN_MINT_MORE		BIT(1)
 
+/*
+ * Whether a reader the borrow bound refuses waits for it (share.h): all do
+ * but a non-blocking read's follow-on batches, which return the IDs they
+ * have.  A blocking read's follow-on batches sleep until they are served.
+ */
+static inline bool idgen_mint_waits(unsigned int flags)
+{
+	return !(flags & IDGEN_MINT_MORE) || !(flags & IDGEN_MINT_NOWAIT);
+}
+
 int idgen_gen_mint(struct idgen_gen *gen, struct idgen_share *share, u32 want,
 		   unsigned int flags, struct idgen_range *r);
 int idgen_gen_probe(struct idgen_gen *gen, struct idgen_share *share);

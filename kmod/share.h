@@ -16,14 +16,18 @@
  * Shares alone cannot keep a reader from waiting forever: five greedy
  * files ask for more than a millisecond holds, and a reader that sleeps
  * for the clock wakes to find the millisecond it waited for taken by
- * those that spin.  So the generator also remembers the oldest wait: the
- * file the borrow bound has refused for longest.  While that wait lasts,
- * every other file may borrow one millisecond less, so the millisecond
- * the clock opens next is left to it.  Waits are told apart by the
- * millisecond of their first refusal; two that began in the same one
- * share the priority.  A wait is renewed by each refusal and lapses
- * IDGEN_WAIT_HOLD_MS after the last, so a reader that stopped asking
- * (stopped, killed, gone to do other work) hands the priority on.
+ * those that spin.  So the generator also remembers the oldest wait: of
+ * the files the borrow bound refused and that keep asking, the one that
+ * began waiting first.  While it holds, every other file may borrow one
+ * millisecond less, so the millisecond the clock opens next is left to
+ * it.  Waits are ranked by a ticket drawn at their first refusal.  A wait
+ * holds only while its file keeps asking: each refusal says when the
+ * reader will be back (the sleep or poll wait it was told, plus
+ * IDGEN_WAIT_HOLD_MS), and a wait whose reader was not back by then
+ * lapses for good: its next refusal starts a new wait with a new ticket,
+ * behind every wait that began meanwhile.  A file that stops asking, or
+ * only asks when it knows it will be refused, so holds the priority for a
+ * few milliseconds at most, and never again ahead of those that waited.
  *
  * All of this is policy: a stale or racing view of it only changes who
  * gets the next IDs, never which IDs exist, since every reservation is
@@ -42,26 +46,33 @@
  * @word: the millisecond (low 32 bits) above the count of IDs taken in it.
  *        A millisecond 2^32 ms (49 days) old that matches by its low bits
  *        can only make the file wait once more: never more IDs.
- * @wait: 1 + the millisecond the borrow bound first refused the file in,
- *        since it last got IDs; 0 while it is not waiting.
+ * @wait: the ticket of the file's wait for the borrow bound, drawn at
+ *        its first refusal since it last got IDs; 0 while not waiting.
+ * @back_by: the millisecond the waiting reader said it would be back by.
  */
 struct idgen_share {
 	atomic64_t word;
 	atomic64_t wait;
+	atomic64_t back_by;
 };
 
 /**
- * struct idgen_oldest_wait - the file the borrow bound refused for longest
- * @since: its idgen_share.wait, 0 for none.
- * @until: the millisecond the priority lapses at unless renewed.
+ * struct idgen_oldest_wait - the oldest wait the borrow bound refused
+ * @since:   its ticket, 0 for none.
+ * @until:   the millisecond it lapses at unless its reader is back.
+ * @tickets: the last ticket drawn.
  */
 struct idgen_oldest_wait {
 	atomic64_t since;
 	atomic64_t until;
+	atomic64_t tickets;
 };
 
-/* An oldest wait with no refusal for this long hands the priority on. */
-#define IDGEN_WAIT_HOLD_MS	100
+/*
+ * How late past the time it was told a waiting reader may come back and
+ * keep its place: scheduling latency, not a sleep.
+ */
+#define IDGEN_WAIT_HOLD_MS	20
 
 static inline u32 idgen_share_quota(u8 seq_bits)
 {
@@ -127,8 +138,7 @@ static inline u32 idgen_wait_bound(struct idgen_oldest_wait *oldest,
 {
 	s64 since = atomic64_read(&oldest->since);
 
-	if (!since || !max_borrow_ms ||
-	    (share && atomic64_read(&share->wait) == since) ||
+	if (!since || (share && atomic64_read(&share->wait) == since) ||
 	    now_ms >= (u64)atomic64_read(&oldest->until))
 		return max_borrow_ms;
 	return max_borrow_ms - 1;
@@ -136,21 +146,33 @@ static inline u32 idgen_wait_bound(struct idgen_oldest_wait *oldest,
 
 /**
  * idgen_wait_refused() - the borrow bound refused a reader holding @share
- * @oldest: the generator's oldest wait.
- * @share:  the reader's file's share.
- * @now_ms: the trusted clock's millisecond.
+ * @oldest:  the generator's oldest wait.
+ * @share:   the reader's file's share.
+ * @now_ms:  the trusted clock's millisecond.
+ * @back_ms: when the reader will ask again, in ms from @now_ms.
  *
- * Begins the file's wait at its first refusal, and makes it the oldest
- * wait when it is older than the one there, or that one lapsed.
+ * Goes on with the file's wait, or starts one when it has none or its
+ * reader was not back in time, and makes it the oldest wait when it began
+ * before the one there, or that one lapsed.
  */
 static inline void idgen_wait_refused(struct idgen_oldest_wait *oldest,
-				      struct idgen_share *share, u64 now_ms)
+				      struct idgen_share *share, u64 now_ms,
+				      u64 back_ms)
 {
-	s64 mine = 0, since;
+	u64 back_by = now_ms + back_ms + IDGEN_WAIT_HOLD_MS;
+	s64 mine = atomic64_read(&share->wait), since;
 
+	if (mine && now_ms >= (u64)atomic64_read(&share->back_by) &&
+	    atomic64_try_cmpxchg(&share->wait, &mine, 0))
+		mine = 0;
 	/* Threads of one file share its wait: the first refusal starts it. */
-	if (atomic64_try_cmpxchg(&share->wait, &mine, now_ms + 1))
-		mine = now_ms + 1;
+	if (!mine) {
+		s64 ticket = atomic64_inc_return(&oldest->tickets);
+
+		if (atomic64_try_cmpxchg(&share->wait, &mine, ticket))
+			mine = ticket;
+	}
+	atomic64_set(&share->back_by, back_by);
 
 	since = atomic64_read(&oldest->since);
 	do {
@@ -160,7 +182,15 @@ static inline void idgen_wait_refused(struct idgen_oldest_wait *oldest,
 		    now_ms < (u64)atomic64_read(&oldest->until))
 			return;
 	} while (!atomic64_try_cmpxchg(&oldest->since, &since, mine));
-	atomic64_set(&oldest->until, now_ms + IDGEN_WAIT_HOLD_MS);
+	atomic64_set(&oldest->until, back_by);
+	/*
+	 * A thread of the same file that got IDs meanwhile ended the wait
+	 * and found it not yet the oldest: do not leave it there, owned by
+	 * no file, for others to yield to.
+	 */
+	smp_mb();
+	if (atomic64_read(&share->wait) != mine)
+		atomic64_cmpxchg(&oldest->since, mine, 0);
 }
 
 /**
@@ -179,7 +209,7 @@ static inline void idgen_wait_over(struct idgen_oldest_wait *oldest,
 	if (!atomic64_read(&share->wait))
 		return;
 	mine = atomic64_xchg(&share->wait, 0);
-	if (mine)
+	if (mine && atomic64_read(&oldest->since) == mine)
 		atomic64_cmpxchg(&oldest->since, mine, 0);
 }
 

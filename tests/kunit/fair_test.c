@@ -137,6 +137,7 @@ static void share_init(struct idgen_share *share)
 {
 	atomic64_set(&share->word, 0);
 	atomic64_set(&share->wait, 0);
+	atomic64_set(&share->back_by, 0);
 }
 
 /* A step of the share table: take (or give back) at @now_ms. */
@@ -217,14 +218,22 @@ static void idgen_fair_test_share(struct kunit *test)
 	}
 }
 
+static void oldest_init(struct idgen_oldest_wait *o)
+{
+	atomic64_set(&o->since, 0);
+	atomic64_set(&o->until, 0);
+	atomic64_set(&o->tickets, 0);
+}
+
+#define HOLD	IDGEN_WAIT_HOLD_MS
+
 /* Who holds the priority, and how it passes on. */
 static void idgen_fair_test_oldest_wait(struct kunit *test)
 {
 	struct idgen_oldest_wait o;
 	struct idgen_share a, b, c;
 
-	atomic64_set(&o.since, 0);
-	atomic64_set(&o.until, 0);
+	oldest_init(&o);
 	share_init(&a);
 	share_init(&b);
 	share_init(&c);
@@ -234,57 +243,100 @@ static void idgen_fair_test_oldest_wait(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, NULL, 100, BORROW), BORROW);
 
 	/* A refused at 100: its wait is the oldest, the others borrow less. */
-	idgen_wait_refused(&o, &a, 100);
+	idgen_wait_refused(&o, &a, 100, 1);
 	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &a, 100, BORROW), BORROW);
 	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 100, BORROW), BORROW - 1);
 	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, NULL, 100, BORROW), BORROW - 1);
 	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 100, 1), 0U);
 
-	/* B's younger wait does not take it; A's refusals renew it. */
-	idgen_wait_refused(&o, &b, 101);
+	/* B's later wait does not take it; A, back in time, keeps it. */
+	idgen_wait_refused(&o, &b, 101, 1);
 	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 101, BORROW), BORROW - 1);
-	idgen_wait_refused(&o, &a, 150);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 150 + IDGEN_WAIT_HOLD_MS - 1,
-					       BORROW), BORROW - 1);
+	idgen_wait_refused(&o, &a, 102, 1);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 102 + HOLD, BORROW),
+			BORROW - 1);
 
-	/* Unrenewed, it lapses: B's wait takes over, until A's comes back. */
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 150 + IDGEN_WAIT_HOLD_MS,
-					       BORROW), BORROW);
-	idgen_wait_refused(&o, &b, 150 + IDGEN_WAIT_HOLD_MS);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 251, BORROW), BORROW);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &a, 251, BORROW), BORROW - 1);
-	idgen_wait_refused(&o, &a, 251);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &a, 251, BORROW), BORROW);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 251, BORROW), BORROW - 1);
+	/*
+	 * A not back by 103 + HOLD: its wait lapses for good.  B, itself
+	 * late, starts a new wait and takes the priority; A, back later
+	 * still, starts a newer one and stays behind B.
+	 */
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 103 + HOLD, BORROW), BORROW);
+	idgen_wait_refused(&o, &b, 103 + HOLD, 1);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 103 + HOLD, BORROW), BORROW);
+	idgen_wait_refused(&o, &a, 104 + HOLD, 1);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &a, 104 + HOLD, BORROW),
+			BORROW - 1);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 104 + HOLD, BORROW), BORROW);
 
-	/* A served: no priority; B's wait, begun at 101, is the next. */
-	idgen_wait_over(&o, &a);
-	KUNIT_EXPECT_EQ(test, atomic64_read(&a.wait), 0LL);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 252, BORROW), BORROW);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &c, 252, BORROW), BORROW);
-	idgen_wait_refused(&o, &c, 252);
-	idgen_wait_refused(&o, &b, 253);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 253, BORROW), BORROW);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &c, 253, BORROW), BORROW - 1);
+	/* B served: the priority is free; A's wait, the older now, takes it. */
+	idgen_wait_over(&o, &b);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&b.wait), 0LL);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &c, 105 + HOLD, BORROW), BORROW);
+	idgen_wait_refused(&o, &c, 105 + HOLD, 1);
+	idgen_wait_refused(&o, &a, 105 + HOLD, 1);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &a, 105 + HOLD, BORROW), BORROW);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &c, 105 + HOLD, BORROW),
+			BORROW - 1);
 
 	/* A file that is not the oldest ends its wait: nothing changes. */
 	idgen_wait_over(&o, &c);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &c, 254, BORROW), BORROW - 1);
-	/* B closed: the priority is free at once, not after it lapses. */
-	idgen_wait_over(&o, &b);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &c, 254, BORROW), BORROW);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &c, 106 + HOLD, BORROW),
+			BORROW - 1);
+	/* A closed: the priority is free at once, not when it lapses. */
+	idgen_wait_over(&o, &a);
+	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &c, 106 + HOLD, BORROW), BORROW);
 }
 
-/* A reservation by a reader holding @share, under the oldest wait @o. */
+/*
+ * A file that asks only now and then (say, only when it knows it will be
+ * refused) cannot keep the priority from a reader that waits and keeps
+ * asking, though its first refusal came first.
+ */
+static void idgen_fair_test_oldest_wait_must_keep_asking(struct kunit *test)
+{
+	struct idgen_share patient, rare;
+	struct idgen_oldest_wait o;
+	u64 now;
+
+	oldest_init(&o);
+	share_init(&patient);
+	share_init(&rare);
+
+	idgen_wait_refused(&o, &rare, NOW - 1, 1);
+	for (now = NOW; now < NOW + 500; now++) {
+		if (now % 2 == 0)
+			idgen_wait_refused(&o, &patient, now, 1);
+		if (now % 50 == 0)
+			idgen_wait_refused(&o, &rare, now, 1);
+		if (now < NOW + HOLD + 2)
+			continue;
+		KUNIT_EXPECT_EQ_MSG(test, idgen_wait_bound(&o, &patient, now, BORROW),
+				    BORROW, "at %llu", now - NOW);
+		KUNIT_EXPECT_EQ_MSG(test, idgen_wait_bound(&o, &rare, now, BORROW),
+				    BORROW - 1, "at %llu", now - NOW);
+	}
+}
+
+/*
+ * A reservation by a reader holding @share, under the oldest wait @o,
+ * with the wait kept as the generator keeps it.
+ */
 static int take(struct idgen_lease *l, struct idgen_oldest_wait *o,
 		struct idgen_share *share, u64 now, u32 want,
 		struct idgen_range *r)
 {
 	u64 wait, borrowed;
+	int err;
 
-	return idgen_lease_reserve(l, now, LEAD,
-				   idgen_wait_bound(o, share, now, BORROW),
-				   want, r, &wait, &borrowed);
+	err = idgen_lease_reserve(l, now, LEAD,
+				  idgen_wait_bound(o, share, now, BORROW),
+				  want, r, &wait, &borrowed);
+	if (!err)
+		idgen_wait_over(o, share);
+	else if (err == -EAGAIN)
+		idgen_wait_refused(o, share, now, wait);
+	return err;
 }
 
 /*
@@ -304,15 +356,13 @@ static void idgen_fair_test_oldest_wait_is_served(struct kunit *test)
 	l->layout = (struct idgen_layout){ 3, 7, SEQ_BITS };
 	atomic64_set(&l->next, TICK(NOW, 0));
 	atomic64_set(&l->valid_until, IDGEN_MS_MAX + 1);
-	atomic64_set(&o.since, 0);
-	atomic64_set(&o.until, 0);
+	oldest_init(&o);
 	share_init(&greedy);
 	share_init(&waiter);
 
 	/* The greedy reader takes the whole window; the waiter is refused. */
 	KUNIT_ASSERT_EQ(test, take(l, &o, &greedy, NOW, U32_MAX, &r), 0);
 	KUNIT_ASSERT_EQ(test, take(l, &o, &waiter, NOW, 1, &r), -EAGAIN);
-	idgen_wait_refused(&o, &waiter, NOW);
 
 	for (now = NOW + 1; now < NOW + 20; now++) {
 		/* First thing in the ms, the greedy reader finds nothing... */
@@ -321,14 +371,12 @@ static void idgen_fair_test_oldest_wait_is_served(struct kunit *test)
 		/* ... and the waiter gets the ms the clock opened. */
 		KUNIT_ASSERT_EQ(test, take(l, &o, &waiter, now, 1, &r), 0);
 		KUNIT_EXPECT_EQ(test, r.first, TICK(now + BORROW, 0));
-		idgen_wait_over(&o, &waiter);
 		/* The rest of that ms is the greedy reader's... */
 		KUNIT_ASSERT_EQ(test, take(l, &o, &greedy, now, U32_MAX, &r), 0);
 		KUNIT_EXPECT_EQ(test, r.first + r.count,
 				TICK(now + BORROW + 1, 0));
 		/* ... and the waiter, back for more, waits once again. */
 		KUNIT_ASSERT_EQ(test, take(l, &o, &waiter, now, 1, &r), -EAGAIN);
-		idgen_wait_refused(&o, &waiter, now);
 	}
 }
 
@@ -337,6 +385,7 @@ static struct kunit_case idgen_fair_test_cases[] = {
 	KUNIT_CASE(idgen_fair_test_borrow_follows_clock),
 	KUNIT_CASE_PARAM(idgen_fair_test_share, share_gen_params),
 	KUNIT_CASE(idgen_fair_test_oldest_wait),
+	KUNIT_CASE(idgen_fair_test_oldest_wait_must_keep_asking),
 	KUNIT_CASE(idgen_fair_test_oldest_wait_is_served),
 	{}
 };

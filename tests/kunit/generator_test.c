@@ -305,12 +305,74 @@ static void idgen_generator_test_fence_event_per_fence(struct kunit *test)
 	idgen_gen_revoke(&rig->gen);
 }
 
+/*
+ * Fill the borrow window as a reader of no file, then ask for one ID
+ * through @share with @flags: the answer, tried again while the clock
+ * moves on between the two.
+ */
+static int mint_after_fill(struct gen_rig *rig, struct idgen_share *share,
+			   unsigned int flags)
+{
+	struct idgen_range r;
+	int i, err = 0;
+
+	for (i = 0; i < 100 && !err; i++) {
+		while (!idgen_gen_mint(&rig->gen, NULL, 4096, IDGEN_MINT_NOWAIT, &r))
+			;
+		err = idgen_gen_mint(&rig->gen, share, 1, flags, &r);
+	}
+	return err;
+}
+
+/*
+ * A read the borrow bound refuses is a wait, and may become the oldest,
+ * unless it is a non-blocking read's follow-on batch, which returns the
+ * IDs it has; closing the file ends the wait.
+ */
+static void idgen_generator_test_waits_recorded(struct kunit *test)
+{
+	struct gen_rig *rig = gen_rig_new(test);
+	struct idgen_lease_args a = { .worker = 1 };
+	struct idgen_oldest_wait *o = &rig->gen.oldest_wait;
+	struct idgen_share share;
+
+	atomic64_set(&share.word, 0);
+	atomic64_set(&share.wait, 0);
+	atomic64_set(&share.back_by, 0);
+	a.valid_until_ms = wall_ms() + 60000;
+	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(&rig->gen, &a), 0);
+
+	/* Blocking reads wait, first batch or not; non-blocking ones once. */
+	KUNIT_EXPECT_TRUE(test, idgen_mint_waits(0));
+	KUNIT_EXPECT_TRUE(test, idgen_mint_waits(IDGEN_MINT_MORE));
+	KUNIT_EXPECT_TRUE(test, idgen_mint_waits(IDGEN_MINT_NOWAIT));
+	KUNIT_EXPECT_FALSE(test, idgen_mint_waits(IDGEN_MINT_NOWAIT |
+						  IDGEN_MINT_MORE));
+
+	KUNIT_EXPECT_EQ(test, mint_after_fill(rig, &share, IDGEN_MINT_NOWAIT |
+					      IDGEN_MINT_MORE), -EAGAIN);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&share.wait), 0LL);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&o->since), 0LL);
+
+	KUNIT_EXPECT_EQ(test, mint_after_fill(rig, &share, IDGEN_MINT_NOWAIT),
+			-EAGAIN);
+	KUNIT_EXPECT_NE(test, atomic64_read(&share.wait), 0LL);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&o->since),
+			atomic64_read(&share.wait));
+
+	idgen_gen_share_closed(&rig->gen, &share);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&share.wait), 0LL);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&o->since), 0LL);
+	idgen_gen_revoke(&rig->gen);
+}
+
 static struct kunit_case idgen_generator_test_cases[] = {
 	KUNIT_CASE(idgen_generator_test_clock_read_at_init),
 	KUNIT_CASE(idgen_generator_test_lead_event_on_refusal_only),
 	KUNIT_CASE_SLOW(idgen_generator_test_lease_events_in_order),
 	KUNIT_CASE(idgen_generator_test_clock_read_again_after_delay),
 	KUNIT_CASE(idgen_generator_test_fence_event_per_fence),
+	KUNIT_CASE(idgen_generator_test_waits_recorded),
 	{}
 };
 

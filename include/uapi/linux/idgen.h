@@ -98,20 +98,22 @@
  *     millisecond of the clock, however many threads or processes read
  *     through it.
  *   - the oldest wait: when readers together ask for more than the node
- *     holds, the open file the borrow bound has refused for longest (since
- *     it last got IDs) is served first: while its wait lasts, every other
- *     file may borrow one millisecond less, so the millisecond the clock
- *     opens next is left to it.  Its wait lasts while it keeps asking: it
- *     lapses 100 ms after its last refusal, or ends when it gets IDs or
- *     the file is closed.
+ *     holds, of the open files the borrow bound refused that keep asking,
+ *     the one that began waiting first is served first: while it waits,
+ *     every other file may borrow one millisecond less, so the millisecond
+ *     the clock opens next is left to it.  A wait ends when its file gets
+ *     IDs or is closed, and lapses for good when its reader is not back
+ *     within 20 ms of the time it was told to come back (the sleep of a
+ *     blocking read, the poll wake-up of a non-blocking one); its next
+ *     refusal then begins a new wait, behind those that began meanwhile.
  *
- * Both are throttles, lifted by the clock moving on: a blocking read that
+ * These are throttles, lifted by the clock moving on: a blocking read that
  * meets one sleeps, a millisecond or a few at a time, until it gets IDs
  * (a signal ends the sleep: EINTR, or the IDs read so far); a non-blocking
  * one fails with EAGAIN and pollers are woken when it would succeed.  So a
- * greedy reader gets at most its share per millisecond, however many
- * files it opens cannot make a patient reader wait for more than the
- * readers that waited longer, and no reader is refused.  A big blocking read is served a
+ * greedy reader gets at most its share per millisecond per file it opens,
+ * a reader that keeps asking is served after the waits that began before
+ * its own, and no reader is refused.  A big blocking read is served a
  * share at a time, 2^seq_bits / 4 IDs per millisecond; a non-blocking one
  * returns the IDs it got.
  *
