@@ -36,6 +36,8 @@ tap_step "a program builds and runs against the installed shared library" bash -
 
 # C unit tests (kselftest harness).
 tap_run unit "$user/unit"
+tap_run public "$user/public_test"
+tap_run code "$user/code_test"
 
 # idgenctl: bad use exits 1 with the usage on stderr; bad IDs are named.
 cli() {
