@@ -96,6 +96,48 @@ tap_step "idgenctl --layouts: decoding picks the layout by the ID's time" bash -
 	id=\$(( (999 << 22) | (5 << 19) | (100 << 12) | 7 )) &&
 	'$idgenctl' --layouts '$tmp/layouts' decode \$id | grep -q 'region 5 worker 100 seq 7 layout 1'"
 
+# idgenctl public and code (idgen-spec section 10).
+(umask 077
+ printf '1 %s\n' 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f >"$tmp/k1"
+ printf '2 %s\n' 1f1e1d1c1b1a191817161514131211100f0e0d0c0b0a09080706050403020100 >"$tmp/k2")
+printf '3 %s\n' 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f >"$tmp/k3"
+chmod 644 "$tmp/k3"
+printf '4 0001\n' >"$tmp/k4"
+chmod 600 "$tmp/k4"
+cli "public encode without a key" 1 "a key file is needed (--key FILE)" public encode 1
+cli "public encode: a key file readable by others is refused, named" 1 \
+	"key file $tmp/k3: readable by group or others (mode 0644)" public encode --key "$tmp/k3" 1
+cli "public encode: a malformed key file is named" 1 \
+	"key file $tmp/k4: not a key file: the key is 4 hex digits, want 64" public encode --key "$tmp/k4" 1
+cli "public encode: a missing key file" 1 "key file $tmp/none: No such file" public encode --key "$tmp/none" 1
+cli "public encode: a bad ID" 1 "public encode: '01' is not a decimal ID" public encode --key "$tmp/k1" 01
+cli "public decode: an unknown key version" 1 "'v9.5' names a key version no --key file holds" \
+	public decode --key "$tmp/k1" v9.5
+cli "public decode: not a public ID" 1 "'x5' is not a public ID" public decode --key "$tmp/k1" x5
+cli "public decode: out of range" 1 "'9223372036854775808' is out of range" \
+	public decode --key "$tmp/k1" 9223372036854775808
+cli "code new -n 0 is out of range" 1 "invalid -n '0': out of range" code new -n 0
+cli "code check: a wrong check symbol is a mistyped code" 1 \
+	"'0000-0000-1': the check symbol does not match" code check 0000-0000-1
+cli "code check: not a code" 1 "'0000-000' is not a booking code" code check 0000-000
+cli "code check without a code" 1 "Usage: idgenctl code check" code check
+tap_step "idgenctl public: encode and decode round trip at the edges, across a rotation" bash -c "
+	ids='0 1 9223372036854775807 108421920055775237' &&
+	pubs=\$('$idgenctl' public encode --key '$tmp/k1' \$ids) &&
+	[ \"\$(echo \$('$idgenctl' public decode --key '$tmp/k1' \$pubs))\" = \"\$ids\" ] &&
+	for p in \$pubs; do case \$p in *[!0-9]*) exit 1;; esac; done &&
+	v1=\$(for p in \$pubs; do echo v1.\$p; done) &&
+	[ \"\$(echo \$('$idgenctl' public decode --key '$tmp/k2' --key '$tmp/k1' \$v1))\" = \"\$ids\" ] &&
+	new=\$('$idgenctl' public encode --key '$tmp/k1' --key '$tmp/k2' \$ids) &&
+	[ \"\$new\" != \"\$pubs\" ] &&
+	[ \"\$(echo \$('$idgenctl' public decode --key '$tmp/k2' --key '$tmp/k1' \$new))\" = \"\$ids\" ]"
+tap_step "idgenctl code: new codes check, forgiving input comes back canonical" bash -c "
+	'$idgenctl' code new -n 1000 >'$tmp/codes' && [ \$(sort -u '$tmp/codes' | wc -l) -eq 1000 ] &&
+	grep -Evq '^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z*~\$=U]\$' '$tmp/codes' && exit 1
+	xargs '$idgenctl' code check <'$tmp/codes' | cmp - '$tmp/codes' &&
+	[ \"\$('$idgenctl' code check 'ioil olio j' 1O1L-OLIO-J)\" = '1011-0110-J
+1011-0110-J' ]"
+
 # Every example output the README and the man pages show, run.
 tap_run docs /usr/bin/python3 "$user/doc_examples.py" "$idgenctl" "$top"
 
