@@ -39,21 +39,31 @@ IDGEN_EXPORT int idgen_code_format(uint64_t code, char buf[LIBIDGEN_CODE_STRLEN]
 	return pos;
 }
 
-/* A symbol's value read the forgiving way, or -1. */
+/* Letters A to Z read the forgiving way: I and L are 1, O is 0, U is 36. */
+static const signed char letters[26] = {
+	10, 11, 12, 13, 14, 15, 16, 17, 1, 18, 19, 1, 20,
+	21, 0, 22, 23, 24, 25, 26, 36, 27, 28, 29, 30, 31,
+};
+
+/* A symbol's value, or -1. */
 static int symbol_value(char c)
 {
+	if (c >= '0' && c <= '9')
+		return c - '0';
 	if (c >= 'a' && c <= 'z')
-		c -= 'a' - 'A';
+		return letters[c - 'a'];
+	if (c >= 'A' && c <= 'Z')
+		return letters[c - 'A'];
 	switch (c) {
-	case 'I':
-	case 'L':
-		return 1;
-	case 'O':
-		return 0;
+	case '*':
+		return 32;
+	case '~':
+		return 33;
+	case '$':
+		return 34;
+	case '=':
+		return 35;
 	}
-	for (int v = 0; v < CODE_CHECK_MOD; v++)
-		if (symbols[v] == c)
-			return v;
 	return -1;
 }
 
