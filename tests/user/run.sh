@@ -3,8 +3,9 @@
 #
 # run.sh: build libidgen, idgenctl and the user-space tests, then run every
 # host-side test (no /dev/idgen needed): the C unit tests, the examples
-# the documentation shows, the JavaScript round trip (node) and the
-# PostgreSQL range query.  Prints one TAP stream, numbered across all of
+# the documentation shows, the JavaScript round trip (node), the
+# PostgreSQL range query and booking codes, and libFuzzer slices over the
+# code and public-ID parsers.  Prints one TAP stream, numbered across all of
 # them; exits non-zero if anything failed.
 set -uo pipefail
 
@@ -131,6 +132,10 @@ tap_step "idgenctl public: encode and decode round trip at the edges, across a r
 	new=\$('$idgenctl' public encode --key '$tmp/k1' --key '$tmp/k2' \$ids) &&
 	[ \"\$new\" != \"\$pubs\" ] &&
 	[ \"\$(echo \$('$idgenctl' public decode --key '$tmp/k2' --key '$tmp/k1' \$new))\" = \"\$ids\" ]"
+tap_step "idgenctl code check: the example README and libidgen(3) show" bash -c "
+	[ \"\$('$idgenctl' code check '7kq3 m0xd 8')\" = 7KQ3-M0XD-8 ] &&
+	grep -qF \"idgenctl code check '7kq3 m0xd 8'                             # 7KQ3-M0XD-8\" '$top/README.md' &&
+	grep -qF 'idgen_code_parse(\"7kq3 m0xd 8\", &c)' '$top/lib/libidgen.3'"
 tap_step "idgenctl code: new codes check, forgiving input comes back canonical" bash -c "
 	'$idgenctl' code new -n 1000 >'$tmp/codes' && [ \$(sort -u '$tmp/codes' | wc -l) -eq 1000 ] &&
 	grep -Evq '^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z*~\$=U]\$' '$tmp/codes' && exit 1
