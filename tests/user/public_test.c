@@ -7,6 +7,7 @@
  * from a fixed seed, so a failure replays.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -246,6 +247,51 @@ TEST(public_round_trip_million)
 	EXPECT_EQ(-ERANGE, idgen_public_encrypt(kr, 1, LIBIDGEN_ID_MAX + 1, &pub));
 	EXPECT_EQ(-ERANGE, idgen_public_decrypt(kr, 1, LIBIDGEN_ID_MAX + 1, &pub));
 	idgen_keyring_free(kr);
+}
+
+/*
+ * Several threads on one keyring: each operation takes the key's AES
+ * context, or a copy when another thread holds it.  Every thread must get
+ * the answers one thread alone gets.
+ */
+#define THREADS		4
+#define PER_THREAD	50000
+
+static struct idgen_keyring *shared_kr;
+static uint64_t thread_want[PER_THREAD];
+
+static void *encrypt_all(void *arg)
+{
+	uint64_t i, pub, back, bad = 0;
+
+	(void)arg;
+	for (i = 0; i < PER_THREAD; i++) {
+		if (idgen_public_encrypt(shared_kr, 1, i * 0x9e3779b97f4a7c1ULL >> 1, &pub) ||
+		    pub != thread_want[i] || idgen_public_decrypt(shared_kr, 1, pub, &back) ||
+		    back != i * 0x9e3779b97f4a7c1ULL >> 1)
+			bad++;
+	}
+	return (void *)(uintptr_t)bad;
+}
+
+TEST(public_threads_agree)
+{
+	pthread_t t[THREADS];
+	uint64_t i;
+	void *bad;
+	int k;
+
+	shared_kr = keyring();
+	for (i = 0; i < PER_THREAD; i++)
+		ASSERT_EQ(0, idgen_public_encrypt(shared_kr, 1, i * 0x9e3779b97f4a7c1ULL >> 1,
+						  &thread_want[i]));
+	for (k = 0; k < THREADS; k++)
+		ASSERT_EQ(0, pthread_create(&t[k], NULL, encrypt_all, NULL));
+	for (k = 0; k < THREADS; k++) {
+		ASSERT_EQ(0, pthread_join(t[k], &bad));
+		EXPECT_EQ(0, (uintptr_t)bad);
+	}
+	idgen_keyring_free(shared_kr);
 }
 
 /*

@@ -34,6 +34,19 @@ tap_step "a program builds and runs against the installed shared library" bash -
 	printf '#include <idgen.h>\nint main(void){uint64_t id; return idgen_min_id_at(LIBIDGEN_EPOCH_UNIX_MS + 1, &id) || id != 4194304;}\n' > '$tmp/p.c' &&
 	cc -Wall -Werror -I'$tmp/root/usr/include' -o '$tmp/p' '$tmp/p.c' -L'$tmp/root/usr/lib' -lidgen &&
 	LD_LIBRARY_PATH='$tmp/root/usr/lib' '$tmp/p'"
+tap_step "public IDs and codes from the installed library: shared, and static as pkg-config --static says" bash -c "
+	printf '%s\\n' '#include <idgen.h>' '#include <string.h>' 'int main(void){' \\
+		'struct idgen_keyring *kr; uint8_t k[32] = {0}; char p[LIBIDGEN_PUBLIC_STRLEN], c[LIBIDGEN_CODE_STRLEN]; uint64_t id, v;' \\
+		'if (idgen_keyring_new(&kr) || idgen_keyring_add(kr, 1, k) || idgen_public_encode(kr, 42, p) <= 0) return 1;' \\
+		'if (idgen_public_decode(kr, p, &id) || id != 42 || idgen_code_new(&v, 1)) return 1;' \\
+		'idgen_code_format(v, c); idgen_keyring_free(kr); return idgen_code_parse(c, &id) || id != v; }' > '$tmp/pub.c' &&
+	cc -Wall -Werror -I'$tmp/root/usr/include' -o '$tmp/pub' '$tmp/pub.c' -L'$tmp/root/usr/lib' -lidgen &&
+	LD_LIBRARY_PATH='$tmp/root/usr/lib' '$tmp/pub' &&
+	libs=\$(PKG_CONFIG_PATH='$tmp/root/usr/lib/pkgconfig' pkg-config --static --libs idgen) &&
+	echo \"\$libs\" | grep -qw -- -lcrypto &&
+	cc -Wall -Werror -I'$tmp/root/usr/include' -o '$tmp/pub-static' '$tmp/pub.c' \\
+		'$tmp/root/usr/lib/libidgen.a' \$(echo \"\$libs\" | sed 's/-L[^ ]*//; s/-lidgen//') &&
+	'$tmp/pub-static' && ! ldd '$tmp/pub-static' | grep -q libidgen"
 
 # C unit tests (kselftest harness).
 tap_run unit "$user/unit"
