@@ -278,7 +278,7 @@ static int round_y(struct aes *a, const uint8_t pblock[16], const uint8_t *q, si
 static int ff1_crypt(const struct idgen_ff1 *f, const uint8_t *tweak, size_t t,
 		     const uint8_t *x, uint8_t *y, size_t n, bool encrypt)
 {
-	size_t u = n / 2, v = n - u, b, d, pad, qlen, m, k, bufsz, powlen;
+	size_t u = n / 2, v = n - u, b, d, pad, qlen, m, k, bufsz, powlen, la, lb;
 	unsigned int radix, sum;
 	uint8_t pblock[16], *mem, *q, *s, *ydig, *buf[3], *numb;
 	struct aes a;
@@ -294,9 +294,7 @@ static int ff1_crypt(const struct idgen_ff1 *f, const uint8_t *tweak, size_t t,
 			return -EINVAL;
 
 	powlen = v + 2;		/* radix^v < 256^(v+1) */
-	pad = 0;
-	bufsz = powlen;
-	mem = malloc(bufsz);
+	mem = malloc(powlen);
 	if (!mem)
 		return -ENOMEM;
 	b = ff1_b(radix, v, mem, powlen);
@@ -322,7 +320,8 @@ static int ff1_crypt(const struct idgen_ff1 *f, const uint8_t *tweak, size_t t,
 	/* Encrypt: A = X[..u], B = X[u..]; decrypt: the same split of Y. */
 	memcpy(buf[0], x, u);
 	memcpy(buf[1], x + u, v);
-	size_t la = u, lb = v;
+	la = u;
+	lb = v;
 
 	ret = aes_begin(f, &a);
 	if (ret)
