@@ -97,6 +97,10 @@ IDGEN_EXPORT const char *idgen_strerror(int err)
 		return "no idgen device: is idgen.ko loaded?";
 	case ENOTTY:
 		return "not an idgen device, or a module that does not know this request";
+	case EKEYREJECTED:
+		return "a public ID of a key version the keyring does not hold (EKEYREJECTED)";
+	case EBADMSG:
+		return "a booking code whose check symbol does not match (EBADMSG): mistyped";
 	default:
 		return NULL;
 	}

@@ -268,6 +268,116 @@ int idgen_buffer_new(int fd, size_t capacity, uint64_t max_age_ms,
 int idgen_buffer_take(struct idgen_buffer *b, uint64_t *id);
 void idgen_buffer_free(struct idgen_buffer *b);
 
+/*
+ * FF1, the format-preserving cipher of NIST SP 800-38G Rev. 1, with AES
+ * (libcrypto).  A struct idgen_ff1 holds an AES key (16, 24 or 32 bytes:
+ * AES-128/192/256) and a radix from 2 to 36.  Numeral strings are arrays
+ * of values 0..radix-1, most significant first, of a length from the
+ * standard's minimum (the least n with radix^n >= 1000000: 20 for radix
+ * 2, 6 for radix 10; idgen_ff1_minlen()) to LIBIDGEN_FF1_MAXLEN; tweaks
+ * are up to LIBIDGEN_FF1_TWEAK_MAX bytes.  idgen_ff1_encrypt() and
+ * _decrypt() write n numerals to y (which may be x); 0, -EINVAL for a
+ * numeral >= radix, -ERANGE for a length out of bounds, -ENOMEM, or -EIO
+ * when libcrypto fails.  One struct may be used by several threads at once.
+ */
+#define LIBIDGEN_FF1_RADIX_MIN	2
+#define LIBIDGEN_FF1_RADIX_MAX	36
+#define LIBIDGEN_FF1_MAXLEN	4096
+#define LIBIDGEN_FF1_TWEAK_MAX	256
+struct idgen_ff1;
+int idgen_ff1_new(const uint8_t *key, size_t keylen, unsigned int radix,
+		  struct idgen_ff1 **out);
+void idgen_ff1_free(struct idgen_ff1 *f);
+size_t idgen_ff1_minlen(const struct idgen_ff1 *f);
+int idgen_ff1_encrypt(const struct idgen_ff1 *f, const uint8_t *tweak, size_t tlen,
+		      const uint8_t *x, uint8_t *y, size_t n);
+int idgen_ff1_decrypt(const struct idgen_ff1 *f, const uint8_t *tweak, size_t tlen,
+		      const uint8_t *x, uint8_t *y, size_t n);
+
+/*
+ * Public IDs (idgen-spec section 10): an ID shown on pages and in links
+ * instead of the ID itself, which reveals its time, region and worker.
+ * pub = FF1-AES-256 over radix 2 of the ID's 63 bits (most significant
+ * first) with the key version as a 4-byte big-endian tweak: a permutation
+ * of 0..2^63-1, so every ID has one public ID and every public ID one ID.
+ * It hides, it does not authenticate: every number decodes to some ID, so
+ * check authorisation on each read.
+ *
+ * A keyring holds key versions; the highest is the current one, which
+ * idgen_public_encode() uses.  Text form: the current version's public ID
+ * in canonical decimal ("5938279163094021517"); another version's as
+ * "v<N>.<decimal>" ("v1.2209738914530744317").  A plain decimal always
+ * means the current version, so after a rotation a plain public ID issued
+ * before it decodes to the wrong ID; idgen_public_candidates() gives the
+ * ID it stands for under each version for a lookup to settle.
+ *
+ * idgen_keyring_add():  -EEXIST for a version loaded already, -E2BIG past
+ *   64 versions.
+ * idgen_keyring_load(): adds the key file at path: one line, the version
+ *   in decimal, a space, 64 hex digits, an optional newline; refused with
+ *   -EACCES when readable by group or others, -EINVAL when not such a
+ *   line; err says "PATH: what is wrong".
+ * idgen_keyring_version(): the i-th version, newest (current) first.
+ * idgen_public_encrypt()/_decrypt(): the permutation under one version;
+ *   -ERANGE above 2^63-1, -EKEYREJECTED for a version not in the keyring.
+ * idgen_public_format()/_parse(): the text form; _parse() gives -EINVAL
+ *   for anything but the two forms (the decimal as idgen_parse_id()),
+ *   -ERANGE above 2^63-1, -EKEYREJECTED for a version not loaded.
+ * idgen_public_encode(): encrypt with the current version and format;
+ *   returns the length.  idgen_public_decode(): parse and decrypt.
+ * idgen_public_candidates(): for "v<N>." one ID; for plain decimal one per
+ *   version, newest first (-ENOSPC if n is too small); returns the count.
+ */
+#define LIBIDGEN_PUBLIC_KEY_BYTES	32
+/* "v4294967295." + 19 digits + NUL */
+#define LIBIDGEN_PUBLIC_STRLEN		32
+struct idgen_keyring;
+int idgen_keyring_new(struct idgen_keyring **out);
+void idgen_keyring_free(struct idgen_keyring *kr);
+int idgen_keyring_add(struct idgen_keyring *kr, uint32_t version,
+		      const uint8_t key[LIBIDGEN_PUBLIC_KEY_BYTES]);
+int idgen_keyring_load(struct idgen_keyring *kr, const char *path,
+		       char *err, size_t errlen);
+size_t idgen_keyring_count(const struct idgen_keyring *kr);
+int idgen_keyring_version(const struct idgen_keyring *kr, size_t i, uint32_t *version);
+/* A key file's text (len bytes); -EINVAL with err as for _load(). */
+int idgen_key_parse(const char *text, size_t len, uint32_t *version,
+		    uint8_t key[LIBIDGEN_PUBLIC_KEY_BYTES], char *err, size_t errlen);
+int idgen_public_encrypt(const struct idgen_keyring *kr, uint32_t version,
+			 uint64_t id, uint64_t *pub);
+int idgen_public_decrypt(const struct idgen_keyring *kr, uint32_t version,
+			 uint64_t pub, uint64_t *id);
+int idgen_public_format(const struct idgen_keyring *kr, uint32_t version,
+			uint64_t pub, char buf[LIBIDGEN_PUBLIC_STRLEN]);
+int idgen_public_parse(const struct idgen_keyring *kr, const char *s,
+		       uint32_t *version, uint64_t *pub);
+int idgen_public_encode(const struct idgen_keyring *kr, uint64_t id,
+			char buf[LIBIDGEN_PUBLIC_STRLEN]);
+int idgen_public_decode(const struct idgen_keyring *kr, const char *s, uint64_t *id);
+ssize_t idgen_public_candidates(const struct idgen_keyring *kr, const char *s,
+				uint64_t *ids, uint32_t *versions, size_t n);
+
+/*
+ * Booking codes (idgen-spec section 10): 40 random bits, written as 8
+ * Crockford base32 symbols and a check symbol (the value mod 37, the
+ * extra symbols "*~$=U" for 32..36): "XXXX-XXXX-C", e.g. "0000-0000-0"
+ * for 0.  A code is a uint64_t from 0 to LIBIDGEN_CODE_MAX.
+ *
+ * idgen_code_new(): n codes from getrandom(2); 0 or -errno.
+ *   Uniqueness is the database's: a unique constraint, and a new code on
+ *   conflict.
+ * idgen_code_format(): returns the length (11), -ERANGE above the max.
+ * idgen_code_parse(): case-insensitive, I and L read as 1, O as 0,
+ *   hyphens and spaces ignored; -EINVAL unless 8 data symbols and a check
+ *   symbol remain, -EBADMSG when the check symbol is wrong (a mistyped
+ *   code: refuse it before any lookup).
+ */
+#define LIBIDGEN_CODE_MAX	((1ULL << 40) - 1)
+#define LIBIDGEN_CODE_STRLEN	12
+int idgen_code_new(uint64_t *codes, size_t n);
+int idgen_code_format(uint64_t code, char buf[LIBIDGEN_CODE_STRLEN]);
+int idgen_code_parse(const char *s, uint64_t *code);
+
 #ifdef __cplusplus
 }
 #endif

@@ -55,6 +55,9 @@ report=$(sed -n '/^## Single-ID/,/^IDGEN-VM-EXIT/p' "$log" | grep -av -e '^IDGEN
 	printf '%s\n' "$report" | sed -n 's/^DAT //p'
 } >"$out/batch.dat"
 
+# Public IDs and booking codes: pure computation, measured on the host.
+{ echo; bench/public_bench; } >>"$out/results.md"
+
 gnuplot <<GNUPLOT
 set terminal pngcairo size 900,560 noenhanced
 set output "$out/batch.png"

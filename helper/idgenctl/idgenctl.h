@@ -27,6 +27,10 @@ int events_main(int argc, char *argv[]);
 int config_main(int argc, char *argv[]);
 int decode_main(int argc, char *argv[]);
 int min_id_at_main(int argc, char *argv[]);
+int public_encode_main(int argc, char *argv[]);
+int public_decode_main(int argc, char *argv[]);
+int code_new_main(int argc, char *argv[]);
+int code_check_main(int argc, char *argv[]);
 
 /* "ID  TIME region R worker W seq S layout V" on stdout. */
 void print_decoded(const struct idgen_decoded *d);

@@ -9,7 +9,10 @@
 #
 #   id >= min-id-at(day start) AND id < min-id-at(next day start)
 #
-# returns exactly that day's rows, for a UTC day and a +02:00 day.  Stops
+# returns exactly that day's rows, for a UTC day and a +02:00 day.  Then
+# booking codes (idgen-spec section 10) against a unique constraint:
+# 10^5 codes from idgenctl code new, 1000 of them taken before, so the
+# conflicts are retried with fresh codes until every booking has one.  Stops
 # the server and removes everything on any exit.  Installs nothing: needs
 # Debian's postgresql package.  Prints TAP.  Build first (run.sh does).
 set -uo pipefail
@@ -132,6 +135,51 @@ plan=$(psql -c "SET enable_seqscan = off; EXPLAIN SELECT * FROM orders
 		  AND id < $("$idgenctl" min-id-at 2026-03-16T00:00:00Z)")
 if grep -q "orders_pkey" <<<"$plan"; then ok "the range query is an index scan on the primary key"; else
 	not_ok "the range query is an index scan on the primary key"; sed 's/^/# /' <<<"$plan"; fi
+
+# Booking codes: the unique constraint and a new code on conflict.
+codes=$tmp/codes
+if "$idgenctl" code new -n 100000 >"$codes" && [ "$(wc -l <"$codes")" -eq 100000 ] &&
+   psql -c "CREATE TABLE bookings (code text UNIQUE NOT NULL);
+	    CREATE TABLE wanted (code text NOT NULL);" &&
+   psql -c "\\copy wanted FROM '$codes'" &&
+   psql -c "INSERT INTO bookings SELECT code FROM wanted LIMIT 1000"; then
+	ok "100000 new codes, 1000 of them taken by earlier bookings"
+else
+	not_ok "100000 new codes into a table with a unique constraint"
+fi
+conflicts=$(psql -c "WITH ins AS (INSERT INTO bookings SELECT code FROM wanted
+			ON CONFLICT (code) DO NOTHING RETURNING 1)
+		     SELECT 100000 - count(*) FROM ins")
+retries=0 left=$conflicts
+while [ "${left:-0}" -gt 0 ] && [ $retries -lt 5 ]; do
+	retries=$((retries + 1))
+	"$idgenctl" code new -n "$left" >"$codes.retry" &&
+	psql -c "TRUNCATE wanted" -c "\\copy wanted FROM '$codes.retry'" || break
+	left=$(psql -c "WITH ins AS (INSERT INTO bookings SELECT code FROM wanted
+			ON CONFLICT (code) DO NOTHING RETURNING 1)
+		     SELECT $left - count(*) FROM ins")
+done
+total=$(psql -c "SELECT count(*) FROM bookings")
+if [ "${conflicts:-0}" -ge 1000 ] && [ "$left" = 0 ] && [ "$total" = 101000 ]; then
+	ok "$conflicts conflicts retried with new codes ($retries round(s)): 101000 bookings, each its own code"
+else
+	not_ok "conflicts retried: conflicts=$conflicts left=$left total=$total after $retries round(s)"
+fi
+psql -c "SELECT code FROM bookings ORDER BY code" >"$codes.stored"
+if [ -s "$codes.stored" ] && xargs "$idgenctl" code check <"$codes.stored" >"$codes.checked" &&
+   cmp -s "$codes.checked" "$codes.stored"; then
+	ok "every stored code passes idgenctl code check, canonical as stored"
+else
+	not_ok "every stored code passes idgenctl code check"
+fi
+dup=$(head -n 1 "$codes.stored")
+if ! psql -c "INSERT INTO bookings VALUES ('$dup')" 2>"$tmp/dup.err" &&
+   grep -q "duplicate key value violates unique constraint" "$tmp/dup.err"; then
+	ok "the unique constraint refuses a code taken already"
+else
+	not_ok "the unique constraint refuses a code taken already"
+	sed 's/^/# /' "$tmp/dup.err"
+fi
 
 echo "1..$n"
 exit $status

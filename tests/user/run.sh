@@ -3,8 +3,9 @@
 #
 # run.sh: build libidgen, idgenctl and the user-space tests, then run every
 # host-side test (no /dev/idgen needed): the C unit tests, the examples
-# the documentation shows, the JavaScript round trip (node) and the
-# PostgreSQL range query.  Prints one TAP stream, numbered across all of
+# the documentation shows, the JavaScript round trip (node), the
+# PostgreSQL range query and booking codes, and libFuzzer slices over the
+# code and public-ID parsers.  Prints one TAP stream, numbered across all of
 # them; exits non-zero if anything failed.
 set -uo pipefail
 
@@ -33,9 +34,24 @@ tap_step "a program builds and runs against the installed shared library" bash -
 	printf '#include <idgen.h>\nint main(void){uint64_t id; return idgen_min_id_at(LIBIDGEN_EPOCH_UNIX_MS + 1, &id) || id != 4194304;}\n' > '$tmp/p.c' &&
 	cc -Wall -Werror -I'$tmp/root/usr/include' -o '$tmp/p' '$tmp/p.c' -L'$tmp/root/usr/lib' -lidgen &&
 	LD_LIBRARY_PATH='$tmp/root/usr/lib' '$tmp/p'"
+tap_step "public IDs and codes from the installed library: shared, and static as pkg-config --static says" bash -c "
+	printf '%s\\n' '#include <idgen.h>' '#include <string.h>' 'int main(void){' \\
+		'struct idgen_keyring *kr; uint8_t k[32] = {0}; char p[LIBIDGEN_PUBLIC_STRLEN], c[LIBIDGEN_CODE_STRLEN]; uint64_t id, v;' \\
+		'if (idgen_keyring_new(&kr) || idgen_keyring_add(kr, 1, k) || idgen_public_encode(kr, 42, p) <= 0) return 1;' \\
+		'if (idgen_public_decode(kr, p, &id) || id != 42 || idgen_code_new(&v, 1)) return 1;' \\
+		'idgen_code_format(v, c); idgen_keyring_free(kr); return idgen_code_parse(c, &id) || id != v; }' > '$tmp/pub.c' &&
+	cc -Wall -Werror -I'$tmp/root/usr/include' -o '$tmp/pub' '$tmp/pub.c' -L'$tmp/root/usr/lib' -lidgen &&
+	LD_LIBRARY_PATH='$tmp/root/usr/lib' '$tmp/pub' &&
+	libs=\$(PKG_CONFIG_PATH='$tmp/root/usr/lib/pkgconfig' pkg-config --static --libs idgen) &&
+	echo \"\$libs\" | grep -qw -- -lcrypto &&
+	cc -Wall -Werror -I'$tmp/root/usr/include' -o '$tmp/pub-static' '$tmp/pub.c' \\
+		'$tmp/root/usr/lib/libidgen.a' \$(echo \"\$libs\" | sed 's/-L[^ ]*//; s/-lidgen//') &&
+	'$tmp/pub-static' && ! ldd '$tmp/pub-static' | grep -q libidgen"
 
 # C unit tests (kselftest harness).
 tap_run unit "$user/unit"
+tap_run public "$user/public_test"
+tap_run code "$user/code_test"
 
 # idgenctl: bad use exits 1 with the usage on stderr; bad IDs are named.
 cli() {
@@ -94,6 +110,52 @@ tap_step "idgenctl --layouts: decoding picks the layout by the ID's time" bash -
 	id=\$(( (999 << 22) | (5 << 19) | (100 << 12) | 7 )) &&
 	'$idgenctl' --layouts '$tmp/layouts' decode \$id | grep -q 'region 5 worker 100 seq 7 layout 1'"
 
+# idgenctl public and code (idgen-spec section 10).
+(umask 077
+ printf '1 %s\n' 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f >"$tmp/k1"
+ printf '2 %s\n' 1f1e1d1c1b1a191817161514131211100f0e0d0c0b0a09080706050403020100 >"$tmp/k2")
+printf '3 %s\n' 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f >"$tmp/k3"
+chmod 644 "$tmp/k3"
+printf '4 0001\n' >"$tmp/k4"
+chmod 600 "$tmp/k4"
+cli "public encode without a key" 1 "a key file is needed (--key FILE)" public encode 1
+cli "public encode: a key file readable by others is refused, named" 1 \
+	"key file $tmp/k3: readable by group or others (mode 0644)" public encode --key "$tmp/k3" 1
+cli "public encode: a malformed key file is named" 1 \
+	"key file $tmp/k4: not a key file: the key is 4 hex digits, want 64" public encode --key "$tmp/k4" 1
+cli "public encode: a missing key file" 1 "key file $tmp/none: No such file" public encode --key "$tmp/none" 1
+cli "public encode: a bad ID" 1 "public encode: '01' is not a decimal ID" public encode --key "$tmp/k1" 01
+cli "public decode: an unknown key version" 1 "'v9.5' names a key version no --key file holds" \
+	public decode --key "$tmp/k1" v9.5
+cli "public decode: not a public ID" 1 "'x5' is not a public ID" public decode --key "$tmp/k1" x5
+cli "public decode: out of range" 1 "'9223372036854775808' is out of range" \
+	public decode --key "$tmp/k1" 9223372036854775808
+cli "code new -n 0 is out of range" 1 "invalid -n '0': out of range" code new -n 0
+cli "code check: a wrong check symbol is a mistyped code" 1 \
+	"'0000-0000-1': the check symbol does not match" code check 0000-0000-1
+cli "code check: not a code" 1 "'0000-000' is not a booking code" code check 0000-000
+cli "code check without a code" 1 "Usage: idgenctl code check" code check
+tap_step "idgenctl public: encode and decode round trip at the edges, across a rotation" bash -c "
+	ids='0 1 9223372036854775807 108421920055775237' &&
+	pubs=\$('$idgenctl' public encode --key '$tmp/k1' \$ids) &&
+	[ \"\$(echo \$('$idgenctl' public decode --key '$tmp/k1' \$pubs))\" = \"\$ids\" ] &&
+	for p in \$pubs; do case \$p in *[!0-9]*) exit 1;; esac; done &&
+	v1=\$(for p in \$pubs; do echo v1.\$p; done) &&
+	[ \"\$(echo \$('$idgenctl' public decode --key '$tmp/k2' --key '$tmp/k1' \$v1))\" = \"\$ids\" ] &&
+	new=\$('$idgenctl' public encode --key '$tmp/k1' --key '$tmp/k2' \$ids) &&
+	[ \"\$new\" != \"\$pubs\" ] &&
+	[ \"\$(echo \$('$idgenctl' public decode --key '$tmp/k2' --key '$tmp/k1' \$new))\" = \"\$ids\" ]"
+tap_step "idgenctl code check: the example README and libidgen(3) show" bash -c "
+	[ \"\$('$idgenctl' code check '7kq3 m0xd 8')\" = 7KQ3-M0XD-8 ] &&
+	grep -qF \"idgenctl code check '7kq3 m0xd 8'                             # 7KQ3-M0XD-8\" '$top/README.md' &&
+	grep -qF 'idgen_code_parse(\"7kq3 m0xd 8\", &c)' '$top/lib/libidgen.3'"
+tap_step "idgenctl code: new codes check, forgiving input comes back canonical" bash -c "
+	'$idgenctl' code new -n 1000 >'$tmp/codes' && [ \$(sort -u '$tmp/codes' | wc -l) -eq 1000 ] &&
+	grep -Evq '^[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z]{4}-[0-9A-HJKMNP-TV-Z*~\$=U]\$' '$tmp/codes' && exit 1
+	xargs '$idgenctl' code check <'$tmp/codes' | cmp - '$tmp/codes' &&
+	[ \"\$('$idgenctl' code check 'ioil olio j' 1O1L-OLIO-J)\" = '1011-0110-J
+1011-0110-J' ]"
+
 # Every example output the README and the man pages show, run.
 tap_run docs /usr/bin/python3 "$user/doc_examples.py" "$idgenctl" "$top"
 
@@ -118,6 +180,20 @@ if command -v node >/dev/null; then
 	fi
 else
 	not_ok "js: node not found (install nodejs: scripts/deps.sh)"
+fi
+
+# The code and public-ID parsers under libFuzzer: a fixed seed and run
+# count, so a run is repeatable; new inputs go to $tmp, a crashing one to
+# build/fuzz-crashes/ to replay.
+if tap_step "build the libidgen fuzz targets (clang, libFuzzer, ASan, UBSan)" \
+	make -s -C "$user" fuzz; then
+	for t in code public; do
+		mkdir -p "$tmp/fuzz_$t" "$top/build/fuzz-crashes"
+		tap_step "fuzz_$t: 1000000 fuzzed inputs, no crash, leak or disagreement" \
+			"$top/build/user-fuzz/fuzz_$t" -seed=1 -runs=1000000 -max_len=256 \
+			-artifact_prefix="$top/build/fuzz-crashes/fuzz_$t-" \
+			"$tmp/fuzz_$t" "$user/corpus-$t"
+	done
 fi
 
 # PostgreSQL.

@@ -1,0 +1,364 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * Public IDs (idgen-spec section 10): FF1 with AES-256 over radix 2, the
+ * ID's 63 bits most significant first, the tweak the key version as 4
+ * big-endian bytes.  A keyring holds the key versions; the highest one is
+ * current.  Text: the current version's public ID in plain decimal, any
+ * version's as "v<N>.<decimal>".
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "decimal.h"
+#include "ff1.h"
+#include "internal.h"
+
+#define PUBLIC_BITS	63
+#define KEYRING_MAX	64
+/* "4294967295 " + 64 hex digits + "\n", and room to see more. */
+#define KEY_FILE_MAX	128
+
+struct public_key {
+	uint32_t version;
+	uint8_t tweak[4];
+	uint8_t p[16];		/* CIPH_K(P) for n = 63, t = 4 */
+	struct idgen_ff1 *ff1;
+};
+
+struct idgen_keyring {
+	size_t n;
+	struct public_key k[KEYRING_MAX];	/* by version, increasing */
+};
+
+IDGEN_EXPORT int idgen_keyring_new(struct idgen_keyring **out)
+{
+	*out = calloc(1, sizeof(**out));
+	return *out ? 0 : -ENOMEM;
+}
+
+IDGEN_EXPORT void idgen_keyring_free(struct idgen_keyring *kr)
+{
+	size_t i;
+
+	if (!kr)
+		return;
+	for (i = 0; i < kr->n; i++)
+		idgen_ff1_free(kr->k[i].ff1);
+	OPENSSL_cleanse(kr, sizeof(*kr));
+	free(kr);
+}
+
+IDGEN_EXPORT int idgen_keyring_add(struct idgen_keyring *kr, uint32_t version,
+				   const uint8_t key[LIBIDGEN_PUBLIC_KEY_BYTES])
+{
+	struct public_key nk = { .version = version };
+	size_t i;
+	int ret;
+
+	for (i = 0; i < kr->n; i++)
+		if (kr->k[i].version == version)
+			return -EEXIST;
+	if (kr->n == KEYRING_MAX)
+		return -E2BIG;
+	ret = idgen_ff1_new(key, LIBIDGEN_PUBLIC_KEY_BYTES, 2, &nk.ff1);
+	if (ret)
+		return ret;
+	nk.tweak[0] = version >> 24;
+	nk.tweak[1] = version >> 16;
+	nk.tweak[2] = version >> 8;
+	nk.tweak[3] = version;
+	ret = ff1_p_block(nk.ff1, PUBLIC_BITS, sizeof(nk.tweak), nk.p);
+	if (ret) {
+		idgen_ff1_free(nk.ff1);
+		return ret;
+	}
+	for (i = kr->n; i > 0 && kr->k[i - 1].version > version; i--)
+		kr->k[i] = kr->k[i - 1];
+	kr->k[i] = nk;
+	kr->n++;
+	return 0;
+}
+
+IDGEN_EXPORT size_t idgen_keyring_count(const struct idgen_keyring *kr)
+{
+	return kr->n;
+}
+
+IDGEN_EXPORT int idgen_keyring_version(const struct idgen_keyring *kr, size_t i,
+				       uint32_t *version)
+{
+	if (i >= kr->n)
+		return -ERANGE;
+	/* i = 0 is the current (highest) version. */
+	*version = kr->k[kr->n - 1 - i].version;
+	return 0;
+}
+
+static const struct public_key *find(const struct idgen_keyring *kr, uint32_t version)
+{
+	size_t i;
+
+	for (i = 0; i < kr->n; i++)
+		if (kr->k[i].version == version)
+			return &kr->k[i];
+	return NULL;
+}
+
+static int crypt_id(const struct idgen_keyring *kr, uint32_t version, uint64_t in,
+		    bool encrypt, uint64_t *out)
+{
+	const struct public_key *k = find(kr, version);
+
+	if (!k)
+		return -EKEYREJECTED;
+	if (in > LIBIDGEN_ID_MAX)
+		return -ERANGE;
+	return ff1_binary(k->ff1, k->p, k->tweak, sizeof(k->tweak), PUBLIC_BITS, in,
+			  encrypt, out);
+}
+
+IDGEN_EXPORT int idgen_public_encrypt(const struct idgen_keyring *kr, uint32_t version,
+				      uint64_t id, uint64_t *pub)
+{
+	return crypt_id(kr, version, id, true, pub);
+}
+
+IDGEN_EXPORT int idgen_public_decrypt(const struct idgen_keyring *kr, uint32_t version,
+				      uint64_t pub, uint64_t *id)
+{
+	return crypt_id(kr, version, pub, false, id);
+}
+
+IDGEN_EXPORT int idgen_public_format(const struct idgen_keyring *kr, uint32_t version,
+				     uint64_t pub, char buf[LIBIDGEN_PUBLIC_STRLEN])
+{
+	int len = 0;
+
+	if (pub > LIBIDGEN_ID_MAX)
+		return -ERANGE;
+	if (!find(kr, version))
+		return -EKEYREJECTED;
+	if (version != kr->k[kr->n - 1].version)
+		len = snprintf(buf, LIBIDGEN_PUBLIC_STRLEN, "v%u.", version);
+	return len + idgen_format_id(pub, buf + len);
+}
+
+IDGEN_EXPORT int idgen_public_encode(const struct idgen_keyring *kr, uint64_t id,
+				     char buf[LIBIDGEN_PUBLIC_STRLEN])
+{
+	uint64_t pub;
+	uint32_t version;
+	int ret;
+
+	if (!kr->n)
+		return -EKEYREJECTED;
+	version = kr->k[kr->n - 1].version;
+	ret = idgen_public_encrypt(kr, version, id, &pub);
+	return ret ? ret : idgen_public_format(kr, version, pub, buf);
+}
+
+IDGEN_EXPORT int idgen_public_parse(const struct idgen_keyring *kr, const char *s,
+				    uint32_t *version, uint64_t *pub)
+{
+	const char *dot;
+	uint64_t v;
+	int ret;
+
+	if (!s)
+		return -EINVAL;
+	if (s[0] == 'v') {
+		dot = strchr(s, '.');
+		if (!dot)
+			return -EINVAL;
+		ret = idgen_decimal(s + 1, dot - s - 1, 0, UINT32_MAX, &v);
+		if (ret)
+			return -EINVAL;
+		if (!find(kr, v))
+			return -EKEYREJECTED;
+		s = dot + 1;
+	} else {
+		if (!kr->n)
+			return -EKEYREJECTED;
+		v = kr->k[kr->n - 1].version;
+	}
+	ret = idgen_parse_id(s, pub);
+	if (ret)
+		return ret;
+	*version = v;
+	return 0;
+}
+
+IDGEN_EXPORT int idgen_public_decode(const struct idgen_keyring *kr, const char *s,
+				     uint64_t *id)
+{
+	uint32_t version;
+	uint64_t pub;
+	int ret = idgen_public_parse(kr, s, &version, &pub);
+
+	return ret ? ret : idgen_public_decrypt(kr, version, pub, id);
+}
+
+IDGEN_EXPORT ssize_t idgen_public_candidates(const struct idgen_keyring *kr, const char *s,
+					     uint64_t *ids, uint32_t *versions, size_t n)
+{
+	uint32_t version;
+	uint64_t pub;
+	size_t i, got = 0;
+	int ret = idgen_public_parse(kr, s, &version, &pub);
+
+	if (ret)
+		return ret;
+	if (s[0] == 'v') {
+		if (n < 1)
+			return -ENOSPC;
+		versions[0] = version;
+		return idgen_public_decrypt(kr, version, pub, &ids[0]) ?: 1;
+	}
+	if (n < kr->n)
+		return -ENOSPC;
+	for (i = kr->n; i-- > 0; got++) {
+		versions[got] = kr->k[i].version;
+		ret = idgen_public_decrypt(kr, versions[got], pub, &ids[got]);
+		if (ret)
+			return ret;
+	}
+	return got;
+}
+
+/* Key files ---------------------------------------------------------------- */
+
+static int key_fail(char *err, size_t errlen, int ret, const char *path, const char *fmt, ...)
+{
+	va_list ap;
+	int len;
+
+	if (err && errlen) {
+		len = snprintf(err, errlen, "%s: ", path);
+		if (len >= 0 && (size_t)len < errlen) {
+			va_start(ap, fmt);
+			vsnprintf(err + len, errlen - len, fmt, ap);
+			va_end(ap);
+		}
+	}
+	return ret;
+}
+
+static int hex_value(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+IDGEN_EXPORT int idgen_key_parse(const char *text, size_t len, uint32_t *version,
+				 uint8_t key[LIBIDGEN_PUBLIC_KEY_BYTES], char *err, size_t errlen)
+{
+	const char *sp, *hex, *end = text + len;
+	size_t hexlen, i;
+	uint64_t v;
+	int ret;
+
+#define BAD(...) key_fail(err, errlen, -EINVAL, "not a key file", __VA_ARGS__)
+	if (len && text[len - 1] == '\n')
+		end--;
+	sp = memchr(text, ' ', end - text);
+	if (!sp)
+		return BAD("want one line '<version> <64 hex digits>'");
+	ret = idgen_decimal(text, sp - text, 0, UINT32_MAX, &v);
+	if (ret == -ERANGE)
+		return BAD("the key version is above 4294967295");
+	if (ret)
+		return BAD("the key version '%.*s' is not a decimal number",
+			   (int)(sp - text) > 20 ? 20 : (int)(sp - text), text);
+	hex = sp + 1;
+	hexlen = end - hex;
+	for (i = 0; i < hexlen; i++)
+		if (hex_value(hex[i]) < 0)
+			return BAD("the key has a character that is not a hex digit at column %zu",
+				   (size_t)(hex - text) + i + 1);
+	if (hexlen != 2 * LIBIDGEN_PUBLIC_KEY_BYTES)
+		return BAD("the key is %zu hex digits, want 64 (32 bytes, AES-256)", hexlen);
+#undef BAD
+	for (i = 0; i < LIBIDGEN_PUBLIC_KEY_BYTES; i++)
+		key[i] = hex_value(hex[2 * i]) << 4 | hex_value(hex[2 * i + 1]);
+	*version = v;
+	return 0;
+}
+
+IDGEN_EXPORT int idgen_keyring_load(struct idgen_keyring *kr, const char *path,
+				    char *err, size_t errlen)
+{
+	char text[KEY_FILE_MAX + 1], sub[160];
+	uint8_t key[LIBIDGEN_PUBLIC_KEY_BYTES];
+	uint32_t version;
+	struct stat st;
+	size_t len = 0;
+	ssize_t r = 0;
+	int fd, ret;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		ret = -errno;
+		return key_fail(err, errlen, ret, path, "%s", strerror(-ret));
+	}
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		close(fd);
+		return key_fail(err, errlen, ret, path, "%s", strerror(-ret));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		close(fd);
+		return key_fail(err, errlen, -EINVAL, path, "not a regular file");
+	}
+	if (st.st_mode & (S_IRGRP | S_IROTH)) {
+		close(fd);
+		return key_fail(err, errlen, -EACCES, path,
+				"readable by group or others (mode %04o): a key file must be "
+				"mode 0600 (chmod 600 %s)", (unsigned int)(st.st_mode & 07777), path);
+	}
+	while (len <= KEY_FILE_MAX) {
+		r = read(fd, text + len, KEY_FILE_MAX + 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += r;
+	}
+	ret = r < 0 ? -errno : 0;
+	close(fd);
+	if (ret) {
+		OPENSSL_cleanse(text, sizeof(text));
+		return key_fail(err, errlen, ret, path, "%s", strerror(-ret));
+	}
+	if (len > KEY_FILE_MAX || memchr(text, '\0', len) ||
+	    (memchr(text, '\n', len) && memchr(text, '\n', len) != text + len - 1)) {
+		OPENSSL_cleanse(text, sizeof(text));
+		return key_fail(err, errlen, -EINVAL, path,
+				"not a key file: want one line '<version> <64 hex digits>'");
+	}
+	ret = idgen_key_parse(text, len, &version, key, sub, sizeof(sub));
+	OPENSSL_cleanse(text, sizeof(text));
+	if (ret)
+		return key_fail(err, errlen, ret, path, "%s", sub);
+	ret = idgen_keyring_add(kr, version, key);
+	OPENSSL_cleanse(key, sizeof(key));
+	if (ret == -EEXIST)
+		return key_fail(err, errlen, ret, path, "key version %u is loaded already", version);
+	if (ret == -E2BIG)
+		return key_fail(err, errlen, ret, path, "more than %d key versions", KEYRING_MAX);
+	if (ret)
+		return key_fail(err, errlen, ret, path, "%s", strerror(-ret));
+	return 0;
+}
