@@ -517,11 +517,42 @@ cfg "a caller named other" 1 "'other' is not a caller's name" --callers "a other
 cfg "a bad layouts file" 1 "layouts: $work/none.layouts" --layouts "$work/none.layouts"
 cfg "--help" 0 "Usage: idgen-httpd" --help
 
-tap_step "make install DESTDIR=... PREFIX=/usr: the program, its man page, the example file" bash -c "
+tap_step "make install DESTDIR=... PREFIX=/usr: the program, its man page, the example file, the unit" bash -c "
 	make -s -C '$top/helper/httpd' install DESTDIR='$work/root' PREFIX=/usr &&
 	test -x '$work/root/usr/sbin/idgen-httpd' &&
 	test -f '$work/root/usr/share/man/man8/idgen-httpd.8' &&
-	test -f '$work/root/etc/idgen/idgen-httpd.conf.example'"
+	test -f '$work/root/etc/idgen/idgen-httpd.conf.example' &&
+	grep -qx 'ExecStart=/usr/sbin/idgen-httpd' '$work/root/lib/systemd/system/idgen-httpd.service'"
+
+# ---- the systemd unit ------------------------------------------------------
+# Checked offline (systemd need not be PID 1 here): installed at a prefix
+# that exists, so that verify finds its ExecStart; it must say nothing at
+# all (an unknown key is only a warning to it).  The hardening is held to
+# what systemd-analyze security rates "OK" (exposure 2.0 now; the
+# threshold 25 is 2.5 on its scale).
+unit=$work/unit/lib/systemd/system/idgen-httpd.service
+if command -v systemd-analyze >/dev/null &&
+   make -s -C "$top/helper/httpd" install PREFIX="$work/unit/usr" UNITDIR="${unit%/*}" >/dev/null; then
+	(cd "$work" && systemd-analyze verify --man=no "$unit") >"$work/verify.out" 2>&1
+	vrc=$?
+	check "systemd-analyze verify idgen-httpd.service: no error, no warning" \
+		eval 'test $vrc = 0 -a ! -s "$work/verify.out" || { sed "s/^/# /" "$work/verify.out"; false; }'
+	check "... After= and Wants= idgend.service, Restart=on-failure" eval \
+		'grep -qx "After=network-online.target idgend.service" "$unit" &&
+		 grep -qx "Wants=network-online.target idgend.service" "$unit" &&
+		 grep -qx "Restart=on-failure" "$unit"'
+	tap_step "systemd-analyze security: exposure at most 2.5 (hardened)" \
+		systemd-analyze security --offline=yes --threshold=25 "$unit"
+	# What the hardening must still let through: /dev/idgen (misc, read),
+	# netlink, adjtimex (@clock, outside @system-service).
+	check "... yet /dev/idgen, netlink and adjtimex are let through" eval \
+		'grep -qx "DeviceAllow=char-misc r" "$unit" &&
+		 grep -q "^RestrictAddressFamilies=.*AF_NETLINK" "$unit" &&
+		 grep -qx "SystemCallFilter=@system-service adjtimex" "$unit" &&
+		 ! grep -q "^PrivateDevices=yes\|^ProtectClock=yes" "$unit"'
+else
+	not_ok "systemd-analyze not found, or the unit not installed (systemd: scripts/deps.sh)"
+fi
 
 # ---- the request handling under libFuzzer --------------------------------
 # A fixed seed and number of runs, so CI repeats the same slice in seconds;
