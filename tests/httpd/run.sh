@@ -16,6 +16,8 @@
 #   - /metrics: counts after known requests, and the text format
 #   - the JSON it answers, parsed by Node (json_check.mjs): IDs as strings,
 #     exact in BigInt
+#   - the example Prometheus alerting rules (promtool check and test)
+#   - the systemd unit (systemd-analyze, offline)
 #   - the configuration file and flags
 #   - the request handling (helper/httpd/api.c) under libFuzzer
 set -uo pipefail
@@ -458,6 +460,18 @@ stop
 check "no refused request consumed an ID: the simulation minted exactly the $qminted answered" \
 	grep -q "simulated generator: $qminted IDs minted" "$work/quota.log"
 
+# ---- the example alerting rules ------------------------------------------
+# promtool (scripts/deps.sh) from the test file's folder: the rules load,
+# and each alert fires on its series and not on the others'.
+if command -v promtool >/dev/null; then
+	tap_step "promtool check rules helper/httpd/idgen-alerts.yml" \
+		promtool check rules "$top/helper/httpd/idgen-alerts.yml"
+	tap_step "promtool test rules: each alert fires, and does not where it should not" \
+		bash -c "cd '$here' && promtool test rules idgen-alerts.test.yml"
+else
+	not_ok "alerting rules: promtool not found (install prometheus: scripts/deps.sh)"
+fi
+
 # ---- configuration: file and flags -------------------------------------
 cfg() {
 	local desc=$1 want_rc=$2 want=$3 rc
@@ -517,11 +531,12 @@ cfg "a caller named other" 1 "'other' is not a caller's name" --callers "a other
 cfg "a bad layouts file" 1 "layouts: $work/none.layouts" --layouts "$work/none.layouts"
 cfg "--help" 0 "Usage: idgen-httpd" --help
 
-tap_step "make install DESTDIR=... PREFIX=/usr: the program, its man page, the example file, the unit" bash -c "
+tap_step "make install DESTDIR=... PREFIX=/usr: the program, its man page, the example file and alerts, the unit" bash -c "
 	make -s -C '$top/helper/httpd' install DESTDIR='$work/root' PREFIX=/usr &&
 	test -x '$work/root/usr/sbin/idgen-httpd' &&
 	test -f '$work/root/usr/share/man/man8/idgen-httpd.8' &&
 	test -f '$work/root/etc/idgen/idgen-httpd.conf.example' &&
+	test -f '$work/root/usr/share/doc/idgen-httpd/examples/idgen-alerts.yml' &&
 	grep -qx 'ExecStart=/usr/sbin/idgen-httpd' '$work/root/lib/systemd/system/idgen-httpd.service'"
 
 # ---- the systemd unit ------------------------------------------------------
