@@ -143,6 +143,7 @@ for k in "${kernels[@]}"; do
 		# etcd, idgend and the module together, etcd on the guest's loopback;
 		# then idgen-httpd over idgend and the module, in the same guest (a
 		# boot saved).
+		# shellcheck disable=SC2016 # $1 is bash -c's
 		tap "guest $k, idgend and idgen-httpd" "guest-idgend-$k.log" \
 			tests/vm/run-guest.sh --timeout "${IDGEN_GUEST_TIMEOUT:-900}" "$k" \
 			bash -c 'tests/vm/idgend-suite.sh "$1"; rc=$?

@@ -160,7 +160,7 @@ check "promtool check metrics accepts the module-backed /metrics" \
 	sh -c "promtool check metrics <'$work/m1.body'"
 missing=
 for name in $(grep -o 'idgen_[a-z_]*' "$alerts" | sort -u); do
-	grep -q "^$name[{ ]" "$work/m1.body" || missing="$missing $name"
+	grep -q "^${name}[{ ]" "$work/m1.body" || missing="$missing $name"
 done
 check "every series the alerting rules ask for is there${missing:+ (missing:$missing)}" test -z "$missing"
 
