@@ -10,11 +10,11 @@
  *                           A-Z a-z 0-9 . _ : -
  *   400 invalid_id          not a canonical decimal ID up to 2^63 - 1
  *   400 invalid_time        "at" missing, not RFC 3339, or past 2095
+ *   400 count_over_burst    count above the caller's burst: it can never
+ *                           be answered at once
  *   404 not_found
  *   405 method_not_allowed  with Allow
  *   413 body_too_large      more than API_MAX_BODY bytes
- *   400 count_over_burst    count above the caller's burst: it can never
- *                           be answered at once
  *   415 unsupported_media_type  a body that is not application/json
  *   429 quota_exceeded      the caller's quota is used up; with Retry-After
  *   503 no_lease, fence_reached, clock_behind, time_range_exhausted,
