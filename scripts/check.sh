@@ -141,10 +141,14 @@ for k in "${kernels[@]}"; do
 		tap "guest $k" "guest-$k.log" \
 			tests/vm/run-guest.sh --timeout "${IDGEN_GUEST_TIMEOUT:-900}" "$k" \
 			tests/vm/guest-suite.sh "build/$k/kmod/idgen.ko"
-		# etcd, idgend and the module together, etcd on the guest's loopback.
-		tap "guest $k, idgend" "guest-idgend-$k.log" \
+		# etcd, idgend and the module together, etcd on the guest's loopback;
+		# then idgen-httpd over idgend and the module, in the same guest (a
+		# boot saved).
+		# shellcheck disable=SC2016 # $1 is bash -c's
+		tap "guest $k, idgend and idgen-httpd" "guest-idgend-$k.log" \
 			tests/vm/run-guest.sh --timeout "${IDGEN_GUEST_TIMEOUT:-900}" "$k" \
-			tests/vm/idgend-suite.sh "build/$k/kmod/idgen.ko"
+			bash -c 'tests/vm/idgend-suite.sh "$1"; rc=$?
+				 tests/vm/httpd-suite.sh "$1" && exit $rc' - "build/$k/kmod/idgen.ko"
 	else
 		fail "guest $k: no module was built"
 	fi

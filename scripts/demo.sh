@@ -5,7 +5,8 @@
 # what it needs, builds idgen.ko and idgenctl, boots a QEMU guest on a
 # Debian kernel (this machine's own kernel is never touched), loads the
 # module, starts idgend in standalone mode (the embedded default: a fixed
-# node and a state file, no etcd), then mints IDs and decodes them.
+# node and a state file, no etcd), then mints IDs and decodes them, and
+# asks idgen-httpd for IDs over HTTP.
 #
 # IDGEN_SKIP_DEPS=1 skips the package install; IDGEN_KERNEL picks the
 # guest kernel (default: the newest supported one installed).
@@ -33,6 +34,15 @@ echo '\$ idgenctl decode \$(idgenctl mint --raw)'
 helper/idgenctl/idgenctl decode \$(helper/idgenctl/idgenctl mint --raw)
 echo '\$ idgenctl lease show'
 helper/idgenctl/idgenctl lease show
+echo '\$ idgen-httpd --listen 127.0.0.1:8080 &   # the ID service over HTTP/JSON'
+helper/httpd/idgen-httpd --listen 127.0.0.1:8080 2>/tmp/idgen-httpd.log &
+hpid=\$!
+curl -sf --retry 30 --retry-connrefused --retry-delay 1 http://127.0.0.1:8080/livez >/dev/null
+echo \"\\\$ curl -s -X POST -H 'Content-Type: application/json' -d '{\\\"count\\\": 3}' http://127.0.0.1:8080/v1/ids:next\"
+curl -s -X POST -H 'Content-Type: application/json' -d '{\"count\": 3}' http://127.0.0.1:8080/v1/ids:next
+echo
+kill -TERM \$hpid
+wait \$hpid
 echo '\$ kill -TERM %1   # idgend revokes and stores the last ms'
 kill -TERM \$pid
 wait \$pid

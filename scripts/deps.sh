@@ -33,8 +33,9 @@ packages=(
 	libcurl4-openssl-dev libjson-c-dev libssl-dev
 	etcd-server etcd-client curl valgrind faketime
 	# idgen-httpd: HTTP on libmicrohttpd, request bodies through json-c;
-	# promtool (in prometheus) checks its /metrics
-	libmicrohttpd-dev prometheus
+	# promtool (in prometheus) checks its /metrics and alerting rules,
+	# systemd-analyze (in systemd) its unit
+	libmicrohttpd-dev prometheus systemd
 	# idgend's fuzz targets: libFuzzer and the sanitizers
 	clang libclang-rt-14-dev
 	# the lease protocol's model checker (tests/model/)

@@ -10,10 +10,13 @@
  *                           A-Z a-z 0-9 . _ : -
  *   400 invalid_id          not a canonical decimal ID up to 2^63 - 1
  *   400 invalid_time        "at" missing, not RFC 3339, or past 2095
+ *   400 count_over_burst    count above the caller's burst: it can never
+ *                           be answered at once
  *   404 not_found
  *   405 method_not_allowed  with Allow
  *   413 body_too_large      more than API_MAX_BODY bytes
  *   415 unsupported_media_type  a body that is not application/json
+ *   429 quota_exceeded      the caller's quota is used up; with Retry-After
  *   503 no_lease, fence_reached, clock_behind, time_range_exhausted,
  *       device_error        the generator refused; with Retry-After
  */
@@ -257,11 +260,41 @@ static int refused(struct api_response *out, int err)
 	}
 }
 
+/*
+ * Take count IDs from the caller's quota: 0, or an error answered (a
+ * positive return).  *qi is the caller's bucket, for a give-back.
+ */
+static int take_quota(struct api *api, const char *caller, size_t count,
+		      unsigned int *qi, struct api_response *out)
+{
+	uint64_t wait_ns, burst;
+	struct timespec now;
+
+	*qi = quota_caller_index(api->quota, caller[0] ? caller : NULL);
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	switch (quota_take(api->quota, *qi, count,
+			   (uint64_t)now.tv_sec * 1000000000 + now.tv_nsec, &wait_ns, &burst)) {
+	case QUOTA_TAKEN:
+		return 0;
+	case QUOTA_OVER_BURST:
+		return respond(out, 400, "{\"error\":{\"code\":\"count_over_burst\","
+			       "\"message\":\"count exceeds this caller's burst of %" PRIu64
+			       " IDs: ask for at most that many at once\"}}", burst) ?: 1;
+	case QUOTA_WAIT:
+		break;
+	}
+	/* Seconds, rounded up: a client that waits as told is let through. */
+	out->retry_after = wait_ns / 1000000000 + !!(wait_ns % 1000000000);
+	return reject(out, 429, "quota_exceeded", "this caller's quota of IDs is used "
+		      "up for now: retry after Retry-After seconds");
+}
+
 static int ids_next(struct api *api, const struct api_request *rq,
 		    struct api_response *out)
 {
 	char caller[API_MAX_CALLER + 1];
 	struct idgen_decoded d;
+	unsigned int qi = 0;
 	uint64_t *ids;
 	size_t count, i, size;
 	char *p;
@@ -274,23 +307,25 @@ static int ids_next(struct api *api, const struct api_request *rq,
 	ret = parse_next(rq, out, &count, caller);
 	if (ret)
 		return ret < 0 ? ret : 0;
+	if (api->quota) {
+		ret = take_quota(api, caller, count, &qi, out);
+		if (ret)
+			return ret < 0 ? ret : 0;
+	}
 
 	ids = malloc(count * sizeof(*ids));
 	/* "{"ids":[" + count * ""id"," + "],"layout_version":N}" */
 	size = 64 + count * (LIBIDGEN_ID_STRLEN + 3);
 	out->body = malloc(size);
-	if (!ids || !out->body) {
-		free(ids);
-		free(out->body);
-		out->body = NULL;
-		return -ENOMEM;
-	}
-	ret = minter_mint_all(api->minter, ids, count);
+	ret = ids && out->body ? minter_mint_all(api->minter, ids, count) : 1;
 	if (ret) {
 		free(ids);
 		free(out->body);
 		out->body = NULL;
-		return refused(out, ret);
+		/* No ID answered: the caller keeps its quota. */
+		if (api->quota)
+			quota_give_back(api->quota, qi, count);
+		return ret > 0 ? -ENOMEM : refused(out, ret);
 	}
 	p = out->body;
 	p += sprintf(p, "{\"ids\":[");

@@ -13,7 +13,8 @@
  *   GET  /metrics            Prometheus text (metrics.h)
  *
  * Errors are {"error":{"code":"...","message":"..."}} (api.c lists the
- * codes); HEAD is taken wherever GET is.
+ * codes); HEAD is taken wherever GET is.  A caller over its quota
+ * (quota.h) gets 429 with Retry-After before the generator is asked.
  */
 #ifndef HTTPD_API_H
 #define HTTPD_API_H
@@ -25,6 +26,7 @@
 #include "idgen.h"
 #include "metrics.h"
 #include "minter.h"
+#include "quota.h"
 #include "readiness.h"
 
 #define API_MAX_BODY	4096	/* bytes of a request body */
@@ -36,6 +38,7 @@ struct api {
 	const struct idgen_layouts *layouts;	/* NULL: version 1 alone */
 	struct readiness_config ready;
 	struct metrics *metrics;
+	struct quota *quota;			/* NULL: no caller limited */
 };
 
 struct api_request {

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "decimal.h"
 #include "inifile.h"
+#include "quota.h"
 
 #ifndef IDGEN_HTTPD_VERSION
 #define IDGEN_HTTPD_VERSION "0.1.0"
@@ -33,6 +34,7 @@ static const char usage[] =
 	"\n"
 	"  --listen HOST:PORT        where to listen (repeatable; default 127.0.0.1:8080)\n"
 	"  --callers 'A B ...'       callers /metrics names (the rest: other)\n"
+	"  --quotas 'C=RATE/BURST ...'  per caller (or other): IDs/s and burst\n"
 	"  --device PATH             the generator (default /dev/idgen); sim[:WORKER]\n"
 	"                            is a simulated one in the process, for tests\n"
 	"  --layouts FILE            decode with this layouts table (idgenctl(8))\n"
@@ -46,7 +48,7 @@ static const char usage[] =
 	"  --sim-lease-ms MS         the simulation's lease ends after MS (default 0: never)\n"
 	"  --check-config            print the configuration in force and exit\n";
 
-enum type { T_STR, T_U32, T_U64, T_BOOL, T_LIST, T_CALLERS };
+enum type { T_STR, T_U32, T_U64, T_BOOL, T_LIST, T_CALLERS, T_QUOTAS };
 
 struct opt {
 	const char *key;
@@ -60,6 +62,7 @@ struct opt {
 static const struct opt opts[] = {
 	OPT(listen, T_LIST, 0, 0),
 	OPT(callers, T_CALLERS, 0, 0),
+	OPT(quotas, T_QUOTAS, 0, 0),
 	OPT(device, T_STR, 0, 0),
 	OPT(layouts, T_STR, 0, 0),
 	OPT(threads, T_U32, 0, 1024),
@@ -127,6 +130,116 @@ static int set_list(struct httpd_config *cfg, const struct opt *o,
 	return 0;
 }
 
+static void free_quotas(struct httpd_config *cfg)
+{
+	while (cfg->nr_quotas)
+		free(cfg->quotas[--cfg->nr_quotas].caller);
+}
+
+/* "12", "0.5", "2.125": IDs/s in thousandths, 1 to QUOTA_MAX_RATE_MILLI. */
+static int parse_rate(const char *s, size_t len, uint64_t *milli)
+{
+	const char *dot = memchr(s, '.', len);
+	size_t ilen = dot ? (size_t)(dot - s) : len, flen = dot ? len - ilen - 1 : 0, i;
+	uint64_t whole, frac = 0;
+
+	if (idgen_decimal(s, ilen, 0, QUOTA_MAX_RATE_MILLI / 1000, &whole))
+		return -1;
+	if (dot && (!flen || flen > 3))
+		return -1;
+	for (i = 0; i < 3; i++) {
+		if (i < flen && (dot[1 + i] < '0' || dot[1 + i] > '9'))
+			return -1;
+		frac = frac * 10 + (i < flen ? dot[1 + i] - '0' : 0);
+	}
+	*milli = whole * 1000 + frac;
+	return *milli && *milli <= QUOTA_MAX_RATE_MILLI ? 0 : -1;
+}
+
+/* Blank-separated CALLER=RATE/BURST words, replacing the list. */
+static int set_quotas(struct httpd_config *cfg, const char *value, char *err,
+		      size_t errlen)
+{
+	const char *p = value, *eq, *slash;
+	struct httpd_quota *q;
+	unsigned int i;
+	size_t len;
+
+	free_quotas(cfg);
+	for (;;) {
+		p += strspn(p, " \t");
+		if (!*p)
+			return 0;
+		len = strcspn(p, " \t");
+		eq = memchr(p, '=', len);
+		slash = eq ? memchr(eq, '/', len - (eq - p)) : NULL;
+		if (!slash) {
+			snprintf(err, errlen, "'%.*s' is not CALLER=RATE/BURST "
+				 "(e.g. order-service=1000/2000)", (int)(len > 80 ? 80 : len), p);
+			return -1;
+		}
+		if (!api_caller_valid(p, eq - p)) {
+			snprintf(err, errlen, "'%.*s' is not a caller's name (1 to 64 "
+				 "letters, digits, '.', '_', ':' or '-'; or other)",
+				 (int)(eq - p > 64 ? 64 : eq - p), p);
+			return -1;
+		}
+		for (i = 0; i < cfg->nr_quotas; i++)
+			if (strlen(cfg->quotas[i].caller) == (size_t)(eq - p) &&
+			    !strncmp(cfg->quotas[i].caller, p, eq - p)) {
+				snprintf(err, errlen, "'%.*s' has two quotas", (int)(eq - p), p);
+				return -1;
+			}
+		if (cfg->nr_quotas == HTTPD_MAX_CALLERS + 1) {
+			snprintf(err, errlen, "more than %d of them", HTTPD_MAX_CALLERS + 1);
+			return -1;
+		}
+		q = &cfg->quotas[cfg->nr_quotas];
+		if (parse_rate(eq + 1, slash - eq - 1, &q->rate_milli)) {
+			snprintf(err, errlen, "%.*s: the rate '%.*s' is not IDs per second "
+				 "from 0.001 to %llu (at most 3 decimals)", (int)(eq - p), p,
+				 (int)(slash - eq - 1 > 32 ? 32 : slash - eq - 1), eq + 1,
+				 QUOTA_MAX_RATE_MILLI / 1000);
+			return -1;
+		}
+		if (idgen_decimal(slash + 1, len - (slash + 1 - p), 1, QUOTA_MAX_BURST,
+				  &q->burst)) {
+			snprintf(err, errlen, "%.*s: the burst '%.*s' is not a number of "
+				 "IDs from 1 to %llu", (int)(eq - p), p,
+				 (int)(len - (slash + 1 - p) > 32 ? 32 : len - (slash + 1 - p)),
+				 slash + 1, QUOTA_MAX_BURST);
+			return -1;
+		}
+		q->caller = strndup(p, eq - p);
+		if (!q->caller) {
+			snprintf(err, errlen, "out of memory");
+			return -1;
+		}
+		cfg->nr_quotas++;
+		p += len;
+	}
+}
+
+/* Every quota's caller is one /metrics names: configured, or other. */
+static int check_quotas(const struct httpd_config *cfg)
+{
+	unsigned int i, j;
+
+	for (i = 0; i < cfg->nr_quotas; i++) {
+		const char *c = cfg->quotas[i].caller;
+
+		for (j = 0; j < cfg->nr_callers && strcmp(cfg->callers[j], c); j++)
+			;
+		if (j == cfg->nr_callers && strcmp(c, "other")) {
+			fprintf(stderr, PROG ": quotas: '%s' is not one of callers (list "
+				"it there, or give other a quota for every caller not "
+				"listed)\n", c);
+			return -1;
+		}
+	}
+	return 0;
+}
+
 static int set_opt(struct httpd_config *cfg, const struct opt *o,
 		   const char *value, char *err, size_t errlen)
 {
@@ -175,6 +288,8 @@ static int set_opt(struct httpd_config *cfg, const struct opt *o,
 	case T_LIST:
 	case T_CALLERS:
 		return set_list(cfg, o, value, err, errlen);
+	case T_QUOTAS:
+		return set_quotas(cfg, value, err, errlen);
 	}
 	return -1;
 }
@@ -205,9 +320,11 @@ static int config_line(void *user, unsigned int line, const char *section,
 				 name, file_line[i]);
 			return -1;
 		}
-		if (continued && opts[i].type != T_LIST && opts[i].type != T_CALLERS) {
+		if (continued && opts[i].type != T_LIST && opts[i].type != T_CALLERS &&
+		    opts[i].type != T_QUOTAS) {
 			snprintf(err, errlen, "%.64s: an indented line continues its "
-				 "value, and only listen and callers take a list", name);
+				 "value, and only listen, callers and quotas take a list",
+				 name);
 			return -1;
 		}
 		if (set_opt(cfg, &opts[i], value, why, sizeof(why))) {
@@ -425,7 +542,7 @@ int httpd_config_load(struct httpd_config *cfg, int argc, char *argv[])
 			return -1;
 		}
 	}
-	return 0;
+	return check_quotas(cfg);
 }
 
 void httpd_config_print(const struct httpd_config *cfg, FILE *f)
@@ -439,6 +556,15 @@ void httpd_config_print(const struct httpd_config *cfg, FILE *f)
 	fprintf(f, "\ncallers =");
 	for (i = 0; i < cfg->nr_callers; i++)
 		fprintf(f, " %s", cfg->callers[i]);
+	fprintf(f, "\nquotas =");
+	for (i = 0; i < cfg->nr_quotas; i++) {
+		const struct httpd_quota *q = &cfg->quotas[i];
+
+		fprintf(f, " %s=%" PRIu64, q->caller, q->rate_milli / 1000);
+		if (q->rate_milli % 1000)
+			fprintf(f, ".%03" PRIu64, q->rate_milli % 1000);
+		fprintf(f, "/%" PRIu64, q->burst);
+	}
 	fprintf(f, "\ndevice = %s\n", cfg->device);
 	if (*cfg->layouts)
 		fprintf(f, "layouts = %s\n", cfg->layouts);
@@ -455,6 +581,7 @@ void httpd_config_free(struct httpd_config *cfg)
 {
 	free_list(cfg->listen, &cfg->nr_listen);
 	free_list(cfg->callers, &cfg->nr_callers);
+	free_quotas(cfg);
 	free(cfg->device);
 	free(cfg->layouts);
 	cfg->device = cfg->layouts = NULL;

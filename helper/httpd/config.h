@@ -17,6 +17,13 @@
 #define HTTPD_MAX_LISTEN		8
 #define HTTPD_MAX_CALLERS		32
 
+/* A caller's quota: rate_milli / 1000 IDs per second, burst IDs at once. */
+struct httpd_quota {
+	char *caller;			/* one of callers, or "other" */
+	uint64_t rate_milli;
+	uint64_t burst;
+};
+
 struct httpd_config {
 	const char *path;		/* the file read, or NULL */
 	char *listen[HTTPD_MAX_LISTEN];	/* HOST:PORT, [IPv6]:PORT */
@@ -24,6 +31,9 @@ struct httpd_config {
 	/* /metrics counts IDs by these callers, the rest as "other". */
 	char *callers[HTTPD_MAX_CALLERS];
 	unsigned int nr_callers;
+	/* Token buckets on POST /v1/ids:next, by caller (quota.h). */
+	struct httpd_quota quotas[HTTPD_MAX_CALLERS + 1];
+	unsigned int nr_quotas;
 	char *device;			/* a path, or sim[:WORKER] */
 	char *layouts;			/* a layouts file, or "" for version 1 */
 	uint32_t threads;		/* per listener; 0: one per core */

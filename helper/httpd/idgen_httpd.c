@@ -10,6 +10,7 @@
  * stops accepting, lets the requests in flight finish and exits 0.
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +22,7 @@
 #include "log.h"
 #include "metrics.h"
 #include "minter.h"
+#include "quota.h"
 #include "server.h"
 
 /* How long a stop waits for the requests in flight. */
@@ -34,6 +36,7 @@ int main(int argc, char *argv[])
 	struct metrics metrics;
 	struct server_limits lim;
 	struct minter minter;
+	struct quota quota;
 	struct api api;
 	char err[512];
 	unsigned int i;
@@ -78,16 +81,28 @@ int main(int argc, char *argv[])
 	else
 		log_info("minting through %s", minter.name);
 
-	if (metrics_init(&metrics, cfg.callers, cfg.nr_callers)) {
+	if (metrics_init(&metrics, cfg.callers, cfg.nr_callers) ||
+	    quota_init(&quota, cfg.callers, cfg.nr_callers)) {
 		log_err("out of memory");
+		metrics_free(&metrics);
 		minter_close(&minter);
 		idgen_layouts_free(layouts);
 		httpd_config_free(&cfg);
 		return 1;
 	}
+	for (i = 0; i < cfg.nr_quotas; i++) {
+		const struct httpd_quota *q = &cfg.quotas[i];
+
+		quota_set(&quota, quota_caller_index(&quota, q->caller), q->rate_milli,
+			  q->burst);
+		log_info("quota of %s: %" PRIu64 ".%03" PRIu64 " IDs/s, bursts of %"
+			 PRIu64, q->caller, q->rate_milli / 1000, q->rate_milli % 1000,
+			 q->burst);
+	}
 	api = (struct api){
 		.minter = &minter,
 		.metrics = &metrics,
+		.quota = cfg.nr_quotas ? &quota : NULL,
 		.layouts = layouts,
 		.ready = {
 			.margin_ms = cfg.ready_margin_ms,
@@ -125,6 +140,7 @@ int main(int argc, char *argv[])
 	for (i = 0; i < cfg.nr_listen; i++)
 		if (servers[i])
 			server_stop(servers[i], DRAIN_MS);
+	quota_free(&quota);
 	metrics_free(&metrics);
 	minter_close(&minter);
 	idgen_layouts_free(layouts);

@@ -162,8 +162,11 @@ static void write_generator(struct minter *minter, FILE *f)
 		"for every reader.", c.ids);
 	if (!c.module)
 		return;		/* the simulation counts nothing else */
-	counter(f, "idgen_generator_borrowed_ms_total", "Milliseconds stamped ahead of "
-		"the wall clock because a sequence was full.", c.borrowed_ms);
+	/* In seconds, Prometheus's base unit (promtool refuses "_ms_"). */
+	help(f, "idgen_generator_borrowed_seconds_total", "counter", "Time stamped "
+	     "ahead of the wall clock because a sequence was full.");
+	fprintf(f, "idgen_generator_borrowed_seconds_total %" PRIu64 ".%03" PRIu64 "\n",
+		c.borrowed_ms / 1000, c.borrowed_ms % 1000);
 	help(f, "idgen_generator_clock_steps_total", "counter",
 	     "Wall clock steps the generator saw: back, forward (held), adopted.");
 	fprintf(f, "idgen_generator_clock_steps_total{direction=\"back\"} %" PRIu64 "\n"

@@ -12,12 +12,15 @@
  *   - an answer of a status the service documents, with a body;
  *   - bodies parse (json-c, strict) as one object, but /metrics's: an error
  *     {"error":{"code","message"}} for 4xx/5xx;
- *   - 405 carries Allow, 503 Retry-After;
+ *   - 405 carries Allow, 503 and 429 Retry-After;
+ *   - the caller "chat" has a quota of 5 IDs (refilled one per 1000 s):
+ *     a 429 or 400 count_over_burst for it, never more than 5 IDs;
  *   - only a 200 to POST /v1/ids:next took IDs from the generator, and
  *     exactly as many as it answered, strictly increasing: no other input
  *     consumes an ID or changes any state.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,9 +143,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static struct minter minter = { .ops = &fake_ops };
 	static char *callers[] = { "order-service", "chat" };
 	static struct metrics metrics;
+	static struct quota quota;
 	static struct api api = {
 		.minter = &minter,
 		.metrics = &metrics,
+		.quota = &quota,
 		.ready = { .margin_ms = 30000, .check_clock = false, .max_offset_us = 5000 },
 	};
 	const uint8_t *p = data + 1, *end = data + size;
@@ -156,6 +161,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (!metrics.issued && metrics_init(&metrics, callers, 2))
 		abort();
+	if (!quota.bucket) {
+		if (quota_init(&quota, callers, 2))
+			abort();
+		quota_set(&quota, 1, 1, 5);	/* chat: 0.001 IDs/s, bursts of 5 */
+	}
 	path = line(&p, end);
 	type = line(&p, end);
 	at = line(&p, end);
@@ -179,12 +189,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!r.body || !r.len)
 		abort();
 	switch (r.status) {
-	case 200: case 400: case 404: case 405: case 413: case 415: case 503:
+	case 200: case 400: case 404: case 405: case 413: case 415: case 429: case 503:
 		break;
 	default:
 		abort();
 	}
-	if ((r.status == 405) != (r.allow != NULL) || (r.status == 503) != (r.retry_after != 0))
+	if ((r.status == 405) != (r.allow != NULL) ||
+	    (r.status == 503 || r.status == 429) != (r.retry_after != 0))
+		abort();
+	/* A quota's burst is never exceeded: chat's 5 IDs in 1000 s. */
+	if (r.status == 200 && !strcmp(path, "/v1/ids:next") &&
+	    atomic_load(&metrics.issued[1]) > 5)
 		abort();
 	if (strcmp(r.content_type, "application/json")) {
 		/* /metrics, the one answer in another format */

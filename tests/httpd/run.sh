@@ -9,11 +9,15 @@
 #     no ID consumed (the simulated generator logs how many it minted)
 #   - the generator's refusals as 503 with Retry-After, and /readyz's
 #     reasons (adjtimex through tests/httpd/fake_adjtimex.c)
+#   - per-caller quotas: the burst, then 429 with Retry-After, passing
+#     after the wait it gave, no ID consumed by a refusal
 #   - limits: bodies over 4 KiB, connections per address, a stalled
 #     request cut off
 #   - /metrics: counts after known requests, and the text format
 #   - the JSON it answers, parsed by Node (json_check.mjs): IDs as strings,
 #     exact in BigInt
+#   - the example Prometheus alerting rules (promtool check and test)
+#   - the systemd unit (systemd-analyze, offline)
 #   - the configuration file and flags
 #   - the request handling (helper/httpd/api.c) under libFuzzer
 set -uo pipefail
@@ -104,6 +108,7 @@ bad() {
 J=(-H 'Content-Type: application/json')
 
 tap_run "simulated generator" "$out/mint_sim_test"
+tap_run "quotas" "$out/quota_test"
 
 # ---- a live simulated generator, worker 37 ----------------------------
 start "$work/sim.log" --device sim:37 --clock-check no || { not_ok "idgen-httpd --device sim:37 starts"; bail; }
@@ -402,6 +407,71 @@ fi
 bad "POST /metrics" 405 method_not_allowed -X POST "$url/metrics"
 stop
 
+# ---- per-caller quotas ---------------------------------------------------
+# slow: one ID per 100 s, bursts of 5 (no refill during the test however
+# slow the machine); fast: 2 IDs/s, bursts of 4; other callers unlimited.
+start "$work/quota.log" --device sim --clock-check no --callers "slow fast" \
+	--quotas "slow=0.01/5 fast=2/4" || { not_ok "idgen-httpd --quotas starts"; bail; }
+qminted=0
+qnext() { req "$1" -X POST "${J[@]}" -d "{\"count\":$2,\"caller\":\"$3\"}" "$url/v1/ids:next"; }
+qnext q1 2 slow; qnext q2 2 slow; qnext q3 1 slow
+check "quota slow=0.01/5: the first 5 IDs (2 + 2 + 1) pass" \
+	test "$(status_of q1)$(status_of q2)$(status_of q3)" = 200200200
+qminted=$((qminted + 5))
+bad "quota slow: the 6th ID" 429 quota_exceeded -X POST "${J[@]}" -d '{"caller":"slow"}' "$url/v1/ids:next"
+ra=$(header_of "bad$nbad" Retry-After)
+check "... with Retry-After in whole seconds, up to the 100 s one ID takes ($ra)" \
+	test -n "$ra" -a "$ra" -ge 1 -a "$ra" -le 100
+bad "quota slow: count 6, above its burst of 5" 400 count_over_burst -X POST "${J[@]}" \
+	-d '{"count":6,"caller":"slow"}' "$url/v1/ids:next"
+check "... saying the burst" grep -q 'burst of 5 IDs' "$work/bad$nbad.body"
+check "... without Retry-After (waiting would not help)" test -z "$(header_of "bad$nbad" Retry-After)"
+qnext qother 3 someone-else
+req qnone -X POST "$url/v1/ids:next"
+check "callers without a quota (other, none) are not limited" \
+	test "$(status_of qother)$(status_of qnone)" = 200200
+qminted=$((qminted + 4))
+qnext qf1 4 fast
+check "quota fast=2/4: a burst of 4 passes" test "$(status_of qf1)" = 200
+qminted=$((qminted + 4))
+# 4 more need 2 s of refill: refused unless the machine stalled that long,
+# so ask until refused (a few times at most), then wait as told.
+n429=1	# the slow caller's
+for ((t = 0; t < 5; t++)); do
+	qnext qf2 4 fast
+	[ "$(status_of qf2)" = 429 ] && break
+	qminted=$((qminted + 4))
+done
+ra=$(header_of qf2 Retry-After)
+check "quota fast: the next 4 refused, 429 with Retry-After 1 or 2 ($ra)" \
+	test "$(status_of qf2)" = 429 -a \( "$ra" = 1 -o "$ra" = 2 \)
+n429=$((n429 + 1))
+sleep "${ra:-1}"
+qnext qf3 4 fast
+check "... and after the Retry-After wait, they pass" test "$(status_of qf3)" = 200
+qminted=$((qminted + 4))
+req qmetrics "$url/metrics"
+m=$work/qmetrics.body
+check "429s counted in idgen_requests_total{code=\"429\"} ($n429)" \
+	has "idgen_requests_total{route=\"/v1/ids:next\",code=\"429\"} $n429"
+check "... and IDs issued only for what was answered" eval 'has "idgen_ids_issued_total{caller=\"slow\"} 5" &&
+	has "idgen_ids_issued_total{caller=\"fast\"} $((qminted - 9))"'
+stop
+check "no refused request consumed an ID: the simulation minted exactly the $qminted answered" \
+	grep -q "simulated generator: $qminted IDs minted" "$work/quota.log"
+
+# ---- the example alerting rules ------------------------------------------
+# promtool (scripts/deps.sh) from the test file's folder: the rules load,
+# and each alert fires on its series and not on the others'.
+if command -v promtool >/dev/null; then
+	tap_step "promtool check rules helper/httpd/idgen-alerts.yml" \
+		promtool check rules "$top/helper/httpd/idgen-alerts.yml"
+	tap_step "promtool test rules: each alert fires, and does not where it should not" \
+		bash -c "cd '$here' && promtool test rules idgen-alerts.test.yml"
+else
+	not_ok "alerting rules: promtool not found (install prometheus: scripts/deps.sh)"
+fi
+
 # ---- configuration: file and flags -------------------------------------
 cfg() {
 	local desc=$1 want_rc=$2 want=$3 rc
@@ -445,15 +515,59 @@ cfg "a listen address without a port" 1 "listen address '127.0.0.1': want HOST:P
 cfg "a port past 65535" 1 "the port must be a number from 0 to 65535" \
 	--device sim --listen 127.0.0.1:65536
 cfg "callers listed" 0 "callers = a b.c x:y" --callers "a b.c x:y" --check-config
+cfg "quotas listed, a fractional rate" 0 "quotas = a=0.500/3 other=1000/10" \
+	--callers "a b" --quotas "a=0.5/3 other=1000/10" --check-config
+printf '[httpd]\ncallers = a\nquotas = a=1/2\n  other=3/4\n' >"$work/quota.conf"
+cfg "quotas over indented lines" 0 "quotas = a=1/2 other=3/4" --config "$work/quota.conf" --check-config
+{ echo '[httpd]'; sed -n 's/^# e\.g\. //p' "$top/helper/httpd/idgen-httpd.conf"; } >"$work/eg.conf"
+cfg "the example file's examples" 0 "quotas = order-service=1000/2000 other=100/100" \
+	--config "$work/eg.conf" --check-config
+cfg "a quota for a caller not listed" 1 "quotas: 'x' is not one of callers" --quotas "x=1/1"
+cfg "a quota without a burst" 1 "'a=1' is not CALLER=RATE/BURST" --callers a --quotas "a=1"
+cfg "a quota of rate 0" 1 "the rate '0' is not IDs per second from 0.001" --callers a --quotas "a=0/1"
+cfg "a quota of burst 0" 1 "the burst '0' is not a number of IDs from 1" --callers a --quotas "a=1/0"
+cfg "two quotas for one caller" 1 "'a' has two quotas" --callers a --quotas "a=1/1 a=2/2"
 cfg "a caller named other" 1 "'other' is not a caller's name" --callers "a other"
 cfg "a bad layouts file" 1 "layouts: $work/none.layouts" --layouts "$work/none.layouts"
 cfg "--help" 0 "Usage: idgen-httpd" --help
 
-tap_step "make install DESTDIR=... PREFIX=/usr: the program, its man page, the example file" bash -c "
+tap_step "make install DESTDIR=... PREFIX=/usr: the program, its man page, the example file and alerts, the unit" bash -c "
 	make -s -C '$top/helper/httpd' install DESTDIR='$work/root' PREFIX=/usr &&
 	test -x '$work/root/usr/sbin/idgen-httpd' &&
 	test -f '$work/root/usr/share/man/man8/idgen-httpd.8' &&
-	test -f '$work/root/etc/idgen/idgen-httpd.conf.example'"
+	test -f '$work/root/etc/idgen/idgen-httpd.conf.example' &&
+	test -f '$work/root/usr/share/doc/idgen-httpd/examples/idgen-alerts.yml' &&
+	grep -qx 'ExecStart=/usr/sbin/idgen-httpd' '$work/root/lib/systemd/system/idgen-httpd.service'"
+
+# ---- the systemd unit ------------------------------------------------------
+# Checked offline (systemd need not be PID 1 here): installed at a prefix
+# that exists, so that verify finds its ExecStart; it must say nothing at
+# all (an unknown key is only a warning to it).  The hardening is held to
+# what systemd-analyze security rates "OK" (exposure 2.0 now; the
+# threshold 25 is 2.5 on its scale).
+unit=$work/unit/lib/systemd/system/idgen-httpd.service
+if command -v systemd-analyze >/dev/null &&
+   make -s -C "$top/helper/httpd" install PREFIX="$work/unit/usr" UNITDIR="${unit%/*}" >/dev/null; then
+	(cd "$work" && systemd-analyze verify --man=no "$unit") >"$work/verify.out" 2>&1
+	vrc=$?
+	check "systemd-analyze verify idgen-httpd.service: no error, no warning" \
+		eval 'test $vrc = 0 -a ! -s "$work/verify.out" || { sed "s/^/# /" "$work/verify.out"; false; }'
+	check "... After= and Wants= idgend.service, Restart=on-failure" eval \
+		'grep -qx "After=network-online.target idgend.service" "$unit" &&
+		 grep -qx "Wants=network-online.target idgend.service" "$unit" &&
+		 grep -qx "Restart=on-failure" "$unit"'
+	tap_step "systemd-analyze security: exposure at most 2.5 (hardened)" \
+		systemd-analyze security --offline=yes --threshold=25 "$unit"
+	# What the hardening must still let through: /dev/idgen (misc, read),
+	# netlink, adjtimex (@clock, outside @system-service).
+	check "... yet /dev/idgen, netlink and adjtimex are let through" eval \
+		'grep -qx "DeviceAllow=char-misc r" "$unit" &&
+		 grep -q "^RestrictAddressFamilies=.*AF_NETLINK" "$unit" &&
+		 grep -qx "SystemCallFilter=@system-service adjtimex" "$unit" &&
+		 ! grep -q "^PrivateDevices=yes\|^ProtectClock=yes" "$unit"'
+else
+	not_ok "systemd-analyze not found, or the unit not installed (systemd: scripts/deps.sh)"
+fi
 
 # ---- the request handling under libFuzzer --------------------------------
 # A fixed seed and number of runs, so CI repeats the same slice in seconds;
