@@ -90,9 +90,9 @@ while IFS= read -r line; do
 	"not ok - "*) not_ok "${line#not ok - }" ;;
 	esac
 done <<<"$verdict"
-if ! check "the page ran to its end" grep -qx done <<<"$verdict"; then
+if ! check "the page ran to its end" grep -qx "done" <<<"$verdict"; then
 	echo "# the DOM:"; sed 's/^/#   /' "$work/dom.html"
 	echo "# chromium's log:"; grep -v -i dbus "$work/chromium.err" | tail -n 20 | sed 's/^/#   /'
 fi
 echo "1..$n"
-exit $status
+exit "$status"
