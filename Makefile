@@ -8,7 +8,8 @@
 # make check           every test, in QEMU guests (see README.md)
 # make matrix          the same on every kernel of the matrix (see README.md)
 # make demo            mint and decode IDs from a real /dev/idgen in a guest
-# make bench           benchmarks in a guest; results in docs/bench/
+# make bench           benchmarks in a guest, then bench-http; results in docs/bench/
+# make bench-http      idgen-httpd's HTTP benchmark on the host only
 
 KDIR ?= /lib/modules/$(shell uname -r)/build
 
@@ -39,4 +40,7 @@ demo:
 bench:
 	scripts/bench.sh
 
-.PHONY: all modules clean sparse style check matrix demo bench
+bench-http:
+	scripts/bench-http.sh
+
+.PHONY: all modules clean sparse style check matrix demo bench bench-http

@@ -4,7 +4,8 @@
 # bench.sh: the benchmarks, in one guest boot so that every figure shares
 # the same conditions.  Writes docs/bench/results.md (the report, with the
 # date, kernel and machine), docs/bench/batch.dat and docs/bench/batch.png
-# (ns per ID against batch size for every contender).  Run as root.
+# (ns per ID against batch size for every contender); then, on the host,
+# idgen-httpd's HTTP figures (scripts/bench-http.sh).  Run as root.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -70,5 +71,8 @@ plot "$out/batch.dat" using 1:2 with linespoints title "/dev/idgen read", \
      "$out/batch.dat" using 1:5 with linespoints title "in-process mutex", \
      "$out/batch.dat" using 1:6 with lines dashtype 2 title "libidgen buffer, 1 ID per call"
 GNUPLOT
-echo "wrote $out/results.md, $out/batch.dat, $out/batch.png"
+# The HTTP service, on the host: its section follows the guest's.
+echo "== benchmarking idgen-httpd on the host (about 2 minutes)"
+IDGEN_SKIP_DEPS=1 scripts/bench-http.sh | grep '^=='
+echo "wrote $out/results.md, $out/batch.dat, $out/batch.png, $out/http.dat, $out/http.png"
 cat "$out/results.md"
