@@ -19,17 +19,20 @@ command -v gnuplot >/dev/null || {
 kver=${IDGEN_KERNEL:-$(tests/vm/kernels.sh | tail -n 1)}
 scripts/build-module.sh "$kver" >/dev/null
 make -s -C helper/idgenctl
+make -s -C helper/httpd
 make -s -C bench
 
 out=docs/bench
 mkdir -p "$out" build
 log=build/bench.log
 echo "== benchmarking in a $kver guest (about 2 minutes)"
+load_start=$(cut -d' ' -f1 /proc/loadavg)
 tests/vm/run-guest.sh --timeout 1800 --log "$log" "$kver" sh -c "
 set -e
 insmod build/$kver/kmod/idgen.ko
 helper/idgenctl/idgenctl lease set --region 0 --worker 1 --valid-for 3600000 >/dev/null
 bench/idgen_bench
+bench/http_guest.sh
 " >/dev/null
 
 report=$(sed -n '/^## Single-ID/,/^IDGEN-VM-EXIT/p' "$log" | grep -av -e '^IDGEN-VM-' -e '^\[ *[0-9]')
@@ -38,7 +41,8 @@ report=$(sed -n '/^## Single-ID/,/^IDGEN-VM-EXIT/p' "$log" | grep -av -e '^IDGEN
 	echo
 	echo "- date: $(date -u +%Y-%m-%dT%H:%MZ)"
 	echo "- guest kernel: Debian $kver, QEMU TCG (software emulation), 2 vCPUs, 1 GiB"
-	echo "- host: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+	echo "- host: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1);"
+	echo "  load average (1 min) $load_start when the guest started (other work shares the host)"
 	echo "- layout v1: ceiling 4096 IDs per ms per node"
 	echo
 	echo "Absolute times under TCG mean little; the ratios to the /dev/zero"
