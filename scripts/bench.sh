@@ -4,7 +4,8 @@
 # bench.sh: the benchmarks, in one guest boot so that every figure shares
 # the same conditions.  Writes docs/bench/results.md (the report, with the
 # date, kernel and machine), docs/bench/batch.dat and docs/bench/batch.png
-# (ns per ID against batch size for every contender).  Run as root.
+# (ns per ID against batch size for every contender); then, on the host,
+# idgen-httpd's HTTP figures (scripts/bench-http.sh).  Run as root.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -18,17 +19,20 @@ command -v gnuplot >/dev/null || {
 kver=${IDGEN_KERNEL:-$(tests/vm/kernels.sh | tail -n 1)}
 scripts/build-module.sh "$kver" >/dev/null
 make -s -C helper/idgenctl
+make -s -C helper/httpd
 make -s -C bench
 
 out=docs/bench
 mkdir -p "$out" build
 log=build/bench.log
 echo "== benchmarking in a $kver guest (about 2 minutes)"
+load_start=$(cut -d' ' -f1 /proc/loadavg)
 tests/vm/run-guest.sh --timeout 1800 --log "$log" "$kver" sh -c "
 set -e
 insmod build/$kver/kmod/idgen.ko
 helper/idgenctl/idgenctl lease set --region 0 --worker 1 --valid-for 3600000 >/dev/null
 bench/idgen_bench
+bench/http_guest.sh
 " >/dev/null
 
 report=$(sed -n '/^## Single-ID/,/^IDGEN-VM-EXIT/p' "$log" | grep -av -e '^IDGEN-VM-' -e '^\[ *[0-9]')
@@ -37,7 +41,8 @@ report=$(sed -n '/^## Single-ID/,/^IDGEN-VM-EXIT/p' "$log" | grep -av -e '^IDGEN
 	echo
 	echo "- date: $(date -u +%Y-%m-%dT%H:%MZ)"
 	echo "- guest kernel: Debian $kver, QEMU TCG (software emulation), 2 vCPUs, 1 GiB"
-	echo "- host: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
+	echo "- host: $(nproc) cores, $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1);"
+	echo "  load average (1 min) $load_start when the guest started (other work shares the host)"
 	echo "- layout v1: ceiling 4096 IDs per ms per node"
 	echo
 	echo "Absolute times under TCG mean little; the ratios to the /dev/zero"
@@ -73,5 +78,8 @@ plot "$out/batch.dat" using 1:2 with linespoints title "/dev/idgen read", \
      "$out/batch.dat" using 1:5 with linespoints title "in-process mutex", \
      "$out/batch.dat" using 1:6 with lines dashtype 2 title "libidgen buffer, 1 ID per call"
 GNUPLOT
-echo "wrote $out/results.md, $out/batch.dat, $out/batch.png"
+# The HTTP service, on the host: its section follows the guest's.
+echo "== benchmarking idgen-httpd on the host (about 2 minutes)"
+IDGEN_SKIP_DEPS=1 scripts/bench-http.sh | grep '^=='
+echo "wrote $out/results.md, $out/batch.dat, $out/batch.png, $out/http.dat, $out/http.png"
 cat "$out/results.md"

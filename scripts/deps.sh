@@ -36,6 +36,10 @@ packages=(
 	# promtool (in prometheus) checks its /metrics and alerting rules,
 	# systemd-analyze (in systemd) its unit
 	libmicrohttpd-dev prometheus systemd
+	# idgen-httpd in a real browser (tests/httpd/browser/): headless
+	# Chromium, nginx serving the page beside the service; the HTTP
+	# benchmark (scripts/bench-http.sh): wrk, nginx as the anchor, gnuplot
+	chromium nginx wrk gnuplot-nox
 	# idgend's fuzz targets: libFuzzer and the sanitizers
 	clang libclang-rt-14-dev
 	# the lease protocol's model checker (tests/model/)

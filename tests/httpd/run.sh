@@ -18,6 +18,7 @@
 #     exact in BigInt
 #   - the example Prometheus alerting rules (promtool check and test)
 #   - the systemd unit (systemd-analyze, offline)
+#   - the same in headless Chromium, through fetch (browser/)
 #   - the configuration file and flags
 #   - the request handling (helper/httpd/api.c) under libFuzzer
 set -uo pipefail
@@ -233,6 +234,14 @@ check "SIGTERM: exit 0" test $? = 0
 check "no refused request consumed an ID: the simulation minted exactly the $minted asked for" \
 	grep -q "simulated generator: $minted IDs minted" "$work/sim.log"
 grep 'IDs minted' "$work/sim.log" | sed 's/^/# /'
+
+# ---- a real browser: fetch, BigInt, and a decode (browser/run.sh) ------
+if start "$work/browser.log" --device sim:37 --clock-check no; then
+	tap_run browser "$here/browser/run.sh" "$url" 37
+	stop
+else
+	not_ok "idgen-httpd for the browser starts"
+fi
 
 # ---- the generator refuses: a simulated lease that ended at once -------
 start "$work/fence.log" --device sim:3 --sim-lease-ms 1 --clock-check no ||
