@@ -403,9 +403,9 @@ int main(int argc, char **argv)
 	/*
 	 * The first max_borrow_ms worth of IDs can be borrowed ahead of the
 	 * clock: read 1.5 s uncounted first, so what is counted is the
-	 * steady state.  Each reader has its own file, held to a quarter of
-	 * the ceiling (the fairness share), so one reader alone reaches a
-	 * quarter and four together the whole.
+	 * steady state.  Each reader has its own file; a reader alone may take
+	 * the whole ceiling, and readers that outrun it together share it
+	 * (the oldest wait and the fairness share).
 	 */
 	printf("\n## Sustained throughput (512-ID reads, 3 s each after 1.5 s of warm-up)\n\n");
 	printf("| readers | IDs/s | share of the ceiling (%.0f IDs/s) |\n|---|---|---|\n",
@@ -433,8 +433,7 @@ int main(int argc, char **argv)
 	goal("single-ID read p50 / /dev/zero p50", l_idgen.p50 / l_zero.p50, 1.3, 1);
 	goal("512-ID batch ns/ID / in-process lock-free ns/ID", idgen512 / lockfree, 1.0, 1);
 	goal("512-ID batch ns/ID / /dev/zero ns per 8 B", idgen512 / zero512, 2.0, 1);
-	goal("one reader / its file's share (ceiling / 4)",
-	     one_reader / (ceiling_ms / 4), 0.95, 0);
-	goal("two readers / one reader", tp[2] / tp[1], 1.0, 0);
+	goal("one reader / the node's ceiling", one_reader / ceiling_ms, 0.95, 0);
+	goal("two readers / one reader", tp[2] / tp[1], 0.95, 0);
 	return 0;
 }

@@ -67,36 +67,27 @@ static u32 idgen_gen_borrow_bound(struct idgen_gen *gen, u64 *now_ms)
 }
 
 /*
- * The borrow bound for a reader holding @share (NULL for none): one ms
- * short of max_borrow_ms while another file's wait is the oldest
- * (share.h).  Absorbing a step back, there is no borrow bound to shorten.
- */
-static u32 idgen_gen_share_bound(struct idgen_gen *gen,
-				 struct idgen_share *share, u64 now_ms,
-				 u32 max_borrow_ms)
-{
-	if (max_borrow_ms == IDGEN_BORROW_ANY)
-		return max_borrow_ms;
-	return idgen_wait_bound(&gen->oldest_wait, share, now_ms,
-				max_borrow_ms);
-}
-
-/*
  * Reserve up to @want IDs of @lease for a reader holding @share (NULL for
- * none): the file's share first, then the IDs, and what was not reserved
- * goes back to the share.  -EAGAIN with *wait_ms = 1 when the share of
- * this ms is used up.  When the borrow bound refuses a reader that will
- * wait (@waits), its file's wait begins or goes on; IDs end it.
+ * none).  While another file's wait holds (share.h), the reader is held
+ * to its file's share and borrows one ms less; while a step back is
+ * absorbed and only the lead bound is left, it is held to its share too.
+ * The share is taken first and what was not reserved goes back to it:
+ * -EAGAIN with *wait_ms = 1 when the share of this ms is used up.  When
+ * the borrow bound refuses a reader that will wait (@waits), its file's
+ * wait begins or goes on; IDs end it.
  */
 static int idgen_gen_reserve(struct idgen_gen *gen, struct idgen_lease *lease,
 			     struct idgen_share *share, u64 now_ms,
 			     u32 max_borrow_ms, u32 want, bool waits,
 			     struct idgen_range *r, u64 *wait_ms, u64 *borrowed)
 {
+	bool any = max_borrow_ms == IDGEN_BORROW_ANY;
+	bool yields = idgen_wait_yields(&gen->oldest_wait, share, now_ms);
+	bool held = share && (any || yields);
 	u32 n = want;
 	int err;
 
-	if (share) {
+	if (held) {
 		n = idgen_share_take(share, now_ms,
 				     idgen_share_quota(lease->layout.seq_bits),
 				     want);
@@ -106,15 +97,16 @@ static int idgen_gen_reserve(struct idgen_gen *gen, struct idgen_lease *lease,
 		}
 	}
 	err = idgen_lease_reserve(lease, now_ms, gen->max_lead_ms,
-				  idgen_gen_share_bound(gen, share, now_ms,
-							max_borrow_ms),
+				  yields && !any ? max_borrow_ms - 1 :
+						   max_borrow_ms,
 				  n, r, wait_ms, borrowed);
+	if (held)
+		idgen_share_give_back(share, now_ms, err ? n : n - r->count);
 	if (!share)
 		return err;
-	idgen_share_give_back(share, now_ms, err ? n : n - r->count);
 	if (!err)
 		idgen_wait_over(&gen->oldest_wait, share);
-	else if (err == -EAGAIN && waits && max_borrow_ms != IDGEN_BORROW_ANY)
+	else if (err == -EAGAIN && waits && !any)
 		idgen_wait_refused(&gen->oldest_wait, share, now_ms,
 				   min_t(u64, *wait_ms, IDGEN_WAIT_MAX_MS));
 	return err;
@@ -384,9 +376,12 @@ int idgen_gen_probe(struct idgen_gen *gen, struct idgen_share *share)
 	struct idgen_lease *lease;
 	u64 now_ms, wait_ms;
 	u32 max_borrow_ms;
+	bool any, yields;
 	int err;
 
 	max_borrow_ms = idgen_gen_borrow_bound(gen, &now_ms);
+	any = max_borrow_ms == IDGEN_BORROW_ANY;
+	yields = idgen_wait_yields(&gen->oldest_wait, share, now_ms);
 	rcu_read_lock();
 	for (;;) {
 		lease = idgen_gen_lease(gen);
@@ -394,7 +389,8 @@ int idgen_gen_probe(struct idgen_gen *gen, struct idgen_share *share)
 			err = -ENOKEY;
 			break;
 		}
-		if (share &&
+		/* As idgen_gen_reserve() would judge it. */
+		if (share && (any || yields) &&
 		    idgen_share_used(atomic64_read(&share->word), now_ms) >=
 		    idgen_share_quota(lease->layout.seq_bits)) {
 			wait_ms = 1;
@@ -402,9 +398,8 @@ int idgen_gen_probe(struct idgen_gen *gen, struct idgen_share *share)
 			break;
 		}
 		err = idgen_lease_probe(lease, now_ms, gen->max_lead_ms,
-					idgen_gen_share_bound(gen, share,
-							      now_ms,
-							      max_borrow_ms),
+					yields && !any ? max_borrow_ms - 1 :
+							 max_borrow_ms,
 					&wait_ms);
 		/*
 		 * A closed lease: a switch is under way, and one refused

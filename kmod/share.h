@@ -3,31 +3,29 @@
 #define _IDGEN_SHARE_H
 
 /*
- * An open file's share of each millisecond's sequence space.
+ * How readers share the node when they ask for more than it holds.
  *
  * The device is 0444: any local user may read, so one greedy reader must
- * not take every ID a millisecond holds.  Each open file may take at most
- * a quarter of them (IDGEN_SHARE_SHIFT) per millisecond of the trusted
- * clock; a reader that used its share waits for the next millisecond.
- * The count lives in one word per file, taken before the IDs are reserved
- * and given back when fewer were, so readers of one file sharing it
- * (threads, forks) are held to the share together.
+ * not keep the others waiting.  Alone, a reader may take every ID the node
+ * holds, up to the borrow bound; a second reader that finds nothing left
+ * is refused by the borrow bound, and that makes it wait.  The generator
+ * remembers the oldest wait: of the files the borrow bound refused and
+ * that keep asking, the one that began waiting first.  While it holds,
+ * every other file is held to its share, a quarter of a millisecond's IDs
+ * (IDGEN_SHARE_SHIFT) per millisecond of the trusted clock, and may borrow
+ * one millisecond less, so the millisecond the clock opens next is left
+ * to the waiting file.  The share's count lives in one word per file,
+ * taken before the IDs are reserved and given back when fewer were, so
+ * readers of one file (threads, forks) are held to the share together.
  *
- * Shares alone cannot keep a reader from waiting forever: five greedy
- * files ask for more than a millisecond holds, and a reader that sleeps
- * for the clock wakes to find the millisecond it waited for taken by
- * those that spin.  So the generator also remembers the oldest wait: of
- * the files the borrow bound refused and that keep asking, the one that
- * began waiting first.  While it holds, every other file may borrow one
- * millisecond less, so the millisecond the clock opens next is left to
- * it.  Waits are ranked by a ticket drawn at their first refusal.  A wait
- * holds only while its file keeps asking: each refusal says when the
- * reader will be back (the sleep or poll wait it was told, plus
- * IDGEN_WAIT_HOLD_MS), and a wait whose reader was not back by then
- * lapses for good: its next refusal starts a new wait with a new ticket,
- * behind every wait that began meanwhile.  A file that stops asking, or
- * only asks when it knows it will be refused, so holds the priority for a
- * few milliseconds at most, and never again ahead of those that waited.
+ * Waits are ranked by a ticket drawn at their first refusal.  A wait holds
+ * only while its file keeps asking: each refusal says when the reader will
+ * be back (the sleep or poll wait it was told, plus IDGEN_WAIT_HOLD_MS),
+ * and a wait whose reader was not back by then lapses for good: its next
+ * refusal starts a new wait with a new ticket, behind every wait that
+ * began meanwhile.  A file that stops asking, or only asks when it knows
+ * it will be refused, so holds the priority for a few milliseconds at
+ * most, and never again ahead of those that waited.
  *
  * All of this is policy: a stale or racing view of it only changes who
  * gets the next IDs, never which IDs exist, since every reservation is
@@ -123,25 +121,21 @@ static inline void idgen_share_give_back(struct idgen_share *share, u64 now_ms,
 }
 
 /**
- * idgen_wait_bound() - the borrow bound for a reader holding @share
- * @oldest:        the generator's oldest wait.
- * @share:         the reader's file's share, or NULL for none.
- * @now_ms:        the trusted clock's millisecond.
- * @max_borrow_ms: the bound for all, at least 1.
+ * idgen_wait_yields() - must a reader holding @share yield to a wait?
+ * @oldest: the generator's oldest wait.
+ * @share:  the reader's file's share, or NULL for none.
+ * @now_ms: the trusted clock's millisecond.
  *
- * Return: @max_borrow_ms for the oldest wait, or when there is none or it
- * lapsed; one millisecond less for everyone else.
+ * Return: true while another file's wait is the oldest and holds: the
+ * reader is then held to its share and borrows one millisecond less.
  */
-static inline u32 idgen_wait_bound(struct idgen_oldest_wait *oldest,
-				   struct idgen_share *share, u64 now_ms,
-				   u32 max_borrow_ms)
+static inline bool idgen_wait_yields(struct idgen_oldest_wait *oldest,
+				     struct idgen_share *share, u64 now_ms)
 {
 	s64 since = atomic64_read(&oldest->since);
 
-	if (!since || (share && atomic64_read(&share->wait) == since) ||
-	    now_ms >= (u64)atomic64_read(&oldest->until))
-		return max_borrow_ms;
-	return max_borrow_ms - 1;
+	return since && !(share && atomic64_read(&share->wait) == since) &&
+	       now_ms < (u64)atomic64_read(&oldest->until);
 }
 
 /**

@@ -238,54 +238,49 @@ static void idgen_fair_test_oldest_wait(struct kunit *test)
 	share_init(&b);
 	share_init(&c);
 
-	/* No wait: the full bound for everyone. */
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 100, BORROW), BORROW);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, NULL, 100, BORROW), BORROW);
+	/* No wait: nobody yields. */
+	KUNIT_EXPECT_FALSE(test, idgen_wait_yields(&o, &b, 100));
+	KUNIT_EXPECT_FALSE(test, idgen_wait_yields(&o, NULL, 100));
 
-	/* A refused at 100: its wait is the oldest, the others borrow less. */
+	/* A refused at 100: its wait is the oldest, the others yield to it. */
 	idgen_wait_refused(&o, &a, 100, 1);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &a, 100, BORROW), BORROW);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 100, BORROW), BORROW - 1);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, NULL, 100, BORROW), BORROW - 1);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 100, 1), 0U);
+	KUNIT_EXPECT_FALSE(test, idgen_wait_yields(&o, &a, 100));
+	KUNIT_EXPECT_TRUE(test, idgen_wait_yields(&o, &b, 100));
+	KUNIT_EXPECT_TRUE(test, idgen_wait_yields(&o, NULL, 100));
 
 	/* B's later wait does not take it; A, back in time, keeps it. */
 	idgen_wait_refused(&o, &b, 101, 1);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 101, BORROW), BORROW - 1);
+	KUNIT_EXPECT_TRUE(test, idgen_wait_yields(&o, &b, 101));
 	idgen_wait_refused(&o, &a, 102, 1);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 102 + HOLD, BORROW),
-			BORROW - 1);
+	KUNIT_EXPECT_TRUE(test, idgen_wait_yields(&o, &b, 102 + HOLD));
 
 	/*
 	 * A not back by 103 + HOLD: its wait lapses for good.  B, itself
 	 * late, starts a new wait and takes the priority; A, back later
 	 * still, starts a newer one and stays behind B.
 	 */
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 103 + HOLD, BORROW), BORROW);
+	KUNIT_EXPECT_FALSE(test, idgen_wait_yields(&o, &b, 103 + HOLD));
 	idgen_wait_refused(&o, &b, 103 + HOLD, 1);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 103 + HOLD, BORROW), BORROW);
+	KUNIT_EXPECT_FALSE(test, idgen_wait_yields(&o, &b, 103 + HOLD));
 	idgen_wait_refused(&o, &a, 104 + HOLD, 1);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &a, 104 + HOLD, BORROW),
-			BORROW - 1);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &b, 104 + HOLD, BORROW), BORROW);
+	KUNIT_EXPECT_TRUE(test, idgen_wait_yields(&o, &a, 104 + HOLD));
+	KUNIT_EXPECT_FALSE(test, idgen_wait_yields(&o, &b, 104 + HOLD));
 
 	/* B served: the priority is free; A's wait, the older now, takes it. */
 	idgen_wait_over(&o, &b);
 	KUNIT_EXPECT_EQ(test, atomic64_read(&b.wait), 0LL);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &c, 105 + HOLD, BORROW), BORROW);
+	KUNIT_EXPECT_FALSE(test, idgen_wait_yields(&o, &c, 105 + HOLD));
 	idgen_wait_refused(&o, &c, 105 + HOLD, 1);
 	idgen_wait_refused(&o, &a, 105 + HOLD, 1);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &a, 105 + HOLD, BORROW), BORROW);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &c, 105 + HOLD, BORROW),
-			BORROW - 1);
+	KUNIT_EXPECT_FALSE(test, idgen_wait_yields(&o, &a, 105 + HOLD));
+	KUNIT_EXPECT_TRUE(test, idgen_wait_yields(&o, &c, 105 + HOLD));
 
 	/* A file that is not the oldest ends its wait: nothing changes. */
 	idgen_wait_over(&o, &c);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &c, 106 + HOLD, BORROW),
-			BORROW - 1);
+	KUNIT_EXPECT_TRUE(test, idgen_wait_yields(&o, &c, 106 + HOLD));
 	/* A closed: the priority is free at once, not when it lapses. */
 	idgen_wait_over(&o, &a);
-	KUNIT_EXPECT_EQ(test, idgen_wait_bound(&o, &c, 106 + HOLD, BORROW), BORROW);
+	KUNIT_EXPECT_FALSE(test, idgen_wait_yields(&o, &c, 106 + HOLD));
 }
 
 /*
@@ -311,10 +306,10 @@ static void idgen_fair_test_oldest_wait_must_keep_asking(struct kunit *test)
 			idgen_wait_refused(&o, &rare, now, 1);
 		if (now < NOW + HOLD + 2)
 			continue;
-		KUNIT_EXPECT_EQ_MSG(test, idgen_wait_bound(&o, &patient, now, BORROW),
-				    BORROW, "at %llu", now - NOW);
-		KUNIT_EXPECT_EQ_MSG(test, idgen_wait_bound(&o, &rare, now, BORROW),
-				    BORROW - 1, "at %llu", now - NOW);
+		KUNIT_EXPECT_FALSE_MSG(test, idgen_wait_yields(&o, &patient, now),
+				       "at %llu", now - NOW);
+		KUNIT_EXPECT_TRUE_MSG(test, idgen_wait_yields(&o, &rare, now),
+				      "at %llu", now - NOW);
 	}
 }
 
@@ -330,7 +325,8 @@ static int take(struct idgen_lease *l, struct idgen_oldest_wait *o,
 	int err;
 
 	err = idgen_lease_reserve(l, now, LEAD,
-				  idgen_wait_bound(o, share, now, BORROW),
+				  idgen_wait_yields(o, share, now) ? BORROW - 1 :
+								     BORROW,
 				  want, r, &wait, &borrowed);
 	if (!err)
 		idgen_wait_over(o, share);

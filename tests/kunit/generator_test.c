@@ -366,6 +366,38 @@ static void idgen_generator_test_waits_recorded(struct kunit *test)
 	idgen_gen_revoke(&rig->gen);
 }
 
+/*
+ * Alone, a file may take the whole node; while another file's wait is the
+ * oldest, it is held to its share, a quarter of a millisecond's IDs.
+ */
+static void idgen_generator_test_share_only_when_others_wait(struct kunit *test)
+{
+	struct gen_rig *rig = gen_rig_new(test);
+	struct idgen_lease_args a = { .worker = 1 };
+	struct idgen_oldest_wait *o = &rig->gen.oldest_wait;
+	struct idgen_share share;
+	struct idgen_range r;
+
+	atomic64_set(&share.word, 0);
+	atomic64_set(&share.wait, 0);
+	atomic64_set(&share.back_by, 0);
+	a.valid_until_ms = wall_ms() + 60000;
+	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(&rig->gen, &a), 0);
+
+	KUNIT_ASSERT_EQ(test, idgen_gen_mint(&rig->gen, &share, 4096,
+					     IDGEN_MINT_NOWAIT, &r), 0);
+	KUNIT_EXPECT_EQ(test, r.count, 4096U);
+
+	/* Another file's wait, as a refusal would have left it. */
+	atomic64_set(&o->until, wall_ms() + 60000);
+	atomic64_set(&o->since, 12345);
+	KUNIT_ASSERT_EQ(test, idgen_gen_mint(&rig->gen, &share, 4096,
+					     IDGEN_MINT_NOWAIT, &r), 0);
+	KUNIT_EXPECT_LE(test, r.count, idgen_share_quota(12));
+	atomic64_set(&o->since, 0);
+	idgen_gen_revoke(&rig->gen);
+}
+
 static struct kunit_case idgen_generator_test_cases[] = {
 	KUNIT_CASE(idgen_generator_test_clock_read_at_init),
 	KUNIT_CASE(idgen_generator_test_lead_event_on_refusal_only),
@@ -373,6 +405,7 @@ static struct kunit_case idgen_generator_test_cases[] = {
 	KUNIT_CASE(idgen_generator_test_clock_read_again_after_delay),
 	KUNIT_CASE(idgen_generator_test_fence_event_per_fence),
 	KUNIT_CASE(idgen_generator_test_waits_recorded),
+	KUNIT_CASE(idgen_generator_test_share_only_when_others_wait),
 	{}
 };
 

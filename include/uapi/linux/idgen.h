@@ -84,7 +84,7 @@
  * FAIRNESS
  * --------
  *
- * Any local user may read, so no reader may take the node for itself:
+ * Any local user may read, so no reader may keep the others waiting:
  *
  *   - the borrow bound: while the clock is healthy, readers that run a
  *     sequence out may push the stamped millisecond at most max_borrow_ms
@@ -93,29 +93,30 @@
  *     floor lies ahead.  The rest of a millisecond already begun is still
  *     served.  While a step back is being absorbed (the clock reads below
  *     the highest millisecond it read before), only max_lead_ms applies.
- *   - the share: each open file takes at most a quarter of a millisecond's
+ *   - the oldest wait: a reader the borrow bound refuses waits, and of the
+ *     open files waiting that keep asking, the one that began waiting
+ *     first is served first: while it waits, every other file may borrow
+ *     one millisecond less, so the millisecond the clock opens next is
+ *     left to it.  A wait ends when its file gets IDs or is closed, and
+ *     lapses for good when its reader is not back within 20 ms of the
+ *     time it was told to come back (the sleep of a blocking read, the
+ *     poll wake-up of a non-blocking one); its next refusal then begins a
+ *     new wait, behind those that began meanwhile.
+ *   - the share: while another file waits, and while a step back is being
+ *     absorbed, each open file takes at most a quarter of a millisecond's
  *     sequence space (2^seq_bits / 4 IDs, 1,024 with 12 bits) per
  *     millisecond of the clock, however many threads or processes read
- *     through it.
- *   - the oldest wait: when readers together ask for more than the node
- *     holds, of the open files the borrow bound refused that keep asking,
- *     the one that began waiting first is served first: while it waits,
- *     every other file may borrow one millisecond less, so the millisecond
- *     the clock opens next is left to it.  A wait ends when its file gets
- *     IDs or is closed, and lapses for good when its reader is not back
- *     within 20 ms of the time it was told to come back (the sleep of a
- *     blocking read, the poll wake-up of a non-blocking one); its next
- *     refusal then begins a new wait, behind those that began meanwhile.
+ *     through it.  A reader alone may take all the node holds.
  *
  * These are throttles, lifted by the clock moving on: a blocking read that
  * meets one sleeps, a millisecond or a few at a time, until it gets IDs
  * (a signal ends the sleep: EINTR, or the IDs read so far); a non-blocking
  * one fails with EAGAIN and pollers are woken when it would succeed.  So a
- * greedy reader gets at most its share per millisecond per file it opens,
- * a reader that keeps asking is served after the waits that began before
- * its own, and no reader is refused.  A big blocking read is served a
- * share at a time, 2^seq_bits / 4 IDs per millisecond; a non-blocking one
- * returns the IDs it got.
+ * reader that keeps asking is served after the waits that began before
+ * its own, a greedy reader gets at most its share per millisecond per
+ * file it opens while others wait, and no reader is refused.  A big
+ * blocking read is served whole, a share at a time while others wait; a
+ * non-blocking one returns the IDs it got.
  *
  * THE LEASE
  * ---------
