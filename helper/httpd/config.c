@@ -38,7 +38,7 @@ static const char usage[] =
 	"  --layouts FILE            decode with this layouts table (idgenctl(8))\n"
 	"  --threads N               threads per listener (default 0: one per core)\n"
 	"  --max-connections N       open connections per listener (default 1024)\n"
-	"  --max-connections-per-ip N   from one address (default 64)\n"
+	"  --max-connections-per-ip N   from one address (default 16)\n"
 	"  --timeout-s N             an idle connection is closed (default 10)\n"
 	"  --ready-margin-ms MS      /readyz wants this much lease left (default 30000)\n"
 	"  --clock-check yes|no      /readyz asks adjtimex (default yes)\n"
@@ -317,7 +317,7 @@ static int set_defaults(struct httpd_config *cfg)
 	cfg->device = strdup("/dev/idgen");
 	cfg->layouts = strdup("");
 	cfg->max_connections = 1024;
-	cfg->max_connections_per_ip = 64;
+	cfg->max_connections_per_ip = 16;
 	cfg->timeout_s = 10;
 	cfg->ready_margin_ms = 30000;
 	cfg->clock_check = true;

@@ -122,9 +122,7 @@ int main(int argc, char *argv[])
 			 strsignal(sig));
 		ret = 0;
 	}
-	for (i = 0; i < cfg.nr_listen; i++)
-		if (servers[i])
-			server_stop(servers[i], DRAIN_MS);
+	servers_stop(servers, cfg.nr_listen, DRAIN_MS);
 	metrics_free(&metrics);
 	minter_close(&minter);
 	idgen_layouts_free(layouts);

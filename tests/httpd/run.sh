@@ -50,7 +50,7 @@ start() {
 	"$httpd" --listen 127.0.0.1:0 "$@" >>"$log" 2>&1 &
 	pid=$!
 	for ((t = 0; t < 100; t++)); do
-		port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$log")
+		port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$log" | head -n 1)
 		[ -n "$port" ] && { url=http://127.0.0.1:$port; return 0; }
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
@@ -200,6 +200,8 @@ req chunked_big -X POST "${J[@]}" -H 'Transfer-Encoding: chunked' \
 	--data-binary @<(head -c 200000 /dev/zero | tr '\0' ' ') "$url/v1/ids:next"
 check "a chunked body past 64 KiB: the connection is closed, no answer" \
 	test "$(status_of chunked_big)" = 000
+check "... logged as the client's error" \
+	grep -q "info: 127.0.0.1:0: a client sent a chunked body past 64 KiB: connection closed (the client's error)" "$work/sim.log"
 req after -X POST "$url/v1/ids:next"
 minted=$((minted + 1))
 check "... and the service goes on" test "$(status_of after)" = 200
@@ -325,6 +327,62 @@ check "a request stalled in its body is cut off, unanswered" test "$answer" = "r
 stop
 check "the stalled requests minted nothing" grep -q "simulated generator: 0 IDs minted" "$work/limits.log"
 
+# ---- slow clients: a request has a deadline, whatever it trickles ------
+# libmicrohttpd's idle timeout restarts with every byte; the request's
+# deadline (2 x --timeout-s from the connection's opening) does not.
+trickle="python3 $here/trickle.py"
+start "$work/slow.log" --device sim --clock-check no --timeout-s 1 --threads 1 \
+	--max-connections 6 --max-connections-per-ip 3 ||
+	{ not_ok "idgen-httpd with limits starts"; bail; }
+lasted=$($trickle "$port" 127.0.0.1 1 headers 20 | tail -n 1)
+check "headers sent a byte every 0.5 s are cut off by the deadline (lasted ${lasted}s of 20)" \
+	awk -v t="$lasted" 'BEGIN { exit !(t < 10) }'
+lasted=$($trickle "$port" 127.0.0.1 1 body 20 | tail -n 1)
+check "a body sent a byte every 0.5 s is cut off by the deadline (lasted ${lasted}s of 20)" \
+	awk -v t="$lasted" 'BEGIN { exit !(t < 10) }'
+# Every connection slot held by trickling clients from two addresses
+# (loopback has all of 127/8): a normal request is refused at first,
+# then served once the deadline frees the slots.
+$trickle "$port" 127.0.0.2 3 headers 20 >"$work/slow2.out" &
+t2=$!
+$trickle "$port" 127.0.0.3 3 body 20 >"$work/slow3.out" &
+t3=$!
+for ((t = 0; t < 100; t++)); do
+	grep -q connected "$work/slow2.out" && grep -q connected "$work/slow3.out" && break
+	sleep 0.1
+done
+req slowfull "$url/livez"
+check "with every slot held, a normal request is refused" test "$(status_of slowfull)" = 000
+for ((t = 0; t < 150; t++)); do
+	req slowfree "$url/livez"
+	[ "$(status_of slowfree)" = 200 ] && break
+	sleep 0.1
+done
+check "... and served once the trickling clients' deadline passes" test "$(status_of slowfree)" = 200
+wait $t2 $t3
+check "... the trickling clients were all cut off (lasted $(tail -n 1 "$work/slow2.out")s, $(tail -n 1 "$work/slow3.out")s of 20)" \
+	awk -v a="$(tail -n 1 "$work/slow2.out")" -v b="$(tail -n 1 "$work/slow3.out")" 'BEGIN { exit !(a < 10 && b < 10) }'
+req slowm "$url/metrics"
+check "/metrics counts the refused and the cut connections, and the open ones" eval \
+	'grep -Eq "^idgen_connections_refused_total [1-9][0-9]*$" "$work/slowm.body" &&
+	 grep -Eq "^idgen_connections_cut_total ([89]|[1-9][0-9]+)$" "$work/slowm.body" &&
+	 grep -Eq "^idgen_connections_open 1$" "$work/slowm.body"'
+check "the connection limit reached is logged, once" \
+	test "$(grep -c 'connections refused: max_connections (6) reached' "$work/slow.log")" = 1
+stop
+check "the slow requests minted nothing" grep -q "simulated generator: 0 IDs minted" "$work/slow.log"
+
+# ---- libmicrohttpd's messages do not flood the log ----------------------
+# (Past 2 per address, refused too: one more kind of line.)
+start "$work/flood.log" --device sim --clock-check no --max-connections-per-ip 2 ||
+	{ not_ok "idgen-httpd starts"; bail; }
+before=$(wc -l <"$work/flood.log")
+$trickle "$port" 127.0.0.1 2000 half 60
+req flood --interface 127.0.0.9 "$url/livez"
+stop
+check "2000 half-sent requests: the service goes on, and logs at most 5 lines for them ($(($(wc -l <"$work/flood.log") - before - 2)))" \
+	test "$(status_of flood)" = 200 -a "$(($(wc -l <"$work/flood.log") - before - 2))" -le 5
+
 # ---- SIGTERM lets a request in flight finish -----------------------------
 start "$work/drain.log" --device sim --clock-check no || { not_ok "idgen-httpd starts"; bail; }
 exec 5<>"/dev/tcp/127.0.0.1/$port"
@@ -345,6 +403,54 @@ wait "$pid"
 check "... then the service exits 0" test $? = 0
 pid=
 check "... having minted those 2" grep -q "simulated generator: 2 IDs minted" "$work/drain.log"
+
+# ---- SIGTERM: requests in flight on every listener finish --------------
+start "$work/drain2.log" --device sim --clock-check no --listen 127.0.0.2:0 ||
+	{ not_ok "idgen-httpd on two listeners starts"; bail; }
+port2=$(sed -n 's/.*listening on 127.0.0.2:0 (port \([0-9]*\)).*/\1/p' "$work/drain2.log")
+head='POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"count"'
+exec 5<>"/dev/tcp/127.0.0.1/$port" 6<>"/dev/tcp/127.0.0.2/$port2" 7<>"/dev/tcp/127.0.0.1/$port"
+# 7: an idle keep-alive connection, its one request answered.
+printf 'GET /livez HTTP/1.1\r\nHost: t\r\n\r\n' >&7
+read -r -t 10 line7 <&7
+printf "$head" >&5
+printf "$head" >&6
+sleep 0.5	# (their headers read: in flight)
+kill -TERM "$pid"
+for ((t = 0; t < 50; t++)); do
+	grep -q 'stopping once the requests in flight are answered' "$work/drain2.log" && break
+	sleep 0.1
+done
+printf ':2}' >&5
+printf ':2}' >&6
+answer5=$(timeout 20 cat <&5 | tr -d '\r')
+answer6=$(timeout 20 cat <&6 | tr -d '\r')
+exec 5>&- 6>&-
+# closing_200 ANSWER: a 200 that closes its connection.
+closing_200() {
+	[ "$(printf '%s' "$1" | head -n 1)" = "HTTP/1.1 200 OK" ] &&
+		printf '%s' "$1" | grep -qix "Connection: close"
+}
+check "requests in flight on two listeners at SIGTERM: both 200, with Connection: close" \
+	eval '[ "${line7%$'"'"'\r'"'"'}" = "HTTP/1.1 200 OK" ] && closing_200 "$answer5" && closing_200 "$answer6"'
+wait "$pid"
+check "... then the service exits 0, having minted their 4 IDs" \
+	eval 'test $? = 0 && grep -q "simulated generator: 4 IDs minted" "$work/drain2.log"'
+pid=
+exec 7>&-
+# An idle keep-alive connection has nothing to finish: the stop does not
+# wait for it (the drain would wait 5 s).
+start "$work/idle.log" --device sim --clock-check no || { not_ok "idgen-httpd starts"; bail; }
+exec 7<>"/dev/tcp/127.0.0.1/$port"
+printf 'GET /livez HTTP/1.1\r\nHost: t\r\n\r\n' >&7
+read -r -t 10 line7 <&7
+t0=$(date +%s%N)
+stop
+rc=$?
+t1=$(date +%s%N)
+exec 7>&-
+check "SIGTERM with an idle keep-alive client: exit 0 in under 3 s ($(((t1 - t0) / 1000000)) ms)" \
+	test "$rc" = 0 -a $(((t1 - t0) / 1000000)) -lt 3000
 
 # ---- /metrics -----------------------------------------------------------
 start "$work/metrics.log" --device sim --clock-check no --callers "order-service chat" ||
