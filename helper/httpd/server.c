@@ -265,6 +265,41 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	return answer(s, c, url, method, rq);
 }
 
+static int hex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+		return (c | 0x20) - 'a' + 10;
+	return -1;
+}
+
+/*
+ * The path's and the arguments' %XX, decoded in place -- but for a NUL or
+ * another control byte, left as written: decoded, a %00 would end the
+ * string there ("/v1/ids:next%00junk" taken for "/v1/ids:next"), so it
+ * stays text no route matches and no value parses.
+ */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *uri)
+{
+	char *in = uri, *out = uri;
+	int hi, lo;
+
+	(void)cls;
+	(void)c;
+	while (*in) {
+		if (in[0] == '%' && (hi = hex(in[1])) >= 0 && (lo = hex(in[2])) >= 0 &&
+		    hi * 16 + lo >= 0x20 && hi * 16 + lo != 0x7f) {
+			*out++ = hi * 16 + lo;
+			in += 3;
+		} else {
+			*out++ = *in++;
+		}
+	}
+	*out = '\0';
+	return out - uri;
+}
+
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		      enum MHD_RequestTerminationCode toe)
 {
@@ -514,6 +549,7 @@ struct server *server_start(const char *addr, const struct server_limits *lim,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MEMORY_LIMIT,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
 				MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s,
+				MHD_OPTION_UNESCAPE_CALLBACK, unescape, s,
 				MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!s->d) {

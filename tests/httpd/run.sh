@@ -188,6 +188,15 @@ for id in 0108421920055775237 +108421920055775237 %2B1 -1 1a 1.0 %201 "1%20" 1/2
 	bad "GET /v1/ids/$id" 400 invalid_id "$url/v1/ids/$id"
 done
 bad "GET /v1/ids/ (empty)" 400 invalid_id "$url/v1/ids/"
+# A percent-encoded NUL or control byte is not decoded: it cannot end the
+# path early.
+bad "GET /v1/ids/120886756022177792%00abc" 400 invalid_id "$url/v1/ids/120886756022177792%00abc"
+bad "GET /v1/ids/120886756022177792%0a" 400 invalid_id "$url/v1/ids/120886756022177792%0a"
+bad "POST /v1/ids:next%00junk" 404 not_found -X POST "$url/v1/ids:next%00junk"
+bad "GET /livez%00" 404 not_found "$url/livez%00"
+bad "ids:min?at=2026-01-01T00:00:00Z%00x" 400 invalid_time "$url/v1/ids:min?at=2026-01-01T00:00:00Z%00x"
+req escaped "$url/v1/%69ds/108421920055775237"
+check "other %XX are decoded: /v1/%69ds/... is /v1/ids/..." test "$(status_of escaped)" = 200
 bad "GET /v1/ids/9223372036854775808 (2^63)" 400 invalid_id "$url/v1/ids/9223372036854775808"
 bad "GET /v1/ids/18446744073709551616" 400 invalid_id "$url/v1/ids/18446744073709551616"
 bad "ids:min without at" 400 invalid_time "$url/v1/ids:min"
