@@ -50,6 +50,7 @@ struct conn {
 	unsigned char ip[16];		/* the client's address, for its limit */
 	int64_t since_ms;		/* under server.lock */
 	bool cut;			/* shut down: refused or past its deadline */
+	bool busy;			/* opened or a request begun, not answered */
 	struct conn *prev, *next;
 };
 
@@ -69,7 +70,8 @@ struct server {
 
 /* Shared by every listener: what a stop waits for. */
 static _Atomic bool stopping;
-static _Atomic unsigned int in_flight;
+static _Atomic unsigned int in_flight;	/* requests, their headers read */
+static _Atomic unsigned int busy_conns;	/* connections not idle (struct conn) */
 
 static int64_t now_ms(void)
 {
@@ -318,8 +320,36 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (cn) {
 		pthread_mutex_lock(&s->lock);
 		cn->since_ms = now_ms();
+		if (cn->busy) {
+			cn->busy = false;
+			atomic_fetch_sub(&busy_conns, 1);
+		}
 		pthread_mutex_unlock(&s->lock);
 	}
+}
+
+/*
+ * A request line read (its headers may still be coming): the connection
+ * is busy again, and a stop waits for it as for one in flight.
+ */
+static void *request_begun(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	struct server *s = cls;
+	const union MHD_ConnectionInfo *i;
+	struct conn *cn;
+
+	(void)uri;
+	i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	cn = i ? i->socket_context : NULL;
+	if (cn) {
+		pthread_mutex_lock(&s->lock);
+		if (!cn->busy) {
+			cn->busy = true;
+			atomic_fetch_add(&busy_conns, 1);
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	return NULL;		/* handle() makes its struct request */
 }
 
 static void notify_connection(void *cls, struct MHD_Connection *c,
@@ -370,7 +400,10 @@ static void notify_connection(void *cls, struct MHD_Connection *c,
 			cn->cut = true;
 			shutdown(cn->fd, SHUT_RDWR);
 		} else {
+			/* Freshly opened: a request is presumably on its way. */
 			s->nr_conns++;
+			cn->busy = true;
+			atomic_fetch_add(&busy_conns, 1);
 		}
 		cn->next = s->conns.next;
 		cn->prev = &s->conns;
@@ -396,6 +429,8 @@ static void notify_connection(void *cls, struct MHD_Connection *c,
 	cn->next->prev = cn->prev;
 	if (!cn->cut)
 		s->nr_conns--;
+	if (cn->busy)
+		atomic_fetch_sub(&busy_conns, 1);
 	pthread_mutex_unlock(&s->lock);
 	free(cn);
 	*socket_context = NULL;
@@ -550,6 +585,7 @@ struct server *server_start(const char *addr, const struct server_limits *lim,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
 				MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s,
 				MHD_OPTION_UNESCAPE_CALLBACK, unescape, s,
+				MHD_OPTION_URI_LOG_CALLBACK, request_begun, s,
 				MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!s->d) {
@@ -590,14 +626,16 @@ void servers_stop(struct server **servers, unsigned int n, unsigned int drain_ms
 	for (i = 0; i < n; i++)
 		fd[i] = servers[i] ? MHD_quiesce_daemon(servers[i]->d) : -1;
 	/*
-	 * The requests in flight (headers read), not the connections: an
-	 * idle keep-alive connection has nothing to finish.
+	 * The requests in flight, and the connections with one begun or
+	 * just opened; not the idle keep-alive ones: they have nothing to
+	 * finish.
 	 */
-	for (waited = 0; waited < drain_ms && atomic_load(&in_flight); waited += 10)
+	for (waited = 0; waited < drain_ms &&
+	     (atomic_load(&in_flight) || atomic_load(&busy_conns)); waited += 10)
 		nanosleep(&pause, NULL);
-	if (atomic_load(&in_flight))
-		log_warn("%u request(s) still unanswered after %u ms: closing them",
-			 atomic_load(&in_flight), drain_ms);
+	if (atomic_load(&in_flight) || atomic_load(&busy_conns))
+		log_warn("%u connection(s) with a request unanswered after %u ms: "
+			 "closing them", atomic_load(&busy_conns), drain_ms);
 	for (i = 0; i < n; i++) {
 		struct server *s = servers[i];
 
