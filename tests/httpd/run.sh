@@ -167,6 +167,15 @@ bad "an array, not an object" 400 invalid_request -X POST "${J[@]}" -d '[3]' "$u
 bad "a bare number" 400 invalid_request -X POST "${J[@]}" -d '3' "$url/v1/ids:next"
 bad "invalid JSON" 400 invalid_json -X POST "${J[@]}" -d '{"count":' "$url/v1/ids:next"
 bad "JSON then garbage" 400 invalid_json -X POST "${J[@]}" -d '{"count":1}x' "$url/v1/ids:next"
+bad "single-quoted keys" 400 invalid_json -X POST "${J[@]}" -d "{'count':2}" "$url/v1/ids:next"
+bad "a single-quoted value" 400 invalid_json -X POST "${J[@]}" -d "{\"caller\":'a'}" "$url/v1/ids:next"
+bad "a key given twice" 400 invalid_json -X POST "${J[@]}" -d '{"count":2,"count":3}' "$url/v1/ids:next"
+bad "a key given twice, apart" 400 invalid_json -X POST "${J[@]}" -d '{"caller":"a", "count":1 ,"caller":"b"}' "$url/v1/ids:next"
+bad "count NaN" 400 invalid_json -X POST "${J[@]}" -d '{"count":NaN}' "$url/v1/ids:next"
+bad "count Infinity" 400 invalid_json -X POST "${J[@]}" -d '{"count":Infinity}' "$url/v1/ids:next"
+req quoted -X POST "${J[@]}" -d '{"caller":"a", "count" : 2}' "$url/v1/ids:next"
+minted=$((minted + 2))
+check "both keys once, blanks around: 200" test "$(status_of quoted)" = 200
 bad "two JSON values" 400 invalid_json -X POST "${J[@]}" -d '{} {}' "$url/v1/ids:next"
 bad "a NUL in the body" 400 invalid_json -X POST "${J[@]}" --data-binary @<(printf '{}\0') "$url/v1/ids:next"
 bad "a body over 4 KiB (Content-Length)" 413 body_too_large -X POST "${J[@]}" \
