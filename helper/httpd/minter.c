@@ -111,8 +111,13 @@ int minter_open(struct minter *m, const char *spec, uint64_t sim_lease_ms,
 	/* Blocking: the generator sleeps only for short, bounded waits. */
 	fd = idgen_open(spec, 0);
 	if (fd < 0) {
-		snprintf(err, errlen, "device '%s': %s", spec ? spec : LIBIDGEN_DEVICE,
-			 idgen_strerror(fd) ? idgen_strerror(fd) : strerror(-fd));
+		/* Only /dev/idgen missing says the module is not loaded. */
+		if (fd == -ENOENT && spec && strcmp(spec, LIBIDGEN_DEVICE))
+			snprintf(err, errlen, "device '%s': no such file", spec);
+		else
+			snprintf(err, errlen, "device '%s': %s",
+				 spec ? spec : LIBIDGEN_DEVICE,
+				 idgen_strerror(fd) ? idgen_strerror(fd) : strerror(-fd));
 		return fd;
 	}
 	/* Not an idgen device is found now, not at the first request. */

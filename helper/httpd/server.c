@@ -231,8 +231,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		rq->too_large = rq->answered = false;
 		*con_cls = rq;
 		atomic_fetch_add(&in_flight, 1);	/* until completed() */
-		/* A body announced too large is refused unread. */
+		/*
+		 * A body announced too large is refused unread.  HTTP allows
+		 * leading zeros in a length ("04097"), the strict parser not.
+		 */
 		cl = header(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		while (cl && cl[0] == '0' && cl[1])
+			cl++;
 		if (cl && !idgen_decimal_str(cl, 0, UINT64_MAX, &len) &&
 		    len > API_MAX_BODY) {
 			rq->too_large = rq->answered = true;
@@ -505,7 +510,7 @@ static int resolve(const char *addr, struct addrinfo **res)
 		.ai_flags = AI_PASSIVE | AI_NUMERICSERV,
 	};
 	char host[128];
-	const char *colon, *port;
+	const char *colon, *port, *h = addr;
 	size_t hlen;
 	uint64_t p;
 	int err;
@@ -523,7 +528,7 @@ static int resolve(const char *addr, struct addrinfo **res)
 	}
 	hlen = colon - addr;
 	if (hlen >= 2 && addr[0] == '[' && addr[hlen - 1] == ']') {
-		addr++;
+		h++;		/* addr stays whole, for the messages */
 		hlen -= 2;
 	}
 	if (!hlen || hlen >= sizeof(host)) {
@@ -531,7 +536,7 @@ static int resolve(const char *addr, struct addrinfo **res)
 			addr);
 		return -EINVAL;
 	}
-	memcpy(host, addr, hlen);
+	memcpy(host, h, hlen);
 	host[hlen] = '\0';
 	err = getaddrinfo(host, port, &hints, res);
 	if (err) {

@@ -345,6 +345,13 @@ answer=$(timeout 20 cat <&5; echo "rc=$?")
 exec 5>&-
 check "a request stalled in its headers is cut off (--timeout-s 1), unanswered" \
 	test "$answer" = "rc=0"
+# A length past 4096 with leading zeros is refused unread too.
+exec 5<>"/dev/tcp/127.0.0.1/$port"
+printf 'POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 04097\r\nConnection: close\r\n\r\n' >&5
+read -r -t 5 line5 <&5
+exec 5>&-
+check "Content-Length: 04097: 413 at once, the body unread" \
+	test "$(echo "$line5" | cut -d' ' -f1-2)" = "HTTP/1.1 413"
 # And one stalled in its body, likewise.
 exec 5<>"/dev/tcp/127.0.0.1/$port"
 printf 'POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{"cou' >&5
@@ -569,12 +576,16 @@ cfg "a missing file" 1 "cannot read $work/none.conf" --config "$work/none.conf"
 cfg "an unknown flag" 1 "unknown option '--bogus'" --bogus 1
 cfg "a flag out of range" 1 "--timeout-s: '0' is out of range (1 to 3600)" --timeout-s 0
 cfg "clock-check not yes or no" 1 "--clock-check: 'maybe' is not yes or no" --clock-check maybe
-cfg "no such device" 1 "device '$work/none': no idgen device" --device "$work/none"
+cfg "no such device file" 1 "device '$work/none': no such file" --device "$work/none"
 cfg "not an idgen device" 1 "device '/dev/null': not an idgen device" --device /dev/null
 cfg "a simulated worker past 127" 1 "the simulation's worker must be a decimal number from 0 to 127" \
 	--device sim:128
 cfg "a listen address without a port" 1 "listen address '127.0.0.1': want HOST:PORT" \
 	--device sim --listen 127.0.0.1
+cfg "an IPv6 address not this host's, named whole" 1 "listen address '[zz::1]:80': " \
+	--device sim --listen '[zz::1]:80'
+cfg "an empty IPv6 address, named whole" 1 "listen address '[]:80': no host" \
+	--device sim --listen '[]:80'
 cfg "a port past 65535" 1 "the port must be a number from 0 to 65535" \
 	--device sim --listen 127.0.0.1:65536
 cfg "callers listed" 0 "callers = a b.c x:y" --callers "a b.c x:y" --check-config
