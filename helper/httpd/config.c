@@ -94,6 +94,7 @@ static int set_list(struct httpd_config *cfg, const struct opt *o,
 	unsigned int *nr = callers ? &cfg->nr_callers : &cfg->nr_listen;
 	unsigned int max = callers ? HTTPD_MAX_CALLERS : HTTPD_MAX_LISTEN;
 	const char *p = value;
+	unsigned int i;
 	size_t len;
 
 	free_list(list, nr);
@@ -112,6 +113,12 @@ static int set_list(struct httpd_config *cfg, const struct opt *o,
 				 (int)(len > 64 ? 64 : len), p);
 			return -1;
 		}
+		/* Each caller is one series in /metrics: once. */
+		for (i = 0; callers && i < *nr; i++)
+			if (strlen(list[i]) == len && !strncmp(list[i], p, len)) {
+				snprintf(err, errlen, "caller '%s' is listed twice", list[i]);
+				return -1;
+			}
 		list[*nr] = strndup(p, len);
 		if (!list[*nr]) {
 			snprintf(err, errlen, "out of memory");

@@ -589,6 +589,9 @@ cfg "an empty IPv6 address, named whole" 1 "listen address '[]:80': no host" \
 cfg "a port past 65535" 1 "the port must be a number from 0 to 65535" \
 	--device sim --listen 127.0.0.1:65536
 cfg "callers listed" 0 "callers = a b.c x:y" --callers "a b.c x:y" --check-config
+cfg "a caller listed twice (a flag)" 1 "--callers: caller 'a' is listed twice" --callers "a b a"
+printf '[httpd]\ncallers = x\n  y x\n' >"$work/bad5.conf"
+cfg "a caller listed twice (the file)" 1 "bad5.conf:2: callers: caller 'x' is listed twice" --config "$work/bad5.conf"
 cfg "a caller named other" 1 "'other' is not a caller's name" --callers "a other"
 cfg "a bad layouts file" 1 "layouts: $work/none.layouts" --layouts "$work/none.layouts"
 cfg "--help" 0 "Usage: idgen-httpd" --help
