@@ -314,6 +314,13 @@ readyz_clock "GET /readyz, offset 5000 us (not under 5 ms)" synced:5000 503 cloc
 readyz_clock "GET /readyz, offset -7000 us" synced:-7000 503 clock_offset
 readyz_clock "GET /readyz, offset 7000 us with --clock-max-offset-us 10000" synced:7000 200 "" \
 	--clock-max-offset-us 10000
+# Nanosecond mode (STA_NANO), and an older kernel's microsecond mode,
+# where a negative offset comes out as ~+4294967 us (2^32 ns wrapped).
+readyz_clock "GET /readyz, nanosecond mode, offset 100000 ns" synced-nano:100000 200 ""
+readyz_clock "GET /readyz, nanosecond mode, offset -7000000 ns" synced-nano:-7000000 503 clock_offset
+readyz_clock "GET /readyz, microsecond mode, -100 us as the kernel wraps it (4294867)" synced:4294867 200 ""
+readyz_clock "GET /readyz, microsecond mode, -7000 us as the kernel wraps it (4287967)" synced:4287967 503 clock_offset
+check "... and said as -7000 us" grep -q 'the clock is -7000 us off' "$work/clock$nclock.body"
 readyz_clock "GET /readyz, unsynchronised and lease expiring: both reasons" unsynced 503 \
 	lease_expiring,clock_unsynchronised --sim-lease-ms 1000 --ready-margin-ms 5000
 
