@@ -137,6 +137,14 @@ static int sim_counters(void *ctx, struct minter_counters *c)
 	return 0;
 }
 
+static int sim_layout(void *ctx, struct idgen_layout *out)
+{
+	(void)ctx;
+	*out = idgen_layout_v1;
+	out->version = 0;	/* as the device's: widths only */
+	return 0;
+}
+
 /* The count tells a test that refused requests consumed no ID. */
 static void sim_close(void *ctx)
 {
@@ -150,6 +158,7 @@ static const struct minter_ops sim_ops = {
 	.mint = sim_mint,
 	.state = sim_state,
 	.counters = sim_counters,
+	.layout = sim_layout,
 	.close = sim_close,
 };
 

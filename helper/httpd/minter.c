@@ -71,6 +71,13 @@ static int device_counters(void *ctx, struct minter_counters *c)
 	return 0;
 }
 
+static int device_layout(void *ctx, struct idgen_layout *out)
+{
+	struct device *d = ctx;
+
+	return idgen_device_layout(d->fd, out);
+}
+
 static void device_close(void *ctx)
 {
 	struct device *d = ctx;
@@ -83,6 +90,7 @@ static const struct minter_ops device_ops = {
 	.mint = device_mint,
 	.state = device_state,
 	.counters = device_counters,
+	.layout = device_layout,
 	.close = device_close,
 };
 

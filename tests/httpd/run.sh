@@ -553,7 +553,7 @@ stop
 cfg() {
 	local desc=$1 want_rc=$2 want=$3 rc
 	shift 3
-	"$httpd" "$@" >"$work/cfg.out" 2>"$work/cfg.err"
+	timeout 20 "$httpd" "$@" >"$work/cfg.out" 2>"$work/cfg.err"
 	rc=$?
 	if [ $rc -eq "$want_rc" ] && grep -qF -- "$want" "$work/cfg.out" "$work/cfg.err"; then
 		ok "config: $desc"
@@ -601,6 +601,18 @@ printf '[httpd]\ncallers = x\n  y x\n' >"$work/bad5.conf"
 cfg "a caller listed twice (the file)" 1 "bad5.conf:2: callers: caller 'x' is listed twice" --config "$work/bad5.conf"
 cfg "a caller named other" 1 "'other' is not a caller's name" --callers "a other"
 cfg "a bad layouts file" 1 "layouts: $work/none.layouts" --layouts "$work/none.layouts"
+# The generator's layout must be the decode table's in force now.
+printf '2 1000 3 10 9\n' >"$work/v2-now.layouts"
+cfg "a layouts file whose layout in force now is not the generator's" 1 \
+	"sim:0 mints with layout 3/7/12 (region/worker/sequence bits), but the decode table has layout version 2 (3/10/9) in force now" \
+	--device sim --listen 127.0.0.1:0 --layouts "$work/v2-now.layouts"
+printf '2 2199023255551 3 10 9\n' >"$work/v2-later.layouts"
+if start "$work/v2later.log" --device sim --clock-check no --layouts "$work/v2-later.layouts"; then
+	stop
+	check "a layouts file whose next layout is yet to come: it starts, exits 0" test $? = 0
+else
+	not_ok "a layouts file whose next layout is yet to come: it starts"
+fi
 cfg "--help" 0 "Usage: idgen-httpd" --help
 
 tap_step "make install DESTDIR=... PREFIX=/usr: the program, its man page, the example file" bash -c "
