@@ -392,6 +392,7 @@ for ((t = 0; t < 100; t++)); do
 	grep -q connected "$work/slow2.out" && grep -q connected "$work/slow3.out" && break
 	sleep 0.1
 done
+sleep 0.5	# (connected is queued; accepted, the service's own business)
 req slowfull "$url/livez"
 check "with every slot held, a normal request is refused" test "$(status_of slowfull)" = 000
 for ((t = 0; t < 150; t++)); do
