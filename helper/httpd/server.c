@@ -47,7 +47,8 @@
  */
 struct conn {
 	int fd;
-	unsigned char ip[16];		/* the client's address, for its limit */
+	unsigned char ip[17];		/* the client's address, for its limit:
+					 * 4 or 16 bytes, then 4 or 6 */
 	int64_t since_ms;		/* under server.lock */
 	bool cut;			/* shut down: refused or past its deadline */
 	bool busy;			/* opened or a request begun, not answered */
@@ -379,10 +380,13 @@ static void notify_connection(void *cls, struct MHD_Connection *c,
 		}
 		cn->fd = i->connect_fd;
 		i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		if (i && i->client_addr->sa_family == AF_INET)
+		if (i && i->client_addr->sa_family == AF_INET) {
 			memcpy(cn->ip, &((struct sockaddr_in *)i->client_addr)->sin_addr, 4);
-		else if (i && i->client_addr->sa_family == AF_INET6)
+			cn->ip[16] = 4;
+		} else if (i && i->client_addr->sa_family == AF_INET6) {
 			memcpy(cn->ip, &((struct sockaddr_in6 *)i->client_addr)->sin6_addr, 16);
+			cn->ip[16] = 6;
+		}
 		pthread_mutex_lock(&s->lock);
 		cn->since_ms = now_ms();
 		for (other = s->conns.next; other != &s->conns; other = other->next)
@@ -621,7 +625,7 @@ void servers_stop(struct server **servers, unsigned int n, unsigned int drain_ms
 {
 	struct timespec pause = { 0, 10 * 1000000 };
 	unsigned int i, waited;
-	int fd[n];
+	int fd[n ? n : 1];
 
 	/*
 	 * Every listener stops accepting first, so none takes new work while
