@@ -2,7 +2,8 @@
 /*
  * The service's routes (api.h).  Status and error codes:
  *
- *   400 invalid_json        the body is not one JSON value
+ *   400 invalid_json        the body is not one strict JSON value, or it
+ *                           gives a key twice
  *   400 invalid_request     JSON of the wrong shape: not an object, or a
  *                           field the route does not know
  *   400 invalid_count       count not an integer from 1 to API_MAX_COUNT
@@ -113,6 +114,72 @@ bool api_caller_valid(const char *s, size_t len)
 }
 
 /*
+ * What json-c's strict mode still lets through: a quote ' outside a
+ * string ({'count':2} parses), NaN and Infinity, and a key given twice
+ * (the last wins, so a proxy that checked the first is fooled).  Scans
+ * the text json-c accepted: false for a ' or a word not true, false or
+ * null, else *keys the top-level object's keys counted, duplicates and
+ * all.
+ */
+static bool strict_scan(const char *body, size_t len, size_t *keys)
+{
+	bool in_string = false, escaped = false;
+	char last = 0;		/* the last structural character */
+	unsigned int depth = 0;
+	size_t i;
+
+	*keys = 0;
+	for (i = 0; i < len; i++) {
+		char ch = body[i];
+
+		if (in_string) {
+			if (escaped)
+				escaped = false;
+			else if (ch == '\\')
+				escaped = true;
+			else if (ch == '"')
+				in_string = false;
+			continue;
+		}
+		if ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z') {
+			size_t n = 0;
+
+			if ((ch | 0x20) == 'e' && i && strchr("0123456789.", body[i - 1]))
+				continue;	/* a number's exponent */
+			while (i + n < len && body[i + n] >= 'a' && body[i + n] <= 'z')
+				n++;
+			if (!((n == 4 && (!strncmp(body + i, "true", 4) ||
+					  !strncmp(body + i, "null", 4))) ||
+			      (n == 5 && !strncmp(body + i, "false", 5))))
+				return false;
+			i += n - 1;
+			last = 'a';
+			continue;
+		}
+		switch (ch) {
+		case '\'':
+			return false;
+		case '"':
+			in_string = true;
+			if (depth == 1 && (last == '{' || last == ','))
+				(*keys)++;
+			break;
+		case '{':
+		case '[':
+			depth++;
+			break;
+		case '}':
+		case ']':
+			depth--;
+			break;
+		}
+		if (!strchr(" \t\r\n", ch))
+			last = ch;
+	}
+	return true;
+}
+
+/*
  * The body of POST /v1/ids:next: 0 with *count set, or an error answered
  * (a positive return).
  */
@@ -122,7 +189,7 @@ static int parse_next(const struct api_request *rq, struct api_response *out,
 	struct json_tokener *tok;
 	struct json_object *obj;
 	enum json_tokener_error jerr;
-	size_t end, i;
+	size_t end, i, keys;
 	int ret = 1;
 
 	*count = 1;
@@ -151,9 +218,18 @@ static int parse_next(const struct api_request *rq, struct api_response *out,
 		json_object_put(obj);
 		return reject(out, 400, "invalid_json", "the body is not one JSON value");
 	}
+	if (!strict_scan(rq->body, end, &keys)) {
+		ret = reject(out, 400, "invalid_json", "the body is not strict JSON: "
+			    "strings and keys take double quotes, no NaN or Infinity");
+		goto out;
+	}
 	if (!json_object_is_type(obj, json_type_object)) {
 		ret = reject(out, 400, "invalid_request",
 			    "the body must be a JSON object, e.g. {\\\"count\\\": 3}");
+		goto out;
+	}
+	if (keys != (size_t)json_object_object_length(obj)) {
+		ret = reject(out, 400, "invalid_json", "a key is given twice");
 		goto out;
 	}
 	json_object_object_foreach(obj, key, val) {

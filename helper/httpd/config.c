@@ -40,7 +40,7 @@ static const char usage[] =
 	"  --layouts FILE            decode with this layouts table (idgenctl(8))\n"
 	"  --threads N               threads per listener (default 0: one per core)\n"
 	"  --max-connections N       open connections per listener (default 1024)\n"
-	"  --max-connections-per-ip N   from one address (default 64)\n"
+	"  --max-connections-per-ip N   from one address (default 16)\n"
 	"  --timeout-s N             an idle connection is closed (default 10)\n"
 	"  --ready-margin-ms MS      /readyz wants this much lease left (default 30000)\n"
 	"  --clock-check yes|no      /readyz asks adjtimex (default yes)\n"
@@ -97,6 +97,7 @@ static int set_list(struct httpd_config *cfg, const struct opt *o,
 	unsigned int *nr = callers ? &cfg->nr_callers : &cfg->nr_listen;
 	unsigned int max = callers ? HTTPD_MAX_CALLERS : HTTPD_MAX_LISTEN;
 	const char *p = value;
+	unsigned int i;
 	size_t len;
 
 	free_list(list, nr);
@@ -115,6 +116,12 @@ static int set_list(struct httpd_config *cfg, const struct opt *o,
 				 (int)(len > 64 ? 64 : len), p);
 			return -1;
 		}
+		/* Each caller is one series in /metrics: once. */
+		for (i = 0; callers && i < *nr; i++)
+			if (strlen(list[i]) == len && !strncmp(list[i], p, len)) {
+				snprintf(err, errlen, "caller '%s' is listed twice", list[i]);
+				return -1;
+			}
 		list[*nr] = strndup(p, len);
 		if (!list[*nr]) {
 			snprintf(err, errlen, "out of memory");
@@ -434,7 +441,7 @@ static int set_defaults(struct httpd_config *cfg)
 	cfg->device = strdup("/dev/idgen");
 	cfg->layouts = strdup("");
 	cfg->max_connections = 1024;
-	cfg->max_connections_per_ip = 64;
+	cfg->max_connections_per_ip = 16;
 	cfg->timeout_s = 10;
 	cfg->ready_margin_ms = 30000;
 	cfg->clock_check = true;

@@ -28,6 +28,40 @@
 /* How long a stop waits for the requests in flight. */
 #define DRAIN_MS	5000
 
+/*
+ * The layout the generator mints with must be the one the decode table
+ * has in force now: else every decoded region, worker, sequence and
+ * layout_version answered would be wrong (a module loaded with other
+ * widths, or a layouts file not the module's).  0, or 1 after a log line
+ * naming both.
+ */
+static int check_layout(struct minter *m, const struct idgen_layouts *layouts)
+{
+	struct idgen_layout dev;
+	const struct idgen_layout *l;
+	struct minter_state st;
+	int ret;
+
+	ret = m->ops->layout(m->ctx, &dev);
+	if (!ret)
+		ret = m->ops->state(m->ctx, &st);
+	if (ret) {
+		log_err("%s: cannot read the generator's layout: %s", m->name,
+			strerror(-ret));
+		return 1;
+	}
+	l = idgen_layout_at(layouts, st.now_ms > st.wall_ms ? st.now_ms : st.wall_ms);
+	if (l->region_bits == dev.region_bits && l->worker_bits == dev.worker_bits &&
+	    l->seq_bits == dev.seq_bits)
+		return 0;
+	log_err("%s mints with layout %u/%u/%u (region/worker/sequence bits), but "
+		"the decode table has layout version %u (%u/%u/%u) in force now: "
+		"give the layouts file the module was loaded with (--layouts)",
+		m->name, dev.region_bits, dev.worker_bits, dev.seq_bits, l->version,
+		l->region_bits, l->worker_bits, l->seq_bits);
+	return 1;
+}
+
 int main(int argc, char *argv[])
 {
 	struct server *servers[HTTPD_MAX_LISTEN] = { 0 };
@@ -80,6 +114,12 @@ int main(int argc, char *argv[])
 			 "kept", minter.name, minter.sim_worker);
 	else
 		log_info("minting through %s", minter.name);
+	if (check_layout(&minter, layouts)) {
+		minter_close(&minter);
+		idgen_layouts_free(layouts);
+		httpd_config_free(&cfg);
+		return 1;
+	}
 
 	if (metrics_init(&metrics, cfg.callers, cfg.nr_callers) ||
 	    quota_init(&quota, cfg.callers, cfg.nr_callers)) {
@@ -137,9 +177,7 @@ int main(int argc, char *argv[])
 			 strsignal(sig));
 		ret = 0;
 	}
-	for (i = 0; i < cfg.nr_listen; i++)
-		if (servers[i])
-			server_stop(servers[i], DRAIN_MS);
+	servers_stop(servers, cfg.nr_listen, DRAIN_MS);
 	quota_free(&quota);
 	metrics_free(&metrics);
 	minter_close(&minter);

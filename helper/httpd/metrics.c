@@ -151,6 +151,16 @@ static void counter(FILE *f, const char *name, const char *text, uint64_t v)
 	fprintf(f, "%s %" PRIu64 "\n", name, v);
 }
 
+static void write_connections(struct metrics *m, FILE *f)
+{
+	help(f, "idgen_connections_open", "gauge", "Connections open now, on every listener");
+	fprintf(f, "idgen_connections_open %" PRId64 "\n", atomic_load(&m->conn_open));
+	counter(f, "idgen_connections_refused_total", "Connections refused at "
+		"max_connections or max_connections_per_ip", GET(m->conn_refused));
+	counter(f, "idgen_connections_cut_total", "Connections closed because a "
+		"request was not complete by its deadline", GET(m->conn_cut));
+}
+
 static void write_generator(struct minter *minter, FILE *f)
 {
 	struct minter_counters c;
@@ -245,6 +255,7 @@ int metrics_render(struct metrics *m, struct minter *minter,
 	if (!f)
 		return -ENOMEM;
 	write_counters(m, f);
+	write_connections(m, f);
 	write_generator(minter, f);
 	write_state(minter, ready, layouts, f);
 	if (fclose(f) || !*body) {

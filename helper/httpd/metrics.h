@@ -15,6 +15,8 @@
  *   idgen_clock_maxerror_seconds              adjtimex(2)
  *   idgen_ready                               what /readyz answers
  *   idgen_build_info{version,layout_version}
+ *   idgen_connections_open, idgen_connections_refused_total,
+ *   idgen_connections_cut_total               the listeners' connections
  *
  * Label values come only from fixed sets (routes, statuses, configured
  * callers), so the series stay bounded whatever requests come.  Counting
@@ -51,6 +53,10 @@ struct metrics {
 	char **callers;
 	unsigned int nr_callers;
 	_Atomic uint64_t *issued;	/* per caller, then "other" */
+	/* Connections, counted by server.c. */
+	_Atomic int64_t conn_open;
+	_Atomic uint64_t conn_refused;	/* at a connection limit */
+	_Atomic uint64_t conn_cut;	/* a request past its deadline */
 };
 
 /* callers: the configured names (kept, not copied).  0 or -ENOMEM. */

@@ -40,16 +40,27 @@ static uint64_t wall_ms(void)
 	return ms > LIBIDGEN_EPOCH_UNIX_MS ? ms - LIBIDGEN_EPOCH_UNIX_MS : 0;
 }
 
+/* Until the wall clock's next millisecond. */
+static void sleep_to_next_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts = (struct timespec){ 0, 1000000 - ts.tv_nsec % 1000000 };
+	nanosleep(&ts, NULL);
+}
+
 static ssize_t sim_mint(void *ctx, uint64_t *ids, size_t n)
 {
 	struct mint_sim *s = ctx;
 	uint64_t old, first, top, now, lead_end, fence;
+	unsigned int waited = 0;
 	size_t i;
 
 	if (!n)
 		return -EINVAL;
 	old = atomic_load(&s->last);
-	do {
+	for (;;) {
 		now = wall_ms();
 		if (!now)
 			return -ETIME;		/* a clock before the epoch */
@@ -62,14 +73,28 @@ static ssize_t sim_mint(void *ctx, uint64_t *ids, size_t n)
 			s->valid_until_ms : LIBIDGEN_MS_MAX + 1;
 		if (first >> SEQ_BITS >= fence)
 			return fence == LIBIDGEN_MS_MAX + 1 ? -EOVERFLOW : -EKEYEXPIRED;
-		if (first > lead_end)
-			return -ETIME;
+		if (first > lead_end) {
+			/*
+			 * Only the lead holds it back, the clock running on: wait
+			 * for the next millisecond, as the module's read blocks.
+			 * Further ahead than the lead can take it, the clock was
+			 * stepped back: refused, as by the module.
+			 */
+			if ((first >> SEQ_BITS) - now > MINT_SIM_MAX_LEAD_MS + 1 ||
+			    waited++ >= MINT_SIM_WAIT_MS)
+				return -ETIME;
+			sleep_to_next_ms();
+			old = atomic_load(&s->last);
+			continue;
+		}
 		top = first + (n - 1);
 		if (top > lead_end)
 			top = lead_end;
 		if (top >> SEQ_BITS >= fence)
 			top = (fence << SEQ_BITS) - 1;
-	} while (!atomic_compare_exchange_weak(&s->last, &old, top));
+		if (atomic_compare_exchange_weak(&s->last, &old, top))
+			break;
+	}
 
 	for (i = 0; first + i <= top; i++) {
 		uint64_t slot = first + i;
@@ -112,6 +137,14 @@ static int sim_counters(void *ctx, struct minter_counters *c)
 	return 0;
 }
 
+static int sim_layout(void *ctx, struct idgen_layout *out)
+{
+	(void)ctx;
+	*out = idgen_layout_v1;
+	out->version = 0;	/* as the device's: widths only */
+	return 0;
+}
+
 /* The count tells a test that refused requests consumed no ID. */
 static void sim_close(void *ctx)
 {
@@ -125,6 +158,7 @@ static const struct minter_ops sim_ops = {
 	.mint = sim_mint,
 	.state = sim_state,
 	.counters = sim_counters,
+	.layout = sim_layout,
 	.close = sim_close,
 };
 

@@ -6,8 +6,10 @@
  * given worker; one atomic word holds the millisecond and the sequence,
  * so every batch is reserved with one compare-and-swap, strictly above
  * every ID before it (G2), borrowing the next millisecond when the
- * sequence runs out, and refusing (-ETIME) rather than running more than
- * MINT_SIM_MAX_LEAD_MS ahead of the wall clock.
+ * sequence runs out, and never running more than MINT_SIM_MAX_LEAD_MS
+ * ahead of the wall clock: at the lead it waits for the clock's next
+ * millisecond (as the module's read blocks), up to MINT_SIM_WAIT_MS,
+ * and refuses (-ETIME) a clock stepped back behind what it used.
  *
  * Across restarts it relies on the wall clock: it starts with a floor of
  * the wall clock at start plus its lead bound, above every ID an earlier
@@ -25,6 +27,8 @@
 
 /* The k-sort target: a batch never stamps further ahead than this. */
 #define MINT_SIM_MAX_LEAD_MS	10
+/* The most milliseconds one call waits for the clock at the lead. */
+#define MINT_SIM_WAIT_MS	1000
 
 /*
  * worker 0..127.  lease_ms 0: the lease never ends; else it ends that

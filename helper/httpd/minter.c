@@ -71,6 +71,13 @@ static int device_counters(void *ctx, struct minter_counters *c)
 	return 0;
 }
 
+static int device_layout(void *ctx, struct idgen_layout *out)
+{
+	struct device *d = ctx;
+
+	return idgen_device_layout(d->fd, out);
+}
+
 static void device_close(void *ctx)
 {
 	struct device *d = ctx;
@@ -83,6 +90,7 @@ static const struct minter_ops device_ops = {
 	.mint = device_mint,
 	.state = device_state,
 	.counters = device_counters,
+	.layout = device_layout,
 	.close = device_close,
 };
 
@@ -111,8 +119,13 @@ int minter_open(struct minter *m, const char *spec, uint64_t sim_lease_ms,
 	/* Blocking: the generator sleeps only for short, bounded waits. */
 	fd = idgen_open(spec, 0);
 	if (fd < 0) {
-		snprintf(err, errlen, "device '%s': %s", spec ? spec : LIBIDGEN_DEVICE,
-			 idgen_strerror(fd) ? idgen_strerror(fd) : strerror(-fd));
+		/* Only /dev/idgen missing says the module is not loaded. */
+		if (fd == -ENOENT && spec && strcmp(spec, LIBIDGEN_DEVICE))
+			snprintf(err, errlen, "device '%s': no such file", spec);
+		else
+			snprintf(err, errlen, "device '%s': %s",
+				 spec ? spec : LIBIDGEN_DEVICE,
+				 idgen_strerror(fd) ? idgen_strerror(fd) : strerror(-fd));
 		return fd;
 	}
 	/* Not an idgen device is found now, not at the first request. */

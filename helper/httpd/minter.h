@@ -13,6 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+struct idgen_layout;
+
 /* What readiness needs of the generator; times in idgen ms. */
 struct minter_state {
 	bool leased;
@@ -47,6 +49,8 @@ struct minter_ops {
 	ssize_t (*mint)(void *ctx, uint64_t *ids, size_t n);
 	int (*state)(void *ctx, struct minter_state *st);
 	int (*counters)(void *ctx, struct minter_counters *c);
+	/* The widths it mints with now (version and cutover_ms 0). */
+	int (*layout)(void *ctx, struct idgen_layout *out);
 	void (*close)(void *ctx);
 };
 

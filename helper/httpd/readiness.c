@@ -11,6 +11,9 @@
 
 #include "readiness.h"
 
+/* The most offset the kernel keeps (its MAXPHASE), in microseconds. */
+#define MAX_OFFSET_US	500000
+
 int clock_read(struct clock_reading *c)
 {
 	struct timex tx;
@@ -21,7 +24,17 @@ int clock_read(struct clock_reading *c)
 	if (state < 0)
 		return -errno;
 	c->synced = state != TIME_ERROR && !(tx.status & STA_UNSYNC);
-	c->offset_us = tx.status & STA_NANO ? tx.offset / 1000 : tx.offset;
+	if (tx.status & STA_NANO)
+		c->offset_us = tx.offset / 1000;
+	else if (tx.offset > MAX_OFFSET_US)
+		/*
+		 * Older kernels in microsecond mode divide a 32-bit nanosecond
+		 * offset: a negative one comes out as 2^32 ns less a little,
+		 * ~+4294967 us.  The kernel never holds more than 500 ms.
+		 */
+		c->offset_us = ((int64_t)tx.offset * 1000 - (1LL << 32)) / 1000;
+	else
+		c->offset_us = tx.offset;
 	c->maxerror_us = tx.maxerror;
 	return 0;
 }

@@ -4,11 +4,15 @@
  */
 #include <errno.h>
 #include <netdb.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <syslog.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -18,16 +22,115 @@
 #include "log.h"
 #include "server.h"
 
-/* Per connection: the request headers and a body of at most 4 KiB. */
-#define MEMORY_LIMIT	(32 * 1024)
+/*
+ * Per connection, libmicrohttpd's: the request headers and its buffers
+ * (the body is copied out, into struct request).  Small, so that headers
+ * sent a byte at a time end soon at the limit, answered 431.
+ */
+#define MEMORY_LIMIT	(8 * 1024)
 /* A chunked body past the limit is read this far for its 413, then cut. */
 #define DROP_LIMIT	(64 * 1024)
+/* Connections libmicrohttpd accepts past max_connections, to refuse them. */
+#define REFUSE_ROOM	64
+/* How often the deadline of every connection's request is looked at. */
+#define WATCH_MS	100
+/* Repeated log lines of one kind: one per LOG_EVERY_S. */
+#define LOG_EVERY_S	10
+
+/*
+ * One connection.  libmicrohttpd's idle timeout restarts with every byte,
+ * so a client sending a byte a second would hold it for ever: the
+ * request must instead be whole and answered by a deadline counted from
+ * the connection's opening or its previous answer.  The watch thread
+ * shuts the socket down past it (libmicrohttpd then closes it): that
+ * covers headers and body alike, and the answer's sending.
+ */
+struct conn {
+	int fd;
+	unsigned char ip[17];		/* the client's address, for its limit:
+					 * 4 or 16 bytes, then 4 or 6 */
+	int64_t since_ms;		/* under server.lock */
+	bool cut;			/* shut down: refused or past its deadline */
+	bool busy;			/* opened or a request begun, not answered */
+	struct conn *prev, *next;
+};
 
 struct server {
 	struct MHD_Daemon *d;
 	struct api *api;
 	char addr[128];
+	unsigned int deadline_ms;
+	pthread_mutex_t lock;		/* conns, and each one's since_ms */
+	struct conn conns;		/* the list's head */
+	unsigned int nr_conns;		/* not cut */
+	pthread_t watch;
+	bool watching;
+	_Atomic bool quit;
+	unsigned int max_connections, max_connections_per_ip;
 };
+
+/* Shared by every listener: what a stop waits for. */
+static _Atomic bool stopping;
+static _Atomic unsigned int in_flight;	/* requests, their headers read */
+static _Atomic unsigned int busy_conns;	/* connections not idle (struct conn) */
+
+static int64_t now_ms(void)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
+}
+
+/*
+ * A log line of kind key (its first KEY_LEN bytes count) at most once per
+ * LOG_EVERY_S: a flood of connections must not become a flood of lines.
+ * The next line of the kind says how many were left out.
+ */
+#define KEY_LEN		40
+
+static void log_every(int prio, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static void log_every(int prio, const char *key, const char *fmt, ...)
+{
+	static struct {
+		char key[KEY_LEN + 1];
+		int64_t last_ms;
+		unsigned long skipped;
+	} kinds[32];
+	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+	unsigned long skipped;
+	int64_t now = now_ms();
+	char line[768];
+	va_list ap;
+	size_t i;
+
+	pthread_mutex_lock(&lock);
+	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]) - 1; i++)
+		if (!kinds[i].key[0] || !strncmp(kinds[i].key, key, KEY_LEN))
+			break;		/* the last slot: every kind past the rest */
+	if (kinds[i].key[0] && now - kinds[i].last_ms < LOG_EVERY_S * 1000) {
+		kinds[i].skipped++;
+		pthread_mutex_unlock(&lock);
+		return;
+	}
+	snprintf(kinds[i].key, sizeof(kinds[i].key), "%s", key);
+	kinds[i].last_ms = now;
+	skipped = kinds[i].skipped;
+	kinds[i].skipped = 0;
+	pthread_mutex_unlock(&lock);
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (skipped)
+		log_msg(prio, "%s (and %lu more like it since that line)", line,
+			skipped);
+	else
+		log_msg(prio, "%s (lines like it: at most one every %d s)", line,
+			LOG_EVERY_S);
+}
 
 /* One request: its body as it comes. */
 struct request {
@@ -59,6 +162,9 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct api_response *r)
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
 	/* Every answer is of its moment: an ID, a state, a refusal. */
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	/* Stopping: no next request on this connection. */
+	if (atomic_load(&stopping))
+		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (r->allow)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
 	if (r->retry_after) {
@@ -105,11 +211,18 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 {
 	struct server *s = cls;
 	struct request *rq = *con_cls;
+	const union MHD_ConnectionInfo *i;
+	struct conn *cn;
 	const char *cl;
 	uint64_t len;
 
 	(void)version;
 	if (!rq) {
+		/* A connection refused, its request read before it noticed. */
+		i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+		cn = i ? i->socket_context : NULL;
+		if (cn && cn->cut)
+			return MHD_NO;
 		rq = malloc(sizeof(*rq));
 		if (!rq)
 			return MHD_NO;
@@ -118,8 +231,14 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		rq->dropped = 0;
 		rq->too_large = rq->answered = false;
 		*con_cls = rq;
-		/* A body announced too large is refused unread. */
+		atomic_fetch_add(&in_flight, 1);	/* until completed() */
+		/*
+		 * A body announced too large is refused unread.  HTTP allows
+		 * leading zeros in a length ("04097"), the strict parser not.
+		 */
 		cl = header(c, MHD_HEADER_KIND, MHD_HTTP_HEADER_CONTENT_LENGTH);
+		while (cl && cl[0] == '0' && cl[1])
+			cl++;
 		if (cl && !idgen_decimal_str(cl, 0, UINT64_MAX, &len) &&
 		    len > API_MAX_BODY) {
 			rq->too_large = rq->answered = true;
@@ -139,8 +258,12 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			 */
 			rq->too_large = true;
 			rq->dropped += *upload_size;
-			if (rq->dropped > DROP_LIMIT)
+			if (rq->dropped > DROP_LIMIT) {
+				log_every(LOG_INFO, "chunked-cut", "%s: a client sent a "
+					  "chunked body past %d KiB: connection closed "
+					  "(the client's error)", s->addr, DROP_LIMIT / 1024);
 				return MHD_NO;	/* close the connection */
+			}
 		}
 		*upload_size = 0;
 		return MHD_YES;
@@ -150,14 +273,217 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	return answer(s, c, url, method, rq);
 }
 
+static int hex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+		return (c | 0x20) - 'a' + 10;
+	return -1;
+}
+
+/*
+ * The path's and the arguments' %XX, decoded in place -- but for a NUL or
+ * another control byte, left as written: decoded, a %00 would end the
+ * string there ("/v1/ids:next%00junk" taken for "/v1/ids:next"), so it
+ * stays text no route matches and no value parses.
+ */
+static size_t unescape(void *cls, struct MHD_Connection *c, char *uri)
+{
+	char *in = uri, *out = uri;
+	int hi, lo;
+
+	(void)cls;
+	(void)c;
+	while (*in) {
+		if (in[0] == '%' && (hi = hex(in[1])) >= 0 && (lo = hex(in[2])) >= 0 &&
+		    hi * 16 + lo >= 0x20 && hi * 16 + lo != 0x7f) {
+			*out++ = hi * 16 + lo;
+			in += 3;
+		} else {
+			*out++ = *in++;
+		}
+	}
+	*out = '\0';
+	return out - uri;
+}
+
 static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		      enum MHD_RequestTerminationCode toe)
 {
-	(void)cls;
-	(void)c;
+	struct server *s = cls;
+	const union MHD_ConnectionInfo *i;
+	struct conn *cn;
+
 	(void)toe;
+	if (*con_cls)
+		atomic_fetch_sub(&in_flight, 1);
 	free(*con_cls);
 	*con_cls = NULL;
+	/* The next request's deadline counts from here. */
+	i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	cn = i ? i->socket_context : NULL;
+	if (cn) {
+		pthread_mutex_lock(&s->lock);
+		cn->since_ms = now_ms();
+		if (cn->busy) {
+			cn->busy = false;
+			atomic_fetch_sub(&busy_conns, 1);
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+}
+
+/*
+ * A request line read (its headers may still be coming): the connection
+ * is busy again, and a stop waits for it as for one in flight.
+ */
+static void *request_begun(void *cls, const char *uri, struct MHD_Connection *c)
+{
+	struct server *s = cls;
+	const union MHD_ConnectionInfo *i;
+	struct conn *cn;
+
+	(void)uri;
+	i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	cn = i ? i->socket_context : NULL;
+	if (cn) {
+		pthread_mutex_lock(&s->lock);
+		if (!cn->busy) {
+			cn->busy = true;
+			atomic_fetch_add(&busy_conns, 1);
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	return NULL;		/* handle() makes its struct request */
+}
+
+static void notify_connection(void *cls, struct MHD_Connection *c,
+			      void **socket_context,
+			      enum MHD_ConnectionNotificationCode toe)
+{
+	struct server *s = cls;
+	const union MHD_ConnectionInfo *i;
+	struct conn *cn = *socket_context;
+
+	struct conn *other;
+	unsigned int same = 0;
+	const char *limit = NULL;
+	unsigned int limit_n = 0;
+
+	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
+		cn = calloc(1, sizeof(*cn));
+		i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+		if (!cn || !i) {
+			free(cn);
+			return;		/* unwatched: the idle timeout only */
+		}
+		cn->fd = i->connect_fd;
+		i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		if (i && i->client_addr->sa_family == AF_INET) {
+			memcpy(cn->ip, &((struct sockaddr_in *)i->client_addr)->sin_addr, 4);
+			cn->ip[16] = 4;
+		} else if (i && i->client_addr->sa_family == AF_INET6) {
+			memcpy(cn->ip, &((struct sockaddr_in6 *)i->client_addr)->sin6_addr, 16);
+			cn->ip[16] = 6;
+		}
+		pthread_mutex_lock(&s->lock);
+		cn->since_ms = now_ms();
+		for (other = s->conns.next; other != &s->conns; other = other->next)
+			same += !other->cut && !memcmp(other->ip, cn->ip, sizeof(cn->ip));
+		/*
+		 * The limits are kept here, not by libmicrohttpd: it would
+		 * leave connections past max_connections unaccepted, in the
+		 * backlog, and refuse past the per-address one in silence.
+		 * Refused here, a connection is closed unanswered at once, and
+		 * counted.
+		 */
+		if (s->nr_conns >= s->max_connections) {
+			limit = "max_connections";
+			limit_n = s->max_connections;
+		} else if (same >= s->max_connections_per_ip) {
+			limit = "max_connections_per_ip";
+			limit_n = s->max_connections_per_ip;
+		}
+		if (limit) {
+			cn->cut = true;
+			shutdown(cn->fd, SHUT_RDWR);
+		} else {
+			/* Freshly opened: a request is presumably on its way. */
+			s->nr_conns++;
+			cn->busy = true;
+			atomic_fetch_add(&busy_conns, 1);
+		}
+		cn->next = s->conns.next;
+		cn->prev = &s->conns;
+		cn->next->prev = cn;
+		s->conns.next = cn;
+		pthread_mutex_unlock(&s->lock);
+		*socket_context = cn;
+		if (s->api->metrics)
+			atomic_fetch_add(&s->api->metrics->conn_open, 1);
+		if (limit) {
+			if (s->api->metrics)
+				atomic_fetch_add(&s->api->metrics->conn_refused, 1);
+			log_every(LOG_WARNING, limit, "%s: connections refused: %s (%u) "
+				  "reached", s->addr, limit, limit_n);
+		}
+		return;
+	}
+	if (!cn)
+		return;
+	/* Before libmicrohttpd closes the socket: the watch never sees it reused. */
+	pthread_mutex_lock(&s->lock);
+	cn->prev->next = cn->next;
+	cn->next->prev = cn->prev;
+	if (!cn->cut)
+		s->nr_conns--;
+	if (cn->busy)
+		atomic_fetch_sub(&busy_conns, 1);
+	pthread_mutex_unlock(&s->lock);
+	free(cn);
+	*socket_context = NULL;
+	if (s->api->metrics)
+		atomic_fetch_sub(&s->api->metrics->conn_open, 1);
+}
+
+static void *watch(void *arg)
+{
+	struct timespec pause = { 0, WATCH_MS * 1000000L };
+	struct server *s = arg;
+	unsigned int cut;
+	struct conn *cn;
+	int64_t now;
+
+	while (!atomic_load(&s->quit)) {
+		nanosleep(&pause, NULL);
+		cut = 0;
+		now = now_ms();
+		pthread_mutex_lock(&s->lock);
+		for (cn = s->conns.next; cn != &s->conns; cn = cn->next)
+			if (!cn->cut && now - cn->since_ms > s->deadline_ms) {
+				shutdown(cn->fd, SHUT_RDWR);
+				cn->cut = true;
+				s->nr_conns--;
+				cut++;
+			}
+		pthread_mutex_unlock(&s->lock);
+		if (!cut)
+			continue;
+		if (s->api->metrics)
+			atomic_fetch_add(&s->api->metrics->conn_cut, cut);
+		log_every(LOG_NOTICE, "deadline", "%s: %u connection(s) closed: a request "
+			  "not answered within %u ms of the connection's opening or its "
+			  "previous answer (a slow or stalled client)", s->addr, cut,
+			  s->deadline_ms);
+	}
+	return NULL;
+}
+
+/* libmicrohttpd's messages, sorted: they come once per connection. */
+static bool has(const char *line, const char *what)
+{
+	return strstr(line, what) != NULL;
 }
 
 static void mhd_log(void *cls, const char *fmt, va_list ap)
@@ -170,7 +496,13 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	n = strlen(line);
 	while (n && line[n - 1] == '\n')
 		line[--n] = '\0';
-	log_warn("%s: %s", s->addr, line);
+	/* A client gone, or our own MHD_NO (logged where it is returned). */
+	if (has(line, "closed by remote") || has(line, "disconnected") ||
+	    has(line, "is closed when reading") || has(line, "Failed to receive") ||
+	    has(line, "Failed to send") || has(line, "Application reported internal error"))
+		log_every(LOG_DEBUG, line, "%s: %s", s->addr, line);
+	else
+		log_every(LOG_WARNING, line, "%s: %s", s->addr, line);
 }
 
 /* "HOST:PORT" or "[IPv6]:PORT" as a socket address. */
@@ -182,7 +514,7 @@ static int resolve(const char *addr, struct addrinfo **res)
 		.ai_flags = AI_PASSIVE | AI_NUMERICSERV,
 	};
 	char host[128];
-	const char *colon, *port;
+	const char *colon, *port, *h = addr;
 	size_t hlen;
 	uint64_t p;
 	int err;
@@ -200,7 +532,7 @@ static int resolve(const char *addr, struct addrinfo **res)
 	}
 	hlen = colon - addr;
 	if (hlen >= 2 && addr[0] == '[' && addr[hlen - 1] == ']') {
-		addr++;
+		h++;		/* addr stays whole, for the messages */
 		hlen -= 2;
 	}
 	if (!hlen || hlen >= sizeof(host)) {
@@ -208,7 +540,7 @@ static int resolve(const char *addr, struct addrinfo **res)
 			addr);
 		return -EINVAL;
 	}
-	memcpy(host, addr, hlen);
+	memcpy(host, h, hlen);
 	host[hlen] = '\0';
 	err = getaddrinfo(host, port, &hints, res);
 	if (err) {
@@ -237,6 +569,11 @@ struct server *server_start(const char *addr, const struct server_limits *lim,
 	}
 	s->api = api;
 	snprintf(s->addr, sizeof(s->addr), "%s", addr);
+	pthread_mutex_init(&s->lock, NULL);
+	s->conns.next = s->conns.prev = &s->conns;
+	s->deadline_ms = 2 * lim->timeout_s * 1000;
+	s->max_connections = lim->max_connections;
+	s->max_connections_per_ip = lim->max_connections_per_ip;
 	if (!threads) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -249,12 +586,15 @@ struct server *server_start(const char *addr, const struct server_limits *lim,
 				MHD_OPTION_EXTERNAL_LOGGER, mhd_log, s,
 				MHD_OPTION_SOCK_ADDR, ai->ai_addr,
 				MHD_OPTION_THREAD_POOL_SIZE, threads,
-				MHD_OPTION_CONNECTION_LIMIT, lim->max_connections,
-				MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-				lim->max_connections_per_ip,
+				/* Above ours (notify_connection()): room to refuse. */
+				MHD_OPTION_CONNECTION_LIMIT,
+				lim->max_connections + REFUSE_ROOM,
 				MHD_OPTION_CONNECTION_TIMEOUT, lim->timeout_s,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MEMORY_LIMIT,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, s,
+				MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s,
+				MHD_OPTION_UNESCAPE_CALLBACK, unescape, s,
+				MHD_OPTION_URI_LOG_CALLBACK, request_begun, s,
 				MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!s->d) {
@@ -264,6 +604,13 @@ struct server *server_start(const char *addr, const struct server_limits *lim,
 		free(s);
 		return NULL;
 	}
+	if (pthread_create(&s->watch, NULL, watch, s)) {
+		log_err("listen address '%s': cannot start a thread", addr);
+		MHD_stop_daemon(s->d);
+		free(s);
+		return NULL;
+	}
+	s->watching = true;
 	return s;
 }
 
@@ -274,23 +621,43 @@ uint16_t server_port(const struct server *s)
 	return i ? i->port : 0;
 }
 
-void server_stop(struct server *s, unsigned int drain_ms)
+void servers_stop(struct server **servers, unsigned int n, unsigned int drain_ms)
 {
 	struct timespec pause = { 0, 10 * 1000000 };
-	const union MHD_DaemonInfo *i;
-	unsigned int waited;
-	int fd;
+	unsigned int i, waited;
+	int fd[n ? n : 1];
 
-	/* The listening socket is ours to close once MHD lets go of it. */
-	fd = MHD_quiesce_daemon(s->d);
-	for (waited = 0; waited < drain_ms; waited += 10) {
-		i = MHD_get_daemon_info(s->d, MHD_DAEMON_INFO_CURRENT_CONNECTIONS);
-		if (!i || !i->num_connections)
-			break;
+	/*
+	 * Every listener stops accepting first, so none takes new work while
+	 * another drains; answers from now on close their connection.
+	 */
+	atomic_store(&stopping, true);
+	for (i = 0; i < n; i++)
+		fd[i] = servers[i] ? MHD_quiesce_daemon(servers[i]->d) : -1;
+	/*
+	 * The requests in flight, and the connections with one begun or
+	 * just opened; not the idle keep-alive ones: they have nothing to
+	 * finish.
+	 */
+	for (waited = 0; waited < drain_ms &&
+	     (atomic_load(&in_flight) || atomic_load(&busy_conns)); waited += 10)
 		nanosleep(&pause, NULL);
+	if (atomic_load(&in_flight) || atomic_load(&busy_conns))
+		log_warn("%u connection(s) with a request unanswered after %u ms: "
+			 "closing them", atomic_load(&busy_conns), drain_ms);
+	for (i = 0; i < n; i++) {
+		struct server *s = servers[i];
+
+		if (!s)
+			continue;
+		MHD_stop_daemon(s->d);
+		if (fd[i] >= 0)
+			close(fd[i]);
+		atomic_store(&s->quit, true);
+		if (s->watching)
+			pthread_join(s->watch, NULL);
+		pthread_mutex_destroy(&s->lock);
+		free(s);
+		servers[i] = NULL;
 	}
-	MHD_stop_daemon(s->d);
-	if (fd >= 0)
-		close(fd);
-	free(s);
 }

@@ -30,7 +30,12 @@ struct server *server_start(const char *addr, const struct server_limits *lim,
 			    struct api *api);
 /* The port it listens on. */
 uint16_t server_port(const struct server *s);
-/* Stop accepting; let requests in flight finish for up to drain_ms. */
-void server_stop(struct server *s, unsigned int drain_ms);
+/*
+ * Stop: every listener stops accepting, then the requests in flight on
+ * any of them are let finish for up to drain_ms (answered with
+ * "Connection: close"); idle connections are closed.  NULL entries are
+ * skipped; all are freed and set NULL.
+ */
+void servers_stop(struct server **servers, unsigned int n, unsigned int drain_ms);
 
 #endif /* HTTPD_SERVER_H */

@@ -5,7 +5,9 @@
  * test's to set.  IDGEN_FAKE_ADJTIMEX says what to report:
  *
  *   unsynced            TIME_ERROR with STA_UNSYNC
- *   synced:OFFSET_US    TIME_OK, offset OFFSET_US microseconds
+ *   synced:OFFSET_US    TIME_OK, offset OFFSET_US microseconds (as given:
+ *                       an older kernel's negative offset is ~+4294967)
+ *   synced-nano:NS      TIME_OK, STA_NANO, offset NS nanoseconds
  *
  * Anything else, or a call that would change the clock, fails with EPERM.
  */
@@ -30,6 +32,11 @@ int adjtimex(struct timex *tx)
 	}
 	if (!strncmp(how, "synced:", 7)) {
 		tx->offset = strtol(how + 7, NULL, 10);
+		return TIME_OK;
+	}
+	if (!strncmp(how, "synced-nano:", 12)) {
+		tx->status = STA_NANO;
+		tx->offset = strtol(how + 12, NULL, 10);
 		return TIME_OK;
 	}
 	errno = EPERM;

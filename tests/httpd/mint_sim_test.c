@@ -65,18 +65,17 @@ TEST(never_past_the_lead)
 	struct idgen_decoded d;
 	struct minter m;
 	uint64_t last = 0, after;
-	int i, refused = 0;
+	int i;
 	ssize_t r;
 
 	ASSERT_EQ(0, mint_sim_open(&m, 1, 0));
-	/* Asking for more than the lead holds: short batches, then -ETIME. */
-	for (i = 0; i < 1000 && !refused; i++) {
+	/*
+	 * Asking for more than the lead holds: short batches, waiting for
+	 * the clock at the lead rather than refusing, never past it.
+	 */
+	for (i = 0; i < 50; i++) {
 		r = m.ops->mint(m.ctx, ids, 65536);
 		after = wall_ms();
-		if (r == -ETIME) {
-			refused = 1;
-			break;
-		}
 		ASSERT_LT(0, r);
 		ASSERT_LE(r, (MINT_SIM_MAX_LEAD_MS + 1) * SEQ_PER_MS);
 		ASSERT_LT(last, ids[0]);
@@ -84,8 +83,6 @@ TEST(never_past_the_lead)
 		ASSERT_EQ(0, idgen_decode(last, NULL, &d));
 		ASSERT_LE(d.ms, after + MINT_SIM_MAX_LEAD_MS);
 	}
-	EXPECT_TRUE(refused);
-	/* The refusal changed nothing: once the clock caught up, it goes on. */
 	pause_ms(2 * MINT_SIM_MAX_LEAD_MS + 5);
 	ASSERT_EQ(1, m.ops->mint(m.ctx, ids, 1));
 	EXPECT_LT(last, ids[0]);
@@ -98,12 +95,15 @@ TEST(restart_starts_above_the_run_before)
 	struct minter a, b;
 	uint64_t last = 0;
 	ssize_t r;
+	int i;
 
-	/* The first run borrows as far ahead as it may, and ends. */
+	/* The first run borrows as far ahead as it may (each call), and ends. */
 	ASSERT_EQ(0, mint_sim_open(&a, 9, 0));
-	while ((r = a.ops->mint(a.ctx, ids, 65536)) > 0)
+	for (i = 0; i < 20; i++) {
+		r = a.ops->mint(a.ctx, ids, 65536);
+		ASSERT_LT(0, r);
 		last = ids[r - 1];
-	ASSERT_EQ(-ETIME, r);
+	}
 	a.ops->close(a.ctx);
 	/* The next run, at once, on the same node. */
 	ASSERT_EQ(0, mint_sim_open(&b, 9, 0));

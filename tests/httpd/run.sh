@@ -55,7 +55,7 @@ start() {
 	"$httpd" --listen 127.0.0.1:0 "$@" >>"$log" 2>&1 &
 	pid=$!
 	for ((t = 0; t < 100; t++)); do
-		port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$log")
+		port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$log" | head -n 1)
 		[ -n "$port" ] && { url=http://127.0.0.1:$port; return 0; }
 		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
@@ -173,6 +173,15 @@ bad "an array, not an object" 400 invalid_request -X POST "${J[@]}" -d '[3]' "$u
 bad "a bare number" 400 invalid_request -X POST "${J[@]}" -d '3' "$url/v1/ids:next"
 bad "invalid JSON" 400 invalid_json -X POST "${J[@]}" -d '{"count":' "$url/v1/ids:next"
 bad "JSON then garbage" 400 invalid_json -X POST "${J[@]}" -d '{"count":1}x' "$url/v1/ids:next"
+bad "single-quoted keys" 400 invalid_json -X POST "${J[@]}" -d "{'count':2}" "$url/v1/ids:next"
+bad "a single-quoted value" 400 invalid_json -X POST "${J[@]}" -d "{\"caller\":'a'}" "$url/v1/ids:next"
+bad "a key given twice" 400 invalid_json -X POST "${J[@]}" -d '{"count":2,"count":3}' "$url/v1/ids:next"
+bad "a key given twice, apart" 400 invalid_json -X POST "${J[@]}" -d '{"caller":"a", "count":1 ,"caller":"b"}' "$url/v1/ids:next"
+bad "count NaN" 400 invalid_json -X POST "${J[@]}" -d '{"count":NaN}' "$url/v1/ids:next"
+bad "count Infinity" 400 invalid_json -X POST "${J[@]}" -d '{"count":Infinity}' "$url/v1/ids:next"
+req quoted -X POST "${J[@]}" -d '{"caller":"a", "count" : 2}' "$url/v1/ids:next"
+minted=$((minted + 2))
+check "both keys once, blanks around: 200" test "$(status_of quoted)" = 200
 bad "two JSON values" 400 invalid_json -X POST "${J[@]}" -d '{} {}' "$url/v1/ids:next"
 bad "a NUL in the body" 400 invalid_json -X POST "${J[@]}" --data-binary @<(printf '{}\0') "$url/v1/ids:next"
 bad "a body over 4 KiB (Content-Length)" 413 body_too_large -X POST "${J[@]}" \
@@ -194,6 +203,15 @@ for id in 0108421920055775237 +108421920055775237 %2B1 -1 1a 1.0 %201 "1%20" 1/2
 	bad "GET /v1/ids/$id" 400 invalid_id "$url/v1/ids/$id"
 done
 bad "GET /v1/ids/ (empty)" 400 invalid_id "$url/v1/ids/"
+# A percent-encoded NUL or control byte is not decoded: it cannot end the
+# path early.
+bad "GET /v1/ids/120886756022177792%00abc" 400 invalid_id "$url/v1/ids/120886756022177792%00abc"
+bad "GET /v1/ids/120886756022177792%0a" 400 invalid_id "$url/v1/ids/120886756022177792%0a"
+bad "POST /v1/ids:next%00junk" 404 not_found -X POST "$url/v1/ids:next%00junk"
+bad "GET /livez%00" 404 not_found "$url/livez%00"
+bad "ids:min?at=2026-01-01T00:00:00Z%00x" 400 invalid_time "$url/v1/ids:min?at=2026-01-01T00:00:00Z%00x"
+req escaped "$url/v1/%69ds/108421920055775237"
+check "other %XX are decoded: /v1/%69ds/... is /v1/ids/..." test "$(status_of escaped)" = 200
 bad "GET /v1/ids/9223372036854775808 (2^63)" 400 invalid_id "$url/v1/ids/9223372036854775808"
 bad "GET /v1/ids/18446744073709551616" 400 invalid_id "$url/v1/ids/18446744073709551616"
 bad "ids:min without at" 400 invalid_time "$url/v1/ids:min"
@@ -206,6 +224,8 @@ req chunked_big -X POST "${J[@]}" -H 'Transfer-Encoding: chunked' \
 	--data-binary @<(head -c 200000 /dev/zero | tr '\0' ' ') "$url/v1/ids:next"
 check "a chunked body past 64 KiB: the connection is closed, no answer" \
 	test "$(status_of chunked_big)" = 000
+check "... logged as the client's error" \
+	grep -q "info: 127.0.0.1:0: a client sent a chunked body past 64 KiB: connection closed (the client's error)" "$work/sim.log"
 req after -X POST "$url/v1/ids:next"
 minted=$((minted + 1))
 check "... and the service goes on" test "$(status_of after)" = 200
@@ -223,6 +243,15 @@ cat "$work"/par*.ids >"$work/par.all"
 check "4 clients, 40 batches of 250 at once: 10000 IDs, none twice, each batch increasing" \
 	test "$(wc -l <"$work/par.all")" = 10000 -a "$(sort -u "$work/par.all" | wc -l)" = 10000 \
 	     -a ! -e "$work/par.unsorted"
+# More than the simulation's lead (10 ms of 4096) at once: it waits for
+# the clock, as the module's read does, rather than refusing.
+seq 1 8 | xargs -P 8 -I{} curl -s --max-time 20 -X POST "${J[@]}" -d '{"count":10000}' \
+	-o "$work/big{}.body" -w '%{http_code}\n' "$url/v1/ids:next" >"$work/big.status"
+minted=$((minted + 8 * 10000))
+cat "$work"/big*.body | grep -o '"[0-9]*"' >"$work/big.all"
+check "8 requests of 10000 at once: all 200, 80000 IDs, none twice" \
+	test "$(sort -u "$work/big.status")" = 200 -a "$(wc -l <"$work/big.all")" = 80000 \
+	     -a "$(sort -u "$work/big.all" | wc -l)" = 80000
 if command -v node >/dev/null; then
 	tap_run json node "$here/json_check.mjs" "$url" 37 "$errors"
 else
@@ -299,6 +328,13 @@ readyz_clock "GET /readyz, offset 5000 us (not under 5 ms)" synced:5000 503 cloc
 readyz_clock "GET /readyz, offset -7000 us" synced:-7000 503 clock_offset
 readyz_clock "GET /readyz, offset 7000 us with --clock-max-offset-us 10000" synced:7000 200 "" \
 	--clock-max-offset-us 10000
+# Nanosecond mode (STA_NANO), and an older kernel's microsecond mode,
+# where a negative offset comes out as ~+4294967 us (2^32 ns wrapped).
+readyz_clock "GET /readyz, nanosecond mode, offset 100000 ns" synced-nano:100000 200 ""
+readyz_clock "GET /readyz, nanosecond mode, offset -7000000 ns" synced-nano:-7000000 503 clock_offset
+readyz_clock "GET /readyz, microsecond mode, -100 us as the kernel wraps it (4294867)" synced:4294867 200 ""
+readyz_clock "GET /readyz, microsecond mode, -7000 us as the kernel wraps it (4287967)" synced:4287967 503 clock_offset
+check "... and said as -7000 us" grep -q 'the clock is -7000 us off' "$work/clock$nclock.body"
 readyz_clock "GET /readyz, unsynchronised and lease expiring: both reasons" unsynced 503 \
 	lease_expiring,clock_unsynchronised --sim-lease-ms 1000 --ready-margin-ms 5000
 
@@ -330,6 +366,13 @@ answer=$(timeout 20 cat <&5; echo "rc=$?")
 exec 5>&-
 check "a request stalled in its headers is cut off (--timeout-s 1), unanswered" \
 	test "$answer" = "rc=0"
+# A length past 4096 with leading zeros is refused unread too.
+exec 5<>"/dev/tcp/127.0.0.1/$port"
+printf 'POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 04097\r\nConnection: close\r\n\r\n' >&5
+read -r -t 5 line5 <&5
+exec 5>&-
+check "Content-Length: 04097: 413 at once, the body unread" \
+	test "$(echo "$line5" | cut -d' ' -f1-2)" = "HTTP/1.1 413"
 # And one stalled in its body, likewise.
 exec 5<>"/dev/tcp/127.0.0.1/$port"
 printf 'POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 20\r\n\r\n{"cou' >&5
@@ -338,6 +381,63 @@ exec 5>&-
 check "a request stalled in its body is cut off, unanswered" test "$answer" = "rc=0"
 stop
 check "the stalled requests minted nothing" grep -q "simulated generator: 0 IDs minted" "$work/limits.log"
+
+# ---- slow clients: a request has a deadline, whatever it trickles ------
+# libmicrohttpd's idle timeout restarts with every byte; the request's
+# deadline (2 x --timeout-s from the connection's opening) does not.
+trickle="python3 $here/trickle.py"
+start "$work/slow.log" --device sim --clock-check no --timeout-s 1 --threads 1 \
+	--max-connections 6 --max-connections-per-ip 3 ||
+	{ not_ok "idgen-httpd with limits starts"; bail; }
+lasted=$($trickle "$port" 127.0.0.1 1 headers 20 | tail -n 1)
+check "headers sent a byte every 0.5 s are cut off by the deadline (lasted ${lasted}s of 20)" \
+	awk -v t="$lasted" 'BEGIN { exit !(t < 10) }'
+lasted=$($trickle "$port" 127.0.0.1 1 body 20 | tail -n 1)
+check "a body sent a byte every 0.5 s is cut off by the deadline (lasted ${lasted}s of 20)" \
+	awk -v t="$lasted" 'BEGIN { exit !(t < 10) }'
+# Every connection slot held by trickling clients from two addresses
+# (loopback has all of 127/8): a normal request is refused at first,
+# then served once the deadline frees the slots.
+$trickle "$port" 127.0.0.2 3 headers 20 >"$work/slow2.out" &
+t2=$!
+$trickle "$port" 127.0.0.3 3 body 20 >"$work/slow3.out" &
+t3=$!
+for ((t = 0; t < 100; t++)); do
+	grep -q connected "$work/slow2.out" && grep -q connected "$work/slow3.out" && break
+	sleep 0.1
+done
+sleep 0.5	# (connected is queued; accepted, the service's own business)
+req slowfull "$url/livez"
+check "with every slot held, a normal request is refused" test "$(status_of slowfull)" = 000
+for ((t = 0; t < 150; t++)); do
+	req slowfree "$url/livez"
+	[ "$(status_of slowfree)" = 200 ] && break
+	sleep 0.1
+done
+check "... and served once the trickling clients' deadline passes" test "$(status_of slowfree)" = 200
+wait $t2 $t3
+check "... the trickling clients were all cut off (lasted $(tail -n 1 "$work/slow2.out")s, $(tail -n 1 "$work/slow3.out")s of 20)" \
+	awk -v a="$(tail -n 1 "$work/slow2.out")" -v b="$(tail -n 1 "$work/slow3.out")" 'BEGIN { exit !(a < 10 && b < 10) }'
+req slowm "$url/metrics"
+check "/metrics counts the refused and the cut connections, and the open ones" eval \
+	'grep -Eq "^idgen_connections_refused_total [1-9][0-9]*$" "$work/slowm.body" &&
+	 grep -Eq "^idgen_connections_cut_total ([89]|[1-9][0-9]+)$" "$work/slowm.body" &&
+	 grep -Eq "^idgen_connections_open 1$" "$work/slowm.body"'
+check "the connection limit reached is logged, once" \
+	test "$(grep -c 'connections refused: max_connections (6) reached' "$work/slow.log")" = 1
+stop
+check "the slow requests minted nothing" grep -q "simulated generator: 0 IDs minted" "$work/slow.log"
+
+# ---- libmicrohttpd's messages do not flood the log ----------------------
+# (Past 2 per address, refused too: one more kind of line.)
+start "$work/flood.log" --device sim --clock-check no --max-connections-per-ip 2 ||
+	{ not_ok "idgen-httpd starts"; bail; }
+before=$(wc -l <"$work/flood.log")
+$trickle "$port" 127.0.0.1 2000 half 60
+req flood --interface 127.0.0.9 "$url/livez"
+stop
+check "2000 half-sent requests: the service goes on, and logs at most 5 lines for them ($(($(wc -l <"$work/flood.log") - before - 2)))" \
+	test "$(status_of flood)" = 200 -a "$(($(wc -l <"$work/flood.log") - before - 2))" -le 5
 
 # ---- SIGTERM lets a request in flight finish -----------------------------
 start "$work/drain.log" --device sim --clock-check no || { not_ok "idgen-httpd starts"; bail; }
@@ -359,6 +459,54 @@ wait "$pid"
 check "... then the service exits 0" test $? = 0
 pid=
 check "... having minted those 2" grep -q "simulated generator: 2 IDs minted" "$work/drain.log"
+
+# ---- SIGTERM: requests in flight on every listener finish --------------
+start "$work/drain2.log" --device sim --clock-check no --listen 127.0.0.2:0 ||
+	{ not_ok "idgen-httpd on two listeners starts"; bail; }
+port2=$(sed -n 's/.*listening on 127.0.0.2:0 (port \([0-9]*\)).*/\1/p' "$work/drain2.log")
+head='POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"count"'
+exec 5<>"/dev/tcp/127.0.0.1/$port" 6<>"/dev/tcp/127.0.0.2/$port2" 7<>"/dev/tcp/127.0.0.1/$port"
+# 7: an idle keep-alive connection, its one request answered.
+printf 'GET /livez HTTP/1.1\r\nHost: t\r\n\r\n' >&7
+read -r -t 10 line7 <&7
+printf "$head" >&5
+printf "$head" >&6
+sleep 0.5	# (their headers read: in flight)
+kill -TERM "$pid"
+for ((t = 0; t < 50; t++)); do
+	grep -q 'stopping once the requests in flight are answered' "$work/drain2.log" && break
+	sleep 0.1
+done
+printf ':2}' >&5
+printf ':2}' >&6
+answer5=$(timeout 20 cat <&5 | tr -d '\r')
+answer6=$(timeout 20 cat <&6 | tr -d '\r')
+exec 5>&- 6>&-
+# closing_200 ANSWER: a 200 that closes its connection.
+closing_200() {
+	[ "$(printf '%s' "$1" | head -n 1)" = "HTTP/1.1 200 OK" ] &&
+		printf '%s' "$1" | grep -qix "Connection: close"
+}
+check "requests in flight on two listeners at SIGTERM: both 200, with Connection: close" \
+	eval '[ "${line7%$'"'"'\r'"'"'}" = "HTTP/1.1 200 OK" ] && closing_200 "$answer5" && closing_200 "$answer6"'
+wait "$pid"
+check "... then the service exits 0, having minted their 4 IDs" \
+	eval 'test $? = 0 && grep -q "simulated generator: 4 IDs minted" "$work/drain2.log"'
+pid=
+exec 7>&-
+# An idle keep-alive connection has nothing to finish: the stop does not
+# wait for it (the drain would wait 5 s).
+start "$work/idle.log" --device sim --clock-check no || { not_ok "idgen-httpd starts"; bail; }
+exec 7<>"/dev/tcp/127.0.0.1/$port"
+printf 'GET /livez HTTP/1.1\r\nHost: t\r\n\r\n' >&7
+read -r -t 10 line7 <&7
+t0=$(date +%s%N)
+stop
+rc=$?
+t1=$(date +%s%N)
+exec 7>&-
+check "SIGTERM with an idle keep-alive client: exit 0 in under 3 s ($(((t1 - t0) / 1000000)) ms)" \
+	test "$rc" = 0 -a $(((t1 - t0) / 1000000)) -lt 3000
 
 # ---- /metrics -----------------------------------------------------------
 start "$work/metrics.log" --device sim --clock-check no --callers "order-service chat" ||
@@ -485,7 +633,7 @@ fi
 cfg() {
 	local desc=$1 want_rc=$2 want=$3 rc
 	shift 3
-	"$httpd" "$@" >"$work/cfg.out" 2>"$work/cfg.err"
+	timeout 20 "$httpd" "$@" >"$work/cfg.out" 2>"$work/cfg.err"
 	rc=$?
 	if [ $rc -eq "$want_rc" ] && grep -qF -- "$want" "$work/cfg.out" "$work/cfg.err"; then
 		ok "config: $desc"
@@ -515,12 +663,16 @@ cfg "a missing file" 1 "cannot read $work/none.conf" --config "$work/none.conf"
 cfg "an unknown flag" 1 "unknown option '--bogus'" --bogus 1
 cfg "a flag out of range" 1 "--timeout-s: '0' is out of range (1 to 3600)" --timeout-s 0
 cfg "clock-check not yes or no" 1 "--clock-check: 'maybe' is not yes or no" --clock-check maybe
-cfg "no such device" 1 "device '$work/none': no idgen device" --device "$work/none"
+cfg "no such device file" 1 "device '$work/none': no such file" --device "$work/none"
 cfg "not an idgen device" 1 "device '/dev/null': not an idgen device" --device /dev/null
 cfg "a simulated worker past 127" 1 "the simulation's worker must be a decimal number from 0 to 127" \
 	--device sim:128
 cfg "a listen address without a port" 1 "listen address '127.0.0.1': want HOST:PORT" \
 	--device sim --listen 127.0.0.1
+cfg "an IPv6 address not this host's, named whole" 1 "listen address '[zz::1]:80': " \
+	--device sim --listen '[zz::1]:80'
+cfg "an empty IPv6 address, named whole" 1 "listen address '[]:80': no host" \
+	--device sim --listen '[]:80'
 cfg "a port past 65535" 1 "the port must be a number from 0 to 65535" \
 	--device sim --listen 127.0.0.1:65536
 cfg "callers listed" 0 "callers = a b.c x:y" --callers "a b.c x:y" --check-config
@@ -536,8 +688,23 @@ cfg "a quota without a burst" 1 "'a=1' is not CALLER=RATE/BURST" --callers a --q
 cfg "a quota of rate 0" 1 "the rate '0' is not IDs per second from 0.001" --callers a --quotas "a=0/1"
 cfg "a quota of burst 0" 1 "the burst '0' is not a number of IDs from 1" --callers a --quotas "a=1/0"
 cfg "two quotas for one caller" 1 "'a' has two quotas" --callers a --quotas "a=1/1 a=2/2"
+cfg "a caller listed twice (a flag)" 1 "--callers: caller 'a' is listed twice" --callers "a b a"
+printf '[httpd]\ncallers = x\n  y x\n' >"$work/bad5.conf"
+cfg "a caller listed twice (the file)" 1 "bad5.conf:2: callers: caller 'x' is listed twice" --config "$work/bad5.conf"
 cfg "a caller named other" 1 "'other' is not a caller's name" --callers "a other"
 cfg "a bad layouts file" 1 "layouts: $work/none.layouts" --layouts "$work/none.layouts"
+# The generator's layout must be the decode table's in force now.
+printf '2 1000 3 10 9\n' >"$work/v2-now.layouts"
+cfg "a layouts file whose layout in force now is not the generator's" 1 \
+	"sim:0 mints with layout 3/7/12 (region/worker/sequence bits), but the decode table has layout version 2 (3/10/9) in force now" \
+	--device sim --listen 127.0.0.1:0 --layouts "$work/v2-now.layouts"
+printf '2 2199023255551 3 10 9\n' >"$work/v2-later.layouts"
+if start "$work/v2later.log" --device sim --clock-check no --layouts "$work/v2-later.layouts"; then
+	stop
+	check "a layouts file whose next layout is yet to come: it starts, exits 0" test $? = 0
+else
+	not_ok "a layouts file whose next layout is yet to come: it starts"
+fi
 cfg "--help" 0 "Usage: idgen-httpd" --help
 
 tap_step "make install DESTDIR=... PREFIX=/usr: the program, its man page, the example file and alerts, the unit" bash -c "
