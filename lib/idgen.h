@@ -19,8 +19,10 @@
  * means success.  idgen_strerror() says what an errno means for idgen.
  *
  * Thread safety: everything is safe to call from several threads at once,
- * given distinct output buffers; a struct idgen_buffer has its own lock and
- * a struct idgen_layouts is read-only once loaded.
+ * given distinct output buffers; a struct idgen_buffer has its own lock,
+ * a struct idgen_keyring a read-write lock (a key version may be added
+ * while other threads encode), and a struct idgen_layouts is read-only
+ * once loaded.
  *
  * Times: "ms" is milliseconds since the idgen epoch, the number in the ID;
  * "unix_ms" is milliseconds since 1970-01-01T00:00:00Z.

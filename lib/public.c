@@ -8,6 +8,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,13 @@ struct public_key {
 	struct idgen_ff1 *ff1;
 };
 
+/*
+ * Adding a version shifts k[] and bumps n while other threads may be
+ * encoding: readers hold lock for reading, idgen_keyring_add() for
+ * writing.  An encode holds it for a few hundred nanoseconds.
+ */
 struct idgen_keyring {
+	pthread_rwlock_t lock;
 	size_t n;
 	struct public_key k[KEYRING_MAX];	/* by version, increasing */
 };
@@ -41,7 +48,25 @@ struct idgen_keyring {
 IDGEN_EXPORT int idgen_keyring_new(struct idgen_keyring **out)
 {
 	*out = calloc(1, sizeof(**out));
-	return *out ? 0 : -ENOMEM;
+	if (!*out)
+		return -ENOMEM;
+	if (pthread_rwlock_init(&(*out)->lock, NULL)) {
+		free(*out);
+		*out = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The lock is the keyring's own mutable state, not its keys. */
+static void read_lock(const struct idgen_keyring *kr)
+{
+	pthread_rwlock_rdlock((pthread_rwlock_t *)&kr->lock);
+}
+
+static void read_unlock(const struct idgen_keyring *kr)
+{
+	pthread_rwlock_unlock((pthread_rwlock_t *)&kr->lock);
 }
 
 IDGEN_EXPORT void idgen_keyring_free(struct idgen_keyring *kr)
@@ -52,6 +77,7 @@ IDGEN_EXPORT void idgen_keyring_free(struct idgen_keyring *kr)
 		return;
 	for (i = 0; i < kr->n; i++)
 		idgen_ff1_free(kr->k[i].ff1);
+	pthread_rwlock_destroy(&kr->lock);
 	OPENSSL_cleanse(kr, sizeof(*kr));
 	free(kr);
 }
@@ -63,11 +89,7 @@ IDGEN_EXPORT int idgen_keyring_add(struct idgen_keyring *kr, uint32_t version,
 	size_t i;
 	int ret;
 
-	for (i = 0; i < kr->n; i++)
-		if (kr->k[i].version == version)
-			return -EEXIST;
-	if (kr->n == KEYRING_MAX)
-		return -E2BIG;
+	/* The key schedule and P block outside the lock: encoders go on. */
 	ret = idgen_ff1_new(key, LIBIDGEN_PUBLIC_KEY_BYTES, 2, &nk.ff1);
 	if (ret)
 		return ret;
@@ -80,27 +102,49 @@ IDGEN_EXPORT int idgen_keyring_add(struct idgen_keyring *kr, uint32_t version,
 		idgen_ff1_free(nk.ff1);
 		return ret;
 	}
-	for (i = kr->n; i > 0 && kr->k[i - 1].version > version; i--)
-		kr->k[i] = kr->k[i - 1];
-	kr->k[i] = nk;
-	kr->n++;
-	return 0;
+	pthread_rwlock_wrlock(&kr->lock);
+	for (i = 0; i < kr->n; i++)
+		if (kr->k[i].version == version)
+			ret = -EEXIST;
+	if (!ret && kr->n == KEYRING_MAX)
+		ret = -E2BIG;
+	if (!ret) {
+		for (i = kr->n; i > 0 && kr->k[i - 1].version > version; i--)
+			kr->k[i] = kr->k[i - 1];
+		kr->k[i] = nk;
+		kr->n++;
+	}
+	pthread_rwlock_unlock(&kr->lock);
+	if (ret)
+		idgen_ff1_free(nk.ff1);
+	return ret;
 }
 
 IDGEN_EXPORT size_t idgen_keyring_count(const struct idgen_keyring *kr)
 {
-	return kr->n;
+	size_t n;
+
+	read_lock(kr);
+	n = kr->n;
+	read_unlock(kr);
+	return n;
 }
 
 IDGEN_EXPORT int idgen_keyring_version(const struct idgen_keyring *kr, size_t i,
 				       uint32_t *version)
 {
+	int ret = 0;
+
+	read_lock(kr);
 	if (i >= kr->n)
-		return -ERANGE;
-	/* i = 0 is the current (highest) version. */
-	*version = kr->k[kr->n - 1 - i].version;
-	return 0;
+		ret = -ERANGE;
+	else	/* i = 0 is the current (highest) version. */
+		*version = kr->k[kr->n - 1 - i].version;
+	read_unlock(kr);
+	return ret;
 }
+
+/* The functions below up to the exported ones run under the read lock. */
 
 static const struct public_key *find(const struct idgen_keyring *kr, uint32_t version)
 {
@@ -125,20 +169,8 @@ static int crypt_id(const struct idgen_keyring *kr, uint32_t version, uint64_t i
 			  encrypt, out);
 }
 
-IDGEN_EXPORT int idgen_public_encrypt(const struct idgen_keyring *kr, uint32_t version,
-				      uint64_t id, uint64_t *pub)
-{
-	return crypt_id(kr, version, id, true, pub);
-}
-
-IDGEN_EXPORT int idgen_public_decrypt(const struct idgen_keyring *kr, uint32_t version,
-				      uint64_t pub, uint64_t *id)
-{
-	return crypt_id(kr, version, pub, false, id);
-}
-
-IDGEN_EXPORT int idgen_public_format(const struct idgen_keyring *kr, uint32_t version,
-				     uint64_t pub, char buf[LIBIDGEN_PUBLIC_STRLEN])
+static int format(const struct idgen_keyring *kr, uint32_t version, uint64_t pub,
+		  char buf[LIBIDGEN_PUBLIC_STRLEN])
 {
 	int len = 0;
 
@@ -151,22 +183,8 @@ IDGEN_EXPORT int idgen_public_format(const struct idgen_keyring *kr, uint32_t ve
 	return len + idgen_format_id(pub, buf + len);
 }
 
-IDGEN_EXPORT int idgen_public_encode(const struct idgen_keyring *kr, uint64_t id,
-				     char buf[LIBIDGEN_PUBLIC_STRLEN])
-{
-	uint64_t pub;
-	uint32_t version;
-	int ret;
-
-	if (!kr->n)
-		return -EKEYREJECTED;
-	version = kr->k[kr->n - 1].version;
-	ret = idgen_public_encrypt(kr, version, id, &pub);
-	return ret ? ret : idgen_public_format(kr, version, pub, buf);
-}
-
-IDGEN_EXPORT int idgen_public_parse(const struct idgen_keyring *kr, const char *s,
-				    uint32_t *version, uint64_t *pub)
+static int parse(const struct idgen_keyring *kr, const char *s, uint32_t *version,
+		 uint64_t *pub)
 {
 	const char *dot;
 	uint64_t v;
@@ -196,23 +214,36 @@ IDGEN_EXPORT int idgen_public_parse(const struct idgen_keyring *kr, const char *
 	return 0;
 }
 
-IDGEN_EXPORT int idgen_public_decode(const struct idgen_keyring *kr, const char *s,
-				     uint64_t *id)
+static int encode(const struct idgen_keyring *kr, uint64_t id,
+		  char buf[LIBIDGEN_PUBLIC_STRLEN])
+{
+	uint64_t pub;
+	uint32_t version;
+	int ret;
+
+	if (!kr->n)
+		return -EKEYREJECTED;
+	version = kr->k[kr->n - 1].version;
+	ret = crypt_id(kr, version, id, true, &pub);
+	return ret ? ret : format(kr, version, pub, buf);
+}
+
+static int decode(const struct idgen_keyring *kr, const char *s, uint64_t *id)
 {
 	uint32_t version;
 	uint64_t pub;
-	int ret = idgen_public_parse(kr, s, &version, &pub);
+	int ret = parse(kr, s, &version, &pub);
 
-	return ret ? ret : idgen_public_decrypt(kr, version, pub, id);
+	return ret ? ret : crypt_id(kr, version, pub, false, id);
 }
 
-IDGEN_EXPORT ssize_t idgen_public_candidates(const struct idgen_keyring *kr, const char *s,
-					     uint64_t *ids, uint32_t *versions, size_t n)
+static ssize_t candidates(const struct idgen_keyring *kr, const char *s,
+			  uint64_t *ids, uint32_t *versions, size_t n)
 {
 	uint32_t version;
 	uint64_t pub;
 	size_t i, got = 0;
-	int ret = idgen_public_parse(kr, s, &version, &pub);
+	int ret = parse(kr, s, &version, &pub);
 
 	if (ret)
 		return ret;
@@ -220,17 +251,70 @@ IDGEN_EXPORT ssize_t idgen_public_candidates(const struct idgen_keyring *kr, con
 		if (n < 1)
 			return -ENOSPC;
 		versions[0] = version;
-		return idgen_public_decrypt(kr, version, pub, &ids[0]) ?: 1;
+		return crypt_id(kr, version, pub, false, &ids[0]) ?: 1;
 	}
 	if (n < kr->n)
 		return -ENOSPC;
 	for (i = kr->n; i-- > 0; got++) {
 		versions[got] = kr->k[i].version;
-		ret = idgen_public_decrypt(kr, versions[got], pub, &ids[got]);
+		ret = crypt_id(kr, versions[got], pub, false, &ids[got]);
 		if (ret)
 			return ret;
 	}
 	return got;
+}
+
+/* Each exported call holds the read lock once, start to end. */
+#define LOCKED(type, call)		\
+	do {				\
+		type ret_;		\
+					\
+		read_lock(kr);		\
+		ret_ = (call);		\
+		read_unlock(kr);	\
+		return ret_;		\
+	} while (0)
+
+IDGEN_EXPORT int idgen_public_encrypt(const struct idgen_keyring *kr, uint32_t version,
+				      uint64_t id, uint64_t *pub)
+{
+	LOCKED(int, crypt_id(kr, version, id, true, pub));
+}
+
+IDGEN_EXPORT int idgen_public_decrypt(const struct idgen_keyring *kr, uint32_t version,
+				      uint64_t pub, uint64_t *id)
+{
+	LOCKED(int, crypt_id(kr, version, pub, false, id));
+}
+
+IDGEN_EXPORT int idgen_public_format(const struct idgen_keyring *kr, uint32_t version,
+				     uint64_t pub, char buf[LIBIDGEN_PUBLIC_STRLEN])
+{
+	LOCKED(int, format(kr, version, pub, buf));
+}
+
+IDGEN_EXPORT int idgen_public_encode(const struct idgen_keyring *kr, uint64_t id,
+				     char buf[LIBIDGEN_PUBLIC_STRLEN])
+{
+	LOCKED(int, encode(kr, id, buf));
+}
+
+IDGEN_EXPORT int idgen_public_parse(const struct idgen_keyring *kr, const char *s,
+				    uint32_t *version, uint64_t *pub)
+{
+	LOCKED(int, parse(kr, s, version, pub));
+}
+
+IDGEN_EXPORT int idgen_public_decode(const struct idgen_keyring *kr, const char *s,
+				     uint64_t *id)
+{
+	LOCKED(int, decode(kr, s, id));
+}
+
+IDGEN_EXPORT ssize_t idgen_public_candidates(const struct idgen_keyring *kr, const char *s,
+					     uint64_t *ids, uint32_t *versions, size_t n)
+{
+	LOCKED(ssize_t, candidates(kr, s, ids, versions, n));
 }
 
 /* Key files ---------------------------------------------------------------- */

@@ -196,6 +196,13 @@ if tap_step "build the libidgen fuzz targets (clang, libFuzzer, ASan, UBSan)" \
 	done
 fi
 
+# The keyring shared by threads while key versions are added, under
+# ThreadSanitizer: any data race fails the run (exit code 66).
+if tap_step "build public_race under ThreadSanitizer (clang)" make -s -C "$user" tsan; then
+	tap_step "public_race: encode and decode in threads while versions are added, no data race" \
+		env TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$top/build/user-fuzz/public_race"
+fi
+
 # PostgreSQL.
 tap_run pg "$user/pg_range.sh"
 
