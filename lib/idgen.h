@@ -305,13 +305,21 @@ int idgen_ff1_decrypt(const struct idgen_ff1 *f, const uint8_t *tweak, size_t tl
  * It hides, it does not authenticate: every number decodes to some ID, so
  * check authorisation on each read.
  *
- * A keyring holds key versions; the highest is the current one, which
- * idgen_public_encode() uses.  Text form: the current version's public ID
- * in canonical decimal ("5938279163094021517"); another version's as
- * "v<N>.<decimal>" ("v1.2209738914530744317").  A plain decimal always
- * means the current version, so after a rotation a plain public ID issued
- * before it decodes to the wrong ID; idgen_public_candidates() gives the
- * ID it stands for under each version for a lookup to settle.
+ * A keyring holds key versions; the current one, which
+ * idgen_public_encode() uses, is the one idgen_keyring_set_current()
+ * chose, or the highest while none was chosen.  Text form: the current
+ * version's public ID in canonical decimal ("5938279163094021517");
+ * another version's as "v<N>.<decimal>" ("v1.2209738914530744317").  A
+ * plain decimal always means the current version, so after a rotation a
+ * plain public ID issued before it decodes to the wrong ID;
+ * idgen_public_candidates() gives the ID it stands for under each version
+ * for a lookup to settle.
+ *
+ * Rotating across hosts: hosts that disagree on the current version
+ * disagree on what a plain public ID means.  So first load the new key
+ * everywhere for decoding only (keep the old version chosen with
+ * idgen_keyring_set_current()), then, once every host has it, choose the
+ * new version everywhere.
  *
  * idgen_keyring_add():  -EEXIST for a version loaded already, -E2BIG past
  *   64 versions.
@@ -319,7 +327,10 @@ int idgen_ff1_decrypt(const struct idgen_ff1 *f, const uint8_t *tweak, size_t tl
  *   in decimal, a space, 64 hex digits, an optional newline; refused with
  *   -EACCES when readable by group or others, -EINVAL when not such a
  *   line; err says "PATH: what is wrong".
- * idgen_keyring_version(): the i-th version, newest (current) first.
+ * idgen_keyring_set_current(): makes version the current one, and keeps
+ *   it current when versions are added; -EKEYREJECTED when not loaded.
+ * idgen_keyring_current(): the current version; -EKEYREJECTED when empty.
+ * idgen_keyring_version(): the i-th version, highest first.
  * idgen_public_encrypt()/_decrypt(): the permutation under one version;
  *   -ERANGE above 2^63-1, -EKEYREJECTED for a version not in the keyring.
  * idgen_public_format()/_parse(): the text form; _parse() gives -EINVAL
@@ -328,7 +339,8 @@ int idgen_ff1_decrypt(const struct idgen_ff1 *f, const uint8_t *tweak, size_t tl
  * idgen_public_encode(): encrypt with the current version and format;
  *   returns the length.  idgen_public_decode(): parse and decrypt.
  * idgen_public_candidates(): for "v<N>." one ID; for plain decimal one per
- *   version, newest first (-ENOSPC if n is too small); returns the count.
+ *   version, the current first, then the others highest first (-ENOSPC if
+ *   n is too small); returns the count.
  */
 #define LIBIDGEN_PUBLIC_KEY_BYTES	32
 /* "v4294967295." + 19 digits + NUL */
@@ -341,6 +353,8 @@ int idgen_keyring_add(struct idgen_keyring *kr, uint32_t version,
 int idgen_keyring_load(struct idgen_keyring *kr, const char *path,
 		       char *err, size_t errlen);
 size_t idgen_keyring_count(const struct idgen_keyring *kr);
+int idgen_keyring_set_current(struct idgen_keyring *kr, uint32_t version);
+int idgen_keyring_current(const struct idgen_keyring *kr, uint32_t *version);
 int idgen_keyring_version(const struct idgen_keyring *kr, size_t i, uint32_t *version);
 /* A key file's text (len bytes); -EINVAL with err as for _load(). */
 int idgen_key_parse(const char *text, size_t len, uint32_t *version,

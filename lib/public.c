@@ -2,8 +2,8 @@
 /*
  * Public IDs (idgen-spec section 10): FF1 with AES-256 over radix 2, the
  * ID's 63 bits most significant first, the tweak the key version as 4
- * big-endian bytes.  A keyring holds the key versions; the highest one is
- * current.  Text: the current version's public ID in plain decimal, any
+ * big-endian bytes.  A keyring holds the key versions; the current one is
+ * the version set by idgen_keyring_set_current(), or else the highest.  Text: the current version's public ID in plain decimal, any
  * version's as "v<N>.<decimal>".
  */
 #include <errno.h>
@@ -41,6 +41,8 @@ struct public_key {
  */
 struct idgen_keyring {
 	pthread_rwlock_t lock;
+	bool pinned;		/* current set: an added version decodes only */
+	uint32_t current;	/* when pinned */
 	size_t n;
 	struct public_key k[KEYRING_MAX];	/* by version, increasing */
 };
@@ -138,8 +140,44 @@ IDGEN_EXPORT int idgen_keyring_version(const struct idgen_keyring *kr, size_t i,
 	read_lock(kr);
 	if (i >= kr->n)
 		ret = -ERANGE;
-	else	/* i = 0 is the current (highest) version. */
+	else	/* i = 0 is the highest version. */
 		*version = kr->k[kr->n - 1 - i].version;
+	read_unlock(kr);
+	return ret;
+}
+
+/* The version encode uses and a plain decimal means; n > 0. */
+static uint32_t current(const struct idgen_keyring *kr)
+{
+	return kr->pinned ? kr->current : kr->k[kr->n - 1].version;
+}
+
+IDGEN_EXPORT int idgen_keyring_set_current(struct idgen_keyring *kr, uint32_t version)
+{
+	int ret = -EKEYREJECTED;
+	size_t i;
+
+	pthread_rwlock_wrlock(&kr->lock);
+	for (i = 0; i < kr->n; i++)
+		if (kr->k[i].version == version)
+			ret = 0;
+	if (!ret) {
+		kr->pinned = true;
+		kr->current = version;
+	}
+	pthread_rwlock_unlock(&kr->lock);
+	return ret;
+}
+
+IDGEN_EXPORT int idgen_keyring_current(const struct idgen_keyring *kr, uint32_t *version)
+{
+	int ret = 0;
+
+	read_lock(kr);
+	if (!kr->n)
+		ret = -EKEYREJECTED;
+	else
+		*version = current(kr);
 	read_unlock(kr);
 	return ret;
 }
@@ -178,7 +216,7 @@ static int format(const struct idgen_keyring *kr, uint32_t version, uint64_t pub
 		return -ERANGE;
 	if (!find(kr, version))
 		return -EKEYREJECTED;
-	if (version != kr->k[kr->n - 1].version)
+	if (version != current(kr))
 		len = snprintf(buf, LIBIDGEN_PUBLIC_STRLEN, "v%u.", version);
 	return len + idgen_format_id(pub, buf + len);
 }
@@ -205,7 +243,7 @@ static int parse(const struct idgen_keyring *kr, const char *s, uint32_t *versio
 	} else {
 		if (!kr->n)
 			return -EKEYREJECTED;
-		v = kr->k[kr->n - 1].version;
+		v = current(kr);
 	}
 	ret = idgen_parse_id(s, pub);
 	if (ret)
@@ -223,7 +261,7 @@ static int encode(const struct idgen_keyring *kr, uint64_t id,
 
 	if (!kr->n)
 		return -EKEYREJECTED;
-	version = kr->k[kr->n - 1].version;
+	version = current(kr);
 	ret = crypt_id(kr, version, id, true, &pub);
 	return ret ? ret : format(kr, version, pub, buf);
 }
@@ -255,9 +293,14 @@ static ssize_t candidates(const struct idgen_keyring *kr, const char *s,
 	}
 	if (n < kr->n)
 		return -ENOSPC;
-	for (i = kr->n; i-- > 0; got++) {
-		versions[got] = kr->k[i].version;
-		ret = crypt_id(kr, versions[got], pub, false, &ids[got]);
+	/* The current version first (the ID a plain decimal means), then the
+	 * others newest first. */
+	versions[got++] = version;
+	for (i = kr->n; i-- > 0;)
+		if (kr->k[i].version != version)
+			versions[got++] = kr->k[i].version;
+	for (i = 0; i < got; i++) {
+		ret = crypt_id(kr, versions[i], pub, false, &ids[i]);
 		if (ret)
 			return ret;
 	}

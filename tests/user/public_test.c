@@ -401,6 +401,75 @@ TEST(public_key_versions)
 	idgen_keyring_free(kr);
 }
 
+/*
+ * A rolling rotation: a host that has loaded the new key for decoding only
+ * still encodes, formats and reads plain public IDs as one that has not,
+ * until the new version is chosen.
+ */
+TEST(public_rollout_load_then_switch)
+{
+	struct idgen_keyring *old = keyring(), *kr = keyring();
+	char a[LIBIDGEN_PUBLIC_STRLEN], b[LIBIDGEN_PUBLIC_STRLEN];
+	uint64_t id = 108421920055775237ULL, back, pub2, ids[4];
+	uint32_t version, versions[4];
+
+	EXPECT_EQ(-EKEYREJECTED, idgen_keyring_set_current(kr, 2));
+	ASSERT_EQ(0, idgen_keyring_set_current(kr, 1));
+	ASSERT_EQ(0, idgen_keyring_add(kr, 2, key2));
+	ASSERT_EQ(0, idgen_keyring_current(kr, &version));
+	EXPECT_EQ(1, version);
+	ASSERT_EQ(0, idgen_keyring_version(kr, 0, &version));
+	EXPECT_EQ(2, version);		/* listed highest first all the same */
+	/* Loaded, not current: both hosts agree on the plain public ID. */
+	ASSERT_LT(0, idgen_public_encode(old, id, a));
+	ASSERT_LT(0, idgen_public_encode(kr, id, b));
+	EXPECT_STREQ(a, b);
+	ASSERT_EQ(0, idgen_public_decode(kr, a, &back));
+	EXPECT_EQ(id, back);
+	/* The new version's public IDs are written with it; they decode. */
+	ASSERT_EQ(0, idgen_public_encrypt(kr, 2, id, &pub2));
+	ASSERT_LT(0, idgen_public_format(kr, 2, pub2, b));
+	EXPECT_EQ(0, strncmp(b, "v2.", 3));
+	ASSERT_EQ(0, idgen_public_decode(kr, b, &back));
+	EXPECT_EQ(id, back);
+	/* Candidates: the current version first. */
+	ASSERT_EQ(2, idgen_public_candidates(kr, a, ids, versions, 4));
+	EXPECT_EQ(1, versions[0]);
+	EXPECT_EQ(id, ids[0]);
+	EXPECT_EQ(2, versions[1]);
+	EXPECT_NE(id, ids[1]);
+
+	/* The switch: now the new version is plain, the old one "v1.". */
+	ASSERT_EQ(0, idgen_keyring_set_current(kr, 2));
+	ASSERT_EQ(0, idgen_keyring_current(kr, &version));
+	EXPECT_EQ(2, version);
+	ASSERT_LT(0, idgen_public_encode(kr, id, b));
+	EXPECT_NE('v', b[0]);
+	EXPECT_STRNE(a, b);
+	ASSERT_LT(0, idgen_public_format(kr, 1, strtoull(a, NULL, 10), b));
+	EXPECT_EQ(0, strncmp(b, "v1.", 3));
+	EXPECT_STREQ(a, b + 3);
+	/* Chosen, it stays current when a higher version is added. */
+	ASSERT_EQ(0, idgen_keyring_add(kr, 3, key2));
+	ASSERT_EQ(0, idgen_keyring_current(kr, &version));
+	EXPECT_EQ(2, version);
+	ASSERT_EQ(3, idgen_public_candidates(kr, a, ids, versions, 4));
+	EXPECT_EQ(2, versions[0]);
+	EXPECT_EQ(3, versions[1]);
+	EXPECT_EQ(1, versions[2]);
+	EXPECT_EQ(id, ids[2]);
+	idgen_keyring_free(kr);
+
+	/* Never chosen: the highest is current; empty: none. */
+	ASSERT_EQ(0, idgen_keyring_add(old, 2, key2));
+	ASSERT_EQ(0, idgen_keyring_current(old, &version));
+	EXPECT_EQ(2, version);
+	idgen_keyring_free(old);
+	ASSERT_EQ(0, idgen_keyring_new(&kr));
+	EXPECT_EQ(-EKEYREJECTED, idgen_keyring_current(kr, &version));
+	idgen_keyring_free(kr);
+}
+
 static const char good_key[] =
 	"7 000102030405060708090a0b0c0d0e0f101112131415161718191A1B1C1D1E1F\n";
 

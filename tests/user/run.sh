@@ -145,6 +145,30 @@ tap_step "idgenctl public: encode and decode round trip at the edges, across a r
 	new=\$('$idgenctl' public encode --key '$tmp/k1' --key '$tmp/k2' \$ids) &&
 	[ \"\$new\" != \"\$pubs\" ] &&
 	[ \"\$(echo \$('$idgenctl' public decode --key '$tmp/k2' --key '$tmp/k1' \$new))\" = \"\$ids\" ]"
+cli "public encode --current: a version no key file holds" 1 \
+	"--current 3: no --key file holds key version 3" public encode --key "$tmp/k1" --current 3 1
+cli "public encode --current: not a version" 1 "invalid --current 'x'" \
+	public encode --key "$tmp/k1" --current x 1
+cli "public encode --all-versions is decode's" 1 "unexpected option '--all-versions'" \
+	public encode --key "$tmp/k1" --all-versions 1
+tap_step "idgenctl public: a rolling rotation, the new key loaded first, then made current" bash -c "
+	ids='0 108421920055775237' &&
+	old=\$('$idgenctl' public encode --key '$tmp/k1' \$ids) &&
+	[ \"\$('$idgenctl' public encode --key '$tmp/k1' --key '$tmp/k2' --current 1 \$ids)\" = \"\$old\" ] &&
+	[ \"\$(echo \$('$idgenctl' public decode --key '$tmp/k2' --key '$tmp/k1' --current 1 \$old))\" = \"\$ids\" ] &&
+	new=\$('$idgenctl' public encode --key '$tmp/k1' --key '$tmp/k2' --current=2 \$ids) &&
+	[ \"\$new\" = \"\$('$idgenctl' public encode --key '$tmp/k1' --key '$tmp/k2' \$ids)\" ] &&
+	[ \"\$new\" != \"\$old\" ]"
+tap_step "idgenctl public decode --all-versions: every candidate, the current version first" bash -c "
+	p=\$('$idgenctl' public encode --key '$tmp/k1' 42) &&
+	out=\$('$idgenctl' public decode --all-versions --key '$tmp/k1' --key '$tmp/k2' \$p v1.\$p) &&
+	other=\$('$idgenctl' public decode --key '$tmp/k1' --key '$tmp/k2' v2.\$p) &&
+	[ \"\$out\" = \"\$other version 2
+42 version 1
+42 version 1\" ] &&
+	out=\$('$idgenctl' public decode --key '$tmp/k1' --key '$tmp/k2' --current 1 --all-versions \$p) &&
+	[ \"\$out\" = \"42 version 1
+\$other version 2\" ]"
 tap_step "idgenctl code check: the example README and libidgen(3) show" bash -c "
 	[ \"\$('$idgenctl' code check '7kq3 m0xd 8')\" = 7KQ3-M0XD-8 ] &&
 	grep -qF \"idgenctl code check '7kq3 m0xd 8'                             # 7KQ3-M0XD-8\" '$top/README.md' &&
