@@ -325,8 +325,10 @@ int idgen_ff1_decrypt(const struct idgen_ff1 *f, const uint8_t *tweak, size_t tl
  *   64 versions.
  * idgen_keyring_load(): adds the key file at path: one line, the version
  *   in decimal, a space, 64 hex digits, an optional newline; refused with
- *   -EACCES when readable by group or others, -EINVAL when not such a
- *   line; err says "PATH: what is wrong".
+ *   -EACCES when readable or writable by group or others or owned by
+ *   neither the effective user nor root, -EINVAL when not a regular file
+ *   (a FIFO too, without waiting on it) or not such a line (a CR LF line
+ *   end named as such); err says "PATH: what is wrong".
  * idgen_keyring_set_current(): makes version the current one, and keeps
  *   it current when versions are added; -EKEYREJECTED when not loaded.
  * idgen_keyring_current(): the current version; -EKEYREJECTED when empty.

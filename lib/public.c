@@ -400,6 +400,9 @@ IDGEN_EXPORT int idgen_key_parse(const char *text, size_t len, uint32_t *version
 #define BAD(...) key_fail(err, errlen, -EINVAL, "not a key file", __VA_ARGS__)
 	if (len && text[len - 1] == '\n')
 		end--;
+	if (end > text && end[-1] == '\r')
+		return BAD("the line ends in CR LF (a DOS/Windows line ending): want a "
+			   "plain newline (dos2unix, or tr -d '\\r')");
 	sp = memchr(text, ' ', end - text);
 	if (!sp)
 		return BAD("want one line '<version> <64 hex digits>'");
@@ -435,7 +438,8 @@ IDGEN_EXPORT int idgen_keyring_load(struct idgen_keyring *kr, const char *path,
 	ssize_t r = 0;
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO at path must not hang the open; it is refused below. */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		ret = -errno;
 		return key_fail(err, errlen, ret, path, "%s", strerror(-ret));
@@ -448,6 +452,24 @@ IDGEN_EXPORT int idgen_keyring_load(struct idgen_keyring *kr, const char *path,
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
 		return key_fail(err, errlen, -EINVAL, path, "not a regular file");
+	}
+	/*
+	 * As ssh does for its keys: whoever else could write the file could
+	 * plant a key of their own, so only this user or root owns it and
+	 * only the owner writes it.
+	 */
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		close(fd);
+		return key_fail(err, errlen, -EACCES, path,
+				"owned by uid %u, neither this user (uid %u) nor root: a key "
+				"file must belong to the user that loads it or to root",
+				(unsigned int)st.st_uid, (unsigned int)geteuid());
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		close(fd);
+		return key_fail(err, errlen, -EACCES, path,
+				"writable by group or others (mode %04o): a key file must be "
+				"mode 0600 (chmod 600 %s)", (unsigned int)(st.st_mode & 07777), path);
 	}
 	if (st.st_mode & (S_IRGRP | S_IROTH)) {
 		close(fd);

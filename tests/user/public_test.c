@@ -562,6 +562,65 @@ TEST_F(keyfile, readable_by_group_or_others_is_refused)
 	idgen_keyring_free(kr);
 }
 
+TEST_F(keyfile, writable_by_group_or_others_is_refused)
+{
+	static const mode_t modes[] = { 0620, 0602, 0622 };
+	struct idgen_keyring *kr;
+	char err[256], want[160];
+	size_t i;
+
+	ASSERT_EQ(0, idgen_keyring_new(&kr));
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		ASSERT_EQ(0, write_key(self->path, good_key, modes[i]));
+		err[0] = '\0';
+		EXPECT_EQ(-EACCES, idgen_keyring_load(kr, self->path, err, sizeof(err)));
+		snprintf(want, sizeof(want), "%s: writable by group or others (mode %04o)",
+			 self->path, (unsigned int)modes[i]);
+		TH_LOG("%s", err);
+		EXPECT_EQ(0, strncmp(err, want, strlen(want)));
+	}
+	EXPECT_EQ(0, idgen_keyring_count(kr));
+	idgen_keyring_free(kr);
+}
+
+/* As ssh: a key file belongs to the user loading it or to root. */
+TEST_F(keyfile, owned_by_another_user_is_refused)
+{
+	struct idgen_keyring *kr;
+	char err[256], want[160];
+
+	if (geteuid() != 0)
+		SKIP(return, "making a file another user's needs root");
+	ASSERT_EQ(0, write_key(self->path, good_key, 0600));
+	ASSERT_EQ(0, chown(self->path, 65534, 65534));
+	ASSERT_EQ(0, idgen_keyring_new(&kr));
+	err[0] = '\0';
+	EXPECT_EQ(-EACCES, idgen_keyring_load(kr, self->path, err, sizeof(err)));
+	snprintf(want, sizeof(want), "%s: owned by uid 65534, neither this user (uid 0) "
+		 "nor root", self->path);
+	TH_LOG("%s", err);
+	EXPECT_EQ(0, strncmp(err, want, strlen(want)));
+	/* Root's own file loads. */
+	ASSERT_EQ(0, chown(self->path, 0, 0));
+	EXPECT_EQ(0, idgen_keyring_load(kr, self->path, err, sizeof(err)));
+	idgen_keyring_free(kr);
+}
+
+/* A FIFO at the path: refused at once, not a read that waits forever. */
+TEST_F_TIMEOUT(keyfile, a_fifo_is_refused_without_hanging, 10)
+{
+	struct idgen_keyring *kr;
+	char err[256];
+
+	unlink(self->path);
+	ASSERT_EQ(0, mkfifo(self->path, 0600));
+	ASSERT_EQ(0, idgen_keyring_new(&kr));
+	err[0] = '\0';
+	EXPECT_EQ(-EINVAL, idgen_keyring_load(kr, self->path, err, sizeof(err)));
+	EXPECT_NE(NULL, strstr(err, "not a regular file"));
+	idgen_keyring_free(kr);
+}
+
 static const struct {
 	const char *text, *err;
 } bad_keys[] = {
@@ -588,7 +647,9 @@ static const struct {
 	{ "7 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f \n",
 	  "not a hex digit at column 67" },
 	{ "7 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\r\n",
-	  "not a hex digit" },
+	  "the line ends in CR LF (a DOS/Windows line ending)" },
+	{ "7 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\r",
+	  "the line ends in CR LF" },
 	{ "7 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n\n",
 	  "want one line" },
 	{ "7 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n"

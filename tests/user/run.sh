@@ -121,6 +121,16 @@ chmod 600 "$tmp/k4"
 cli "public encode without a key" 1 "a key file is needed (--key FILE)" public encode 1
 cli "public encode: a key file readable by others is refused, named" 1 \
 	"key file $tmp/k3: readable by group or others (mode 0644)" public encode --key "$tmp/k3" 1
+printf '5 %s\r\n' 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f >"$tmp/k5"
+chmod 620 "$tmp/k5"
+cli "public encode: a key file writable by group is refused, named" 1 \
+	"key file $tmp/k5: writable by group or others (mode 0620)" public encode --key "$tmp/k5" 1
+chmod 600 "$tmp/k5"
+cli "public encode: a CR LF line end is named" 1 \
+	"key file $tmp/k5: not a key file: the line ends in CR LF" public encode --key "$tmp/k5" 1
+mkfifo "$tmp/fifo"
+cli "public encode: a FIFO is not a key file (and does not hang)" 1 \
+	"key file $tmp/fifo: not a regular file" public encode --key "$tmp/fifo" 1
 cli "public encode: a malformed key file is named" 1 \
 	"key file $tmp/k4: not a key file: the key is 4 hex digits, want 64" public encode --key "$tmp/k4" 1
 cli "public encode: a missing key file" 1 "key file $tmp/none: No such file" public encode --key "$tmp/none" 1
