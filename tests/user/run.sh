@@ -52,6 +52,7 @@ tap_step "public IDs and codes from the installed library: shared, and static as
 tap_run unit "$user/unit"
 tap_run public "$user/public_test"
 tap_run code "$user/code_test"
+tap_run ff1_busy "$user/ff1_busy_test"
 
 # idgenctl: bad use exits 1 with the usage on stderr; bad IDs are named.
 cli() {
