@@ -19,8 +19,10 @@
  * means success.  idgen_strerror() says what an errno means for idgen.
  *
  * Thread safety: everything is safe to call from several threads at once,
- * given distinct output buffers; a struct idgen_buffer has its own lock and
- * a struct idgen_layouts is read-only once loaded.
+ * given distinct output buffers; a struct idgen_buffer has its own lock,
+ * a struct idgen_keyring a read-write lock (a key version may be added
+ * while other threads encode), and a struct idgen_layouts is read-only
+ * once loaded.
  *
  * Times: "ms" is milliseconds since the idgen epoch, the number in the ID;
  * "unix_ms" is milliseconds since 1970-01-01T00:00:00Z.
@@ -303,21 +305,34 @@ int idgen_ff1_decrypt(const struct idgen_ff1 *f, const uint8_t *tweak, size_t tl
  * It hides, it does not authenticate: every number decodes to some ID, so
  * check authorisation on each read.
  *
- * A keyring holds key versions; the highest is the current one, which
- * idgen_public_encode() uses.  Text form: the current version's public ID
- * in canonical decimal ("5938279163094021517"); another version's as
- * "v<N>.<decimal>" ("v1.2209738914530744317").  A plain decimal always
- * means the current version, so after a rotation a plain public ID issued
- * before it decodes to the wrong ID; idgen_public_candidates() gives the
- * ID it stands for under each version for a lookup to settle.
+ * A keyring holds key versions; the current one, which
+ * idgen_public_encode() uses, is the one idgen_keyring_set_current()
+ * chose, or the highest while none was chosen.  Text form: the current
+ * version's public ID in canonical decimal ("5938279163094021517");
+ * another version's as "v<N>.<decimal>" ("v1.2209738914530744317").  A
+ * plain decimal always means the current version, so after a rotation a
+ * plain public ID issued before it decodes to the wrong ID;
+ * idgen_public_candidates() gives the ID it stands for under each version
+ * for a lookup to settle.
+ *
+ * Rotating across hosts: hosts that disagree on the current version
+ * disagree on what a plain public ID means.  So first load the new key
+ * everywhere for decoding only (keep the old version chosen with
+ * idgen_keyring_set_current()), then, once every host has it, choose the
+ * new version everywhere.
  *
  * idgen_keyring_add():  -EEXIST for a version loaded already, -E2BIG past
  *   64 versions.
  * idgen_keyring_load(): adds the key file at path: one line, the version
  *   in decimal, a space, 64 hex digits, an optional newline; refused with
- *   -EACCES when readable by group or others, -EINVAL when not such a
- *   line; err says "PATH: what is wrong".
- * idgen_keyring_version(): the i-th version, newest (current) first.
+ *   -EACCES when readable or writable by group or others or owned by
+ *   neither the effective user nor root, -EINVAL when not a regular file
+ *   (a FIFO too, without waiting on it) or not such a line (a CR LF line
+ *   end named as such); err says "PATH: what is wrong".
+ * idgen_keyring_set_current(): makes version the current one, and keeps
+ *   it current when versions are added; -EKEYREJECTED when not loaded.
+ * idgen_keyring_current(): the current version; -EKEYREJECTED when empty.
+ * idgen_keyring_version(): the i-th version, highest first.
  * idgen_public_encrypt()/_decrypt(): the permutation under one version;
  *   -ERANGE above 2^63-1, -EKEYREJECTED for a version not in the keyring.
  * idgen_public_format()/_parse(): the text form; _parse() gives -EINVAL
@@ -326,7 +341,8 @@ int idgen_ff1_decrypt(const struct idgen_ff1 *f, const uint8_t *tweak, size_t tl
  * idgen_public_encode(): encrypt with the current version and format;
  *   returns the length.  idgen_public_decode(): parse and decrypt.
  * idgen_public_candidates(): for "v<N>." one ID; for plain decimal one per
- *   version, newest first (-ENOSPC if n is too small); returns the count.
+ *   version, the current first, then the others highest first (-ENOSPC if
+ *   n is too small); returns the count.
  */
 #define LIBIDGEN_PUBLIC_KEY_BYTES	32
 /* "v4294967295." + 19 digits + NUL */
@@ -339,6 +355,8 @@ int idgen_keyring_add(struct idgen_keyring *kr, uint32_t version,
 int idgen_keyring_load(struct idgen_keyring *kr, const char *path,
 		       char *err, size_t errlen);
 size_t idgen_keyring_count(const struct idgen_keyring *kr);
+int idgen_keyring_set_current(struct idgen_keyring *kr, uint32_t version);
+int idgen_keyring_current(const struct idgen_keyring *kr, uint32_t *version);
 int idgen_keyring_version(const struct idgen_keyring *kr, size_t i, uint32_t *version);
 /* A key file's text (len bytes); -EINVAL with err as for _load(). */
 int idgen_key_parse(const char *text, size_t len, uint32_t *version,

@@ -2,12 +2,13 @@
 /*
  * Public IDs (idgen-spec section 10): FF1 with AES-256 over radix 2, the
  * ID's 63 bits most significant first, the tweak the key version as 4
- * big-endian bytes.  A keyring holds the key versions; the highest one is
- * current.  Text: the current version's public ID in plain decimal, any
+ * big-endian bytes.  A keyring holds the key versions; the current one is
+ * the version set by idgen_keyring_set_current(), or else the highest.  Text: the current version's public ID in plain decimal, any
  * version's as "v<N>.<decimal>".
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,15 @@ struct public_key {
 	struct idgen_ff1 *ff1;
 };
 
+/*
+ * Adding a version shifts k[] and bumps n while other threads may be
+ * encoding: readers hold lock for reading, idgen_keyring_add() for
+ * writing.  An encode holds it for a few hundred nanoseconds.
+ */
 struct idgen_keyring {
+	pthread_rwlock_t lock;
+	bool pinned;		/* current set: an added version decodes only */
+	uint32_t current;	/* when pinned */
 	size_t n;
 	struct public_key k[KEYRING_MAX];	/* by version, increasing */
 };
@@ -41,7 +50,25 @@ struct idgen_keyring {
 IDGEN_EXPORT int idgen_keyring_new(struct idgen_keyring **out)
 {
 	*out = calloc(1, sizeof(**out));
-	return *out ? 0 : -ENOMEM;
+	if (!*out)
+		return -ENOMEM;
+	if (pthread_rwlock_init(&(*out)->lock, NULL)) {
+		free(*out);
+		*out = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* The lock is the keyring's own mutable state, not its keys. */
+static void read_lock(const struct idgen_keyring *kr)
+{
+	pthread_rwlock_rdlock((pthread_rwlock_t *)&kr->lock);
+}
+
+static void read_unlock(const struct idgen_keyring *kr)
+{
+	pthread_rwlock_unlock((pthread_rwlock_t *)&kr->lock);
 }
 
 IDGEN_EXPORT void idgen_keyring_free(struct idgen_keyring *kr)
@@ -52,6 +79,7 @@ IDGEN_EXPORT void idgen_keyring_free(struct idgen_keyring *kr)
 		return;
 	for (i = 0; i < kr->n; i++)
 		idgen_ff1_free(kr->k[i].ff1);
+	pthread_rwlock_destroy(&kr->lock);
 	OPENSSL_cleanse(kr, sizeof(*kr));
 	free(kr);
 }
@@ -63,11 +91,7 @@ IDGEN_EXPORT int idgen_keyring_add(struct idgen_keyring *kr, uint32_t version,
 	size_t i;
 	int ret;
 
-	for (i = 0; i < kr->n; i++)
-		if (kr->k[i].version == version)
-			return -EEXIST;
-	if (kr->n == KEYRING_MAX)
-		return -E2BIG;
+	/* The key schedule and P block outside the lock: encoders go on. */
 	ret = idgen_ff1_new(key, LIBIDGEN_PUBLIC_KEY_BYTES, 2, &nk.ff1);
 	if (ret)
 		return ret;
@@ -80,27 +104,85 @@ IDGEN_EXPORT int idgen_keyring_add(struct idgen_keyring *kr, uint32_t version,
 		idgen_ff1_free(nk.ff1);
 		return ret;
 	}
-	for (i = kr->n; i > 0 && kr->k[i - 1].version > version; i--)
-		kr->k[i] = kr->k[i - 1];
-	kr->k[i] = nk;
-	kr->n++;
-	return 0;
+	pthread_rwlock_wrlock(&kr->lock);
+	for (i = 0; i < kr->n; i++)
+		if (kr->k[i].version == version)
+			ret = -EEXIST;
+	if (!ret && kr->n == KEYRING_MAX)
+		ret = -E2BIG;
+	if (!ret) {
+		for (i = kr->n; i > 0 && kr->k[i - 1].version > version; i--)
+			kr->k[i] = kr->k[i - 1];
+		kr->k[i] = nk;
+		kr->n++;
+	}
+	pthread_rwlock_unlock(&kr->lock);
+	if (ret)
+		idgen_ff1_free(nk.ff1);
+	return ret;
 }
 
 IDGEN_EXPORT size_t idgen_keyring_count(const struct idgen_keyring *kr)
 {
-	return kr->n;
+	size_t n;
+
+	read_lock(kr);
+	n = kr->n;
+	read_unlock(kr);
+	return n;
 }
 
 IDGEN_EXPORT int idgen_keyring_version(const struct idgen_keyring *kr, size_t i,
 				       uint32_t *version)
 {
+	int ret = 0;
+
+	read_lock(kr);
 	if (i >= kr->n)
-		return -ERANGE;
-	/* i = 0 is the current (highest) version. */
-	*version = kr->k[kr->n - 1 - i].version;
-	return 0;
+		ret = -ERANGE;
+	else	/* i = 0 is the highest version. */
+		*version = kr->k[kr->n - 1 - i].version;
+	read_unlock(kr);
+	return ret;
 }
+
+/* The version encode uses and a plain decimal means; n > 0. */
+static uint32_t current(const struct idgen_keyring *kr)
+{
+	return kr->pinned ? kr->current : kr->k[kr->n - 1].version;
+}
+
+IDGEN_EXPORT int idgen_keyring_set_current(struct idgen_keyring *kr, uint32_t version)
+{
+	int ret = -EKEYREJECTED;
+	size_t i;
+
+	pthread_rwlock_wrlock(&kr->lock);
+	for (i = 0; i < kr->n; i++)
+		if (kr->k[i].version == version)
+			ret = 0;
+	if (!ret) {
+		kr->pinned = true;
+		kr->current = version;
+	}
+	pthread_rwlock_unlock(&kr->lock);
+	return ret;
+}
+
+IDGEN_EXPORT int idgen_keyring_current(const struct idgen_keyring *kr, uint32_t *version)
+{
+	int ret = 0;
+
+	read_lock(kr);
+	if (!kr->n)
+		ret = -EKEYREJECTED;
+	else
+		*version = current(kr);
+	read_unlock(kr);
+	return ret;
+}
+
+/* The functions below up to the exported ones run under the read lock. */
 
 static const struct public_key *find(const struct idgen_keyring *kr, uint32_t version)
 {
@@ -125,20 +207,8 @@ static int crypt_id(const struct idgen_keyring *kr, uint32_t version, uint64_t i
 			  encrypt, out);
 }
 
-IDGEN_EXPORT int idgen_public_encrypt(const struct idgen_keyring *kr, uint32_t version,
-				      uint64_t id, uint64_t *pub)
-{
-	return crypt_id(kr, version, id, true, pub);
-}
-
-IDGEN_EXPORT int idgen_public_decrypt(const struct idgen_keyring *kr, uint32_t version,
-				      uint64_t pub, uint64_t *id)
-{
-	return crypt_id(kr, version, pub, false, id);
-}
-
-IDGEN_EXPORT int idgen_public_format(const struct idgen_keyring *kr, uint32_t version,
-				     uint64_t pub, char buf[LIBIDGEN_PUBLIC_STRLEN])
+static int format(const struct idgen_keyring *kr, uint32_t version, uint64_t pub,
+		  char buf[LIBIDGEN_PUBLIC_STRLEN])
 {
 	int len = 0;
 
@@ -146,27 +216,13 @@ IDGEN_EXPORT int idgen_public_format(const struct idgen_keyring *kr, uint32_t ve
 		return -ERANGE;
 	if (!find(kr, version))
 		return -EKEYREJECTED;
-	if (version != kr->k[kr->n - 1].version)
+	if (version != current(kr))
 		len = snprintf(buf, LIBIDGEN_PUBLIC_STRLEN, "v%u.", version);
 	return len + idgen_format_id(pub, buf + len);
 }
 
-IDGEN_EXPORT int idgen_public_encode(const struct idgen_keyring *kr, uint64_t id,
-				     char buf[LIBIDGEN_PUBLIC_STRLEN])
-{
-	uint64_t pub;
-	uint32_t version;
-	int ret;
-
-	if (!kr->n)
-		return -EKEYREJECTED;
-	version = kr->k[kr->n - 1].version;
-	ret = idgen_public_encrypt(kr, version, id, &pub);
-	return ret ? ret : idgen_public_format(kr, version, pub, buf);
-}
-
-IDGEN_EXPORT int idgen_public_parse(const struct idgen_keyring *kr, const char *s,
-				    uint32_t *version, uint64_t *pub)
+static int parse(const struct idgen_keyring *kr, const char *s, uint32_t *version,
+		 uint64_t *pub)
 {
 	const char *dot;
 	uint64_t v;
@@ -187,7 +243,7 @@ IDGEN_EXPORT int idgen_public_parse(const struct idgen_keyring *kr, const char *
 	} else {
 		if (!kr->n)
 			return -EKEYREJECTED;
-		v = kr->k[kr->n - 1].version;
+		v = current(kr);
 	}
 	ret = idgen_parse_id(s, pub);
 	if (ret)
@@ -196,23 +252,36 @@ IDGEN_EXPORT int idgen_public_parse(const struct idgen_keyring *kr, const char *
 	return 0;
 }
 
-IDGEN_EXPORT int idgen_public_decode(const struct idgen_keyring *kr, const char *s,
-				     uint64_t *id)
+static int encode(const struct idgen_keyring *kr, uint64_t id,
+		  char buf[LIBIDGEN_PUBLIC_STRLEN])
+{
+	uint64_t pub;
+	uint32_t version;
+	int ret;
+
+	if (!kr->n)
+		return -EKEYREJECTED;
+	version = current(kr);
+	ret = crypt_id(kr, version, id, true, &pub);
+	return ret ? ret : format(kr, version, pub, buf);
+}
+
+static int decode(const struct idgen_keyring *kr, const char *s, uint64_t *id)
 {
 	uint32_t version;
 	uint64_t pub;
-	int ret = idgen_public_parse(kr, s, &version, &pub);
+	int ret = parse(kr, s, &version, &pub);
 
-	return ret ? ret : idgen_public_decrypt(kr, version, pub, id);
+	return ret ? ret : crypt_id(kr, version, pub, false, id);
 }
 
-IDGEN_EXPORT ssize_t idgen_public_candidates(const struct idgen_keyring *kr, const char *s,
-					     uint64_t *ids, uint32_t *versions, size_t n)
+static ssize_t candidates(const struct idgen_keyring *kr, const char *s,
+			  uint64_t *ids, uint32_t *versions, size_t n)
 {
 	uint32_t version;
 	uint64_t pub;
 	size_t i, got = 0;
-	int ret = idgen_public_parse(kr, s, &version, &pub);
+	int ret = parse(kr, s, &version, &pub);
 
 	if (ret)
 		return ret;
@@ -220,17 +289,75 @@ IDGEN_EXPORT ssize_t idgen_public_candidates(const struct idgen_keyring *kr, con
 		if (n < 1)
 			return -ENOSPC;
 		versions[0] = version;
-		return idgen_public_decrypt(kr, version, pub, &ids[0]) ?: 1;
+		return crypt_id(kr, version, pub, false, &ids[0]) ?: 1;
 	}
 	if (n < kr->n)
 		return -ENOSPC;
-	for (i = kr->n; i-- > 0; got++) {
-		versions[got] = kr->k[i].version;
-		ret = idgen_public_decrypt(kr, versions[got], pub, &ids[got]);
+	/* The current version first (the ID a plain decimal means), then the
+	 * others newest first. */
+	versions[got++] = version;
+	for (i = kr->n; i-- > 0;)
+		if (kr->k[i].version != version)
+			versions[got++] = kr->k[i].version;
+	for (i = 0; i < got; i++) {
+		ret = crypt_id(kr, versions[i], pub, false, &ids[i]);
 		if (ret)
 			return ret;
 	}
 	return got;
+}
+
+/* Each exported call holds the read lock once, start to end. */
+#define LOCKED(type, call)		\
+	do {				\
+		type ret_;		\
+					\
+		read_lock(kr);		\
+		ret_ = (call);		\
+		read_unlock(kr);	\
+		return ret_;		\
+	} while (0)
+
+IDGEN_EXPORT int idgen_public_encrypt(const struct idgen_keyring *kr, uint32_t version,
+				      uint64_t id, uint64_t *pub)
+{
+	LOCKED(int, crypt_id(kr, version, id, true, pub));
+}
+
+IDGEN_EXPORT int idgen_public_decrypt(const struct idgen_keyring *kr, uint32_t version,
+				      uint64_t pub, uint64_t *id)
+{
+	LOCKED(int, crypt_id(kr, version, pub, false, id));
+}
+
+IDGEN_EXPORT int idgen_public_format(const struct idgen_keyring *kr, uint32_t version,
+				     uint64_t pub, char buf[LIBIDGEN_PUBLIC_STRLEN])
+{
+	LOCKED(int, format(kr, version, pub, buf));
+}
+
+IDGEN_EXPORT int idgen_public_encode(const struct idgen_keyring *kr, uint64_t id,
+				     char buf[LIBIDGEN_PUBLIC_STRLEN])
+{
+	LOCKED(int, encode(kr, id, buf));
+}
+
+IDGEN_EXPORT int idgen_public_parse(const struct idgen_keyring *kr, const char *s,
+				    uint32_t *version, uint64_t *pub)
+{
+	LOCKED(int, parse(kr, s, version, pub));
+}
+
+IDGEN_EXPORT int idgen_public_decode(const struct idgen_keyring *kr, const char *s,
+				     uint64_t *id)
+{
+	LOCKED(int, decode(kr, s, id));
+}
+
+IDGEN_EXPORT ssize_t idgen_public_candidates(const struct idgen_keyring *kr, const char *s,
+					     uint64_t *ids, uint32_t *versions, size_t n)
+{
+	LOCKED(ssize_t, candidates(kr, s, ids, versions, n));
 }
 
 /* Key files ---------------------------------------------------------------- */
@@ -273,6 +400,9 @@ IDGEN_EXPORT int idgen_key_parse(const char *text, size_t len, uint32_t *version
 #define BAD(...) key_fail(err, errlen, -EINVAL, "not a key file", __VA_ARGS__)
 	if (len && text[len - 1] == '\n')
 		end--;
+	if (end > text && end[-1] == '\r')
+		return BAD("the line ends in CR LF (a DOS/Windows line ending): want a "
+			   "plain newline (dos2unix, or tr -d '\\r')");
 	sp = memchr(text, ' ', end - text);
 	if (!sp)
 		return BAD("want one line '<version> <64 hex digits>'");
@@ -308,7 +438,8 @@ IDGEN_EXPORT int idgen_keyring_load(struct idgen_keyring *kr, const char *path,
 	ssize_t r = 0;
 	int fd, ret;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/* O_NONBLOCK: a FIFO at path must not hang the open; it is refused below. */
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		ret = -errno;
 		return key_fail(err, errlen, ret, path, "%s", strerror(-ret));
@@ -321,6 +452,24 @@ IDGEN_EXPORT int idgen_keyring_load(struct idgen_keyring *kr, const char *path,
 	if (!S_ISREG(st.st_mode)) {
 		close(fd);
 		return key_fail(err, errlen, -EINVAL, path, "not a regular file");
+	}
+	/*
+	 * As ssh does for its keys: whoever else could write the file could
+	 * plant a key of their own, so only this user or root owns it and
+	 * only the owner writes it.
+	 */
+	if (st.st_uid != geteuid() && st.st_uid != 0) {
+		close(fd);
+		return key_fail(err, errlen, -EACCES, path,
+				"owned by uid %u, neither this user (uid %u) nor root: a key "
+				"file must belong to the user that loads it or to root",
+				(unsigned int)st.st_uid, (unsigned int)geteuid());
+	}
+	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
+		close(fd);
+		return key_fail(err, errlen, -EACCES, path,
+				"writable by group or others (mode %04o): a key file must be "
+				"mode 0600 (chmod 600 %s)", (unsigned int)(st.st_mode & 07777), path);
 	}
 	if (st.st_mode & (S_IRGRP | S_IROTH)) {
 		close(fd);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "quota.h"
 
@@ -47,12 +48,14 @@ unsigned int quota_caller_index(const struct quota *q, const char *caller)
 	return i;
 }
 
-enum quota_verdict quota_take(struct quota *q, unsigned int i, size_t n,
-			      uint64_t now_ns, uint64_t *wait_ns, uint64_t *burst)
+enum quota_verdict quota_take_tat(struct quota *q, unsigned int i, size_t n,
+				  uint64_t now_ns, uint64_t *wait_ns, uint64_t *burst,
+				  uint64_t *tat_ns)
 {
 	struct quota_bucket *b = &q->bucket[i];
 	uint64_t tat, next, limit;
 
+	*tat_ns = 0;
 	if (!b->cost_ns)
 		return QUOTA_TAKEN;
 	if (n > b->burst) {
@@ -71,17 +74,65 @@ enum quota_verdict quota_take(struct quota *q, unsigned int i, size_t n,
 	} while (!atomic_compare_exchange_weak_explicit(&b->tat_ns, &tat, next,
 							memory_order_relaxed,
 							memory_order_relaxed));
+	*tat_ns = next;
 	return QUOTA_TAKEN;
+}
+
+/* The calling thread's last take, for quota_give_back(). */
+static _Thread_local struct {
+	const struct quota *q;
+	unsigned int i;
+	size_t n;
+	uint64_t tat_ns;
+} last_take;
+
+enum quota_verdict quota_take(struct quota *q, unsigned int i, size_t n,
+			      uint64_t now_ns, uint64_t *wait_ns, uint64_t *burst)
+{
+	enum quota_verdict v = quota_take_tat(q, i, n, now_ns, wait_ns, burst,
+					      &last_take.tat_ns);
+
+	last_take.q = v == QUOTA_TAKEN ? q : NULL;
+	last_take.i = i;
+	last_take.n = n;
+	return v;
+}
+
+void quota_refund(struct quota *q, unsigned int i, size_t n, uint64_t tat_ns,
+		  uint64_t now_ns)
+{
+	struct quota_bucket *b = &q->bucket[i];
+	uint64_t owed, tat, next;
+
+	if (!b->cost_ns || tat_ns <= now_ns)
+		return;
+	/*
+	 * Of the n * cost the take added, the part up to now has refilled
+	 * already: only tat_ns - now is still owed.  Handing back more would
+	 * hand back time other requests have taken since, and let more than
+	 * the burst through.
+	 */
+	owed = tat_ns - now_ns;
+	if (owed > n * b->cost_ns)
+		owed = n * b->cost_ns;
+	tat = atomic_load_explicit(&b->tat_ns, memory_order_relaxed);
+	do {
+		if (tat <= now_ns)
+			return;		/* full already */
+		next = tat - now_ns > owed ? tat - owed : now_ns;
+	} while (!atomic_compare_exchange_weak_explicit(&b->tat_ns, &tat, next,
+							memory_order_relaxed,
+							memory_order_relaxed));
 }
 
 void quota_give_back(struct quota *q, unsigned int i, size_t n)
 {
-	struct quota_bucket *b = &q->bucket[i];
+	struct timespec now;
 
-	/*
-	 * Back by what was taken: at worst (time passed meanwhile) into the
-	 * past, which is only a full bucket, never more than one.
-	 */
-	if (b->cost_ns)
-		atomic_fetch_sub_explicit(&b->tat_ns, n * b->cost_ns, memory_order_relaxed);
+	if (last_take.q != q || last_take.i != i || last_take.n != n)
+		return;		/* not this thread's last take: nothing known owed */
+	last_take.q = NULL;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	quota_refund(q, i, n, last_take.tat_ns,
+		     (uint64_t)now.tv_sec * 1000000000 + now.tv_nsec);
 }

@@ -1,28 +1,60 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * idgenctl public encode --key FILE [--key FILE...] ID...
- * idgenctl public decode --key FILE [--key FILE...] PUBLIC_ID...
+ * idgenctl public encode --key FILE [--key FILE...] [--current VERSION] ID...
+ * idgenctl public decode --key FILE [--key FILE...] [--current VERSION]
+ *                        [--all-versions] PUBLIC_ID...
  *
  * Public IDs (idgen-spec section 10) with the keys of the key files given;
- * the highest key version is current.  Pure: no device.
+ * the current key version is --current's, or the highest.  Pure: no
+ * device.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "args.h"
 #include "idgenctl.h"
 
-static const char encode_usage[] = "public encode --key FILE [--key FILE...] ID...";
-static const char decode_usage[] = "public decode --key FILE [--key FILE...] PUBLIC_ID...";
+static const char encode_usage[] =
+	"public encode --key FILE [--key FILE...] [--current VERSION] ID...";
+static const char decode_usage[] =
+	"public decode --key FILE [--key FILE...] [--current VERSION] [--all-versions] "
+	"PUBLIC_ID...";
+
+/* "--name VALUE" or "--name=VALUE" at argv[*i]: the value, *i moved past. */
+static const char *option(const char *name, int argc, char *argv[], int *i, bool *missing)
+{
+	size_t len = strlen(name);
+
+	*missing = false;
+	if (!strcmp(argv[*i], name)) {
+		if (*i + 1 >= argc || !argv[*i + 1][0]) {
+			*missing = true;
+			return NULL;
+		}
+		*i += 2;
+		return argv[*i - 1];
+	}
+	if (!strncmp(argv[*i], name, len) && argv[*i][len] == '=' && argv[*i][len + 1]) {
+		(*i)++;
+		return argv[*i - 1] + len + 1;
+	}
+	return NULL;
+}
 
 /*
- * Load the --key options at the front of argv into *kr; returns how many
- * arguments they took, or -1 after reporting bad use or a bad key file.
+ * Load the --key options at the front of argv into *kr and choose
+ * --current's version (and, if all_versions is given, take
+ * --all-versions); returns how many arguments they took, or -1 after
+ * reporting bad use or a bad key file.
  */
-static int load_keys(const char *usage, int argc, char *argv[], struct idgen_keyring **kr)
+static int load_keys(const char *usage, int argc, char *argv[], struct idgen_keyring **kr,
+		     bool *all_versions)
 {
+	const char *path, *current = NULL;
 	char err[512];
-	const char *path;
+	uint32_t version;
+	bool missing;
 	int i = 0, ret;
 
 	ret = idgen_keyring_new(kr);
@@ -31,19 +63,27 @@ static int load_keys(const char *usage, int argc, char *argv[], struct idgen_key
 		return -1;
 	}
 	while (i < argc) {
-		if (!strcmp(argv[i], "--key")) {
-			if (i + 1 >= argc || !argv[i + 1][0]) {
-				bad_usage(usage, "--key needs a file");
-				return -1;
-			}
-			path = argv[i + 1];
-			i += 2;
-		} else if (!strncmp(argv[i], "--key=", 6) && argv[i][6]) {
-			path = argv[i] + 6;
+		if (all_versions && !strcmp(argv[i], "--all-versions")) {
+			*all_versions = true;
 			i++;
-		} else {
-			break;
+			continue;
 		}
+		path = option("--current", argc, argv, &i, &missing);
+		if (missing) {
+			bad_usage(usage, "--current needs a key version");
+			return -1;
+		}
+		if (path) {
+			current = path;
+			continue;
+		}
+		path = option("--key", argc, argv, &i, &missing);
+		if (missing) {
+			bad_usage(usage, "--key needs a file");
+			return -1;
+		}
+		if (!path)
+			break;
 		if (idgen_keyring_load(*kr, path, err, sizeof(err))) {
 			fprintf(stderr, "%s: key file %s\n", PROG_NAME, err);
 			return -1;
@@ -53,13 +93,36 @@ static int load_keys(const char *usage, int argc, char *argv[], struct idgen_key
 		bad_usage(usage, "a key file is needed (--key FILE)");
 		return -1;
 	}
+	if (current) {
+		if (!parse_u32("--current", current, &version))
+			return -1;
+		if (idgen_keyring_set_current(*kr, version)) {
+			fprintf(stderr, "%s: --current %u: no --key file holds key version %u\n",
+				PROG_NAME, version, version);
+			return -1;
+		}
+	}
 	return i;
+}
+
+/* Every ID a public ID may stand for, one line each: "ID version N". */
+static int print_candidates(const struct idgen_keyring *kr, const char *s)
+{
+	uint64_t ids[64];
+	uint32_t versions[64];
+	ssize_t n, i;
+
+	n = idgen_public_candidates(kr, s, ids, versions, 64);
+	for (i = 0; i < n; i++)
+		printf("%llu version %u\n", (unsigned long long)ids[i], versions[i]);
+	return n < 0 ? (int)n : 0;
 }
 
 static int public_main(const char *usage, int argc, char *argv[], int encode)
 {
 	char text[LIBIDGEN_PUBLIC_STRLEN];
 	struct idgen_keyring *kr = NULL;
+	bool all_versions = false;
 	int i, n, ret = 0, err;
 	uint64_t v;
 
@@ -67,7 +130,7 @@ static int public_main(const char *usage, int argc, char *argv[], int encode)
 		printf("Usage: %s %s\n", PROG_NAME, usage);
 		return 0;
 	}
-	n = load_keys(usage, argc, argv, &kr);
+	n = load_keys(usage, argc, argv, &kr, encode ? NULL : &all_versions);
 	if (n < 0) {
 		idgen_keyring_free(kr);
 		return 1;
@@ -103,9 +166,15 @@ static int public_main(const char *usage, int argc, char *argv[], int encode)
 				}
 			}
 		} else {
-			err = idgen_public_decode(kr, argv[i], &v);
+			if (all_versions) {
+				err = print_candidates(kr, argv[i]);
+			} else {
+				err = idgen_public_decode(kr, argv[i], &v);
+				if (!err)
+					printf("%llu\n", (unsigned long long)v);
+			}
 			if (!err) {
-				printf("%llu\n", (unsigned long long)v);
+				;
 			} else if (err == -EKEYREJECTED) {
 				fprintf(stderr, "%s: public decode: '%s' names a key version no "
 					"--key file holds\n", PROG_NAME, argv[i]);

@@ -4,13 +4,14 @@
  * clock the test sets: a full bucket's burst passes and no more, the
  * wait given is exactly the time after which the refused request passes,
  * a request above the burst is refused outright, a give-back restores
- * what was taken, callers apart, and threads taking at once never take
+ * what was taken and is still owed, never more, callers apart, and threads taking at once never take
  * more than the bucket holds.
  */
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "quota.h"
 #include "../selftests/kselftest_harness.h"
@@ -99,13 +100,104 @@ TEST_F(q, fractional_rate)
 
 TEST_F(q, give_back_restores)
 {
-	uint64_t wait, burst;
+	uint64_t wait, burst, tat;
 
 	quota_set(&self->q, 0, 1000, 4);
-	ASSERT_EQ(QUOTA_TAKEN, quota_take(&self->q, 0, 4, T0, &wait, &burst));
-	quota_give_back(&self->q, 0, 4);
+	ASSERT_EQ(QUOTA_TAKEN, quota_take_tat(&self->q, 0, 4, T0, &wait, &burst, &tat));
+	EXPECT_EQ(T0 + 4 * S, tat);
+	quota_refund(&self->q, 0, 4, tat, T0);
 	ASSERT_EQ(QUOTA_TAKEN, quota_take(&self->q, 0, 4, T0, &wait, &burst));
 	ASSERT_EQ(QUOTA_WAIT, quota_take(&self->q, 0, 1, T0, &wait, &burst));
+}
+
+/*
+ * A request takes the whole burst, its minting fails only after the
+ * bucket has refilled and another request has taken the burst again: the
+ * late give-back owes nothing, so no more than the burst passes.
+ */
+TEST_F(q, late_give_back_never_passes_the_burst)
+{
+	uint64_t wait, burst, tat;
+
+	quota_set(&self->q, 0, 1000, 4);
+	ASSERT_EQ(QUOTA_TAKEN, quota_take_tat(&self->q, 0, 4, T0, &wait, &burst, &tat));
+	ASSERT_EQ(QUOTA_TAKEN, quota_take(&self->q, 0, 4, T0 + 10 * S, &wait, &burst));
+	quota_refund(&self->q, 0, 4, tat, T0 + 10 * S);
+	ASSERT_EQ(QUOTA_WAIT, quota_take(&self->q, 0, 1, T0 + 10 * S, &wait, &burst));
+	EXPECT_EQ(S, wait);
+}
+
+/* Half refilled when handed back: only the half still owed comes back. */
+TEST_F(q, give_back_of_what_is_still_owed)
+{
+	uint64_t wait, burst, tat;
+
+	quota_set(&self->q, 0, 1000, 4);
+	ASSERT_EQ(QUOTA_TAKEN, quota_take_tat(&self->q, 0, 4, T0, &wait, &burst, &tat));
+	/* At T0 + 2 s, 2 IDs have refilled; another request takes them. */
+	ASSERT_EQ(QUOTA_TAKEN, quota_take(&self->q, 0, 2, T0 + 2 * S, &wait, &burst));
+	quota_refund(&self->q, 0, 4, tat, T0 + 2 * S);
+	/* 2 of the 4 were still owed: 2 pass, a third waits a second. */
+	ASSERT_EQ(QUOTA_TAKEN, quota_take(&self->q, 0, 2, T0 + 2 * S, &wait, &burst));
+	ASSERT_EQ(QUOTA_WAIT, quota_take(&self->q, 0, 1, T0 + 2 * S, &wait, &burst));
+	EXPECT_EQ(S, wait);
+	/* Handing back to a full bucket leaves it full, no fuller. */
+	ASSERT_EQ(QUOTA_TAKEN, quota_take_tat(&self->q, 0, 1, T0 + 100 * S, &wait, &burst,
+					      &tat));
+	quota_refund(&self->q, 0, 1, tat, T0 + 200 * S);
+	ASSERT_EQ(QUOTA_TAKEN, quota_take(&self->q, 0, 4, T0 + 200 * S, &wait, &burst));
+	ASSERT_EQ(QUOTA_WAIT, quota_take(&self->q, 0, 1, T0 + 200 * S, &wait, &burst));
+}
+
+static uint64_t monotonic_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * S + ts.tv_nsec;
+}
+
+struct other_take {
+	struct quota *q;
+	uint64_t now;
+	enum quota_verdict v;
+};
+
+static void *take_in_another_thread(void *arg)
+{
+	struct other_take *o = arg;
+	uint64_t wait, burst;
+
+	o->v = quota_take(o->q, 0, 4, o->now, &wait, &burst);
+	return NULL;
+}
+
+/*
+ * quota_give_back() (the server's call, on CLOCK_MONOTONIC, for the
+ * thread's own last take): the same late give-back, another request
+ * thread taking the burst meanwhile, the first take an hour back so the
+ * test's own run time does not matter.
+ */
+TEST_F(q, late_give_back_on_the_clock_never_passes_the_burst)
+{
+	uint64_t wait, burst, now = monotonic_ns();
+	struct other_take o = { &self->q, now, QUOTA_WAIT };
+	pthread_t t;
+
+	ASSERT_LT(3600 * S, now);
+	quota_set(&self->q, 0, 1000, 4);
+	ASSERT_EQ(QUOTA_TAKEN, quota_take(&self->q, 0, 4, now - 3600 * S, &wait, &burst));
+	ASSERT_EQ(0, pthread_create(&t, NULL, take_in_another_thread, &o));
+	pthread_join(t, NULL);
+	ASSERT_EQ(QUOTA_TAKEN, o.v);
+	quota_give_back(&self->q, 0, 4);
+	ASSERT_EQ(QUOTA_WAIT, quota_take(&self->q, 0, 1, now, &wait, &burst));
+	/* A give-back right after its take restores it. */
+	quota_set(&self->q, 1, 1, 4);		/* 1 ID per 1000 s */
+	now = monotonic_ns();
+	ASSERT_EQ(QUOTA_TAKEN, quota_take(&self->q, 1, 4, now, &wait, &burst));
+	quota_give_back(&self->q, 1, 4);
+	ASSERT_EQ(QUOTA_TAKEN, quota_take(&self->q, 1, 3, now, &wait, &burst));
 }
 
 TEST_F(q, callers_apart)

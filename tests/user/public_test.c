@@ -401,6 +401,75 @@ TEST(public_key_versions)
 	idgen_keyring_free(kr);
 }
 
+/*
+ * A rolling rotation: a host that has loaded the new key for decoding only
+ * still encodes, formats and reads plain public IDs as one that has not,
+ * until the new version is chosen.
+ */
+TEST(public_rollout_load_then_switch)
+{
+	struct idgen_keyring *old = keyring(), *kr = keyring();
+	char a[LIBIDGEN_PUBLIC_STRLEN], b[LIBIDGEN_PUBLIC_STRLEN];
+	uint64_t id = 108421920055775237ULL, back, pub2, ids[4];
+	uint32_t version, versions[4];
+
+	EXPECT_EQ(-EKEYREJECTED, idgen_keyring_set_current(kr, 2));
+	ASSERT_EQ(0, idgen_keyring_set_current(kr, 1));
+	ASSERT_EQ(0, idgen_keyring_add(kr, 2, key2));
+	ASSERT_EQ(0, idgen_keyring_current(kr, &version));
+	EXPECT_EQ(1, version);
+	ASSERT_EQ(0, idgen_keyring_version(kr, 0, &version));
+	EXPECT_EQ(2, version);		/* listed highest first all the same */
+	/* Loaded, not current: both hosts agree on the plain public ID. */
+	ASSERT_LT(0, idgen_public_encode(old, id, a));
+	ASSERT_LT(0, idgen_public_encode(kr, id, b));
+	EXPECT_STREQ(a, b);
+	ASSERT_EQ(0, idgen_public_decode(kr, a, &back));
+	EXPECT_EQ(id, back);
+	/* The new version's public IDs are written with it; they decode. */
+	ASSERT_EQ(0, idgen_public_encrypt(kr, 2, id, &pub2));
+	ASSERT_LT(0, idgen_public_format(kr, 2, pub2, b));
+	EXPECT_EQ(0, strncmp(b, "v2.", 3));
+	ASSERT_EQ(0, idgen_public_decode(kr, b, &back));
+	EXPECT_EQ(id, back);
+	/* Candidates: the current version first. */
+	ASSERT_EQ(2, idgen_public_candidates(kr, a, ids, versions, 4));
+	EXPECT_EQ(1, versions[0]);
+	EXPECT_EQ(id, ids[0]);
+	EXPECT_EQ(2, versions[1]);
+	EXPECT_NE(id, ids[1]);
+
+	/* The switch: now the new version is plain, the old one "v1.". */
+	ASSERT_EQ(0, idgen_keyring_set_current(kr, 2));
+	ASSERT_EQ(0, idgen_keyring_current(kr, &version));
+	EXPECT_EQ(2, version);
+	ASSERT_LT(0, idgen_public_encode(kr, id, b));
+	EXPECT_NE('v', b[0]);
+	EXPECT_STRNE(a, b);
+	ASSERT_LT(0, idgen_public_format(kr, 1, strtoull(a, NULL, 10), b));
+	EXPECT_EQ(0, strncmp(b, "v1.", 3));
+	EXPECT_STREQ(a, b + 3);
+	/* Chosen, it stays current when a higher version is added. */
+	ASSERT_EQ(0, idgen_keyring_add(kr, 3, key2));
+	ASSERT_EQ(0, idgen_keyring_current(kr, &version));
+	EXPECT_EQ(2, version);
+	ASSERT_EQ(3, idgen_public_candidates(kr, a, ids, versions, 4));
+	EXPECT_EQ(2, versions[0]);
+	EXPECT_EQ(3, versions[1]);
+	EXPECT_EQ(1, versions[2]);
+	EXPECT_EQ(id, ids[2]);
+	idgen_keyring_free(kr);
+
+	/* Never chosen: the highest is current; empty: none. */
+	ASSERT_EQ(0, idgen_keyring_add(old, 2, key2));
+	ASSERT_EQ(0, idgen_keyring_current(old, &version));
+	EXPECT_EQ(2, version);
+	idgen_keyring_free(old);
+	ASSERT_EQ(0, idgen_keyring_new(&kr));
+	EXPECT_EQ(-EKEYREJECTED, idgen_keyring_current(kr, &version));
+	idgen_keyring_free(kr);
+}
+
 static const char good_key[] =
 	"7 000102030405060708090a0b0c0d0e0f101112131415161718191A1B1C1D1E1F\n";
 
@@ -493,6 +562,65 @@ TEST_F(keyfile, readable_by_group_or_others_is_refused)
 	idgen_keyring_free(kr);
 }
 
+TEST_F(keyfile, writable_by_group_or_others_is_refused)
+{
+	static const mode_t modes[] = { 0620, 0602, 0622 };
+	struct idgen_keyring *kr;
+	char err[256], want[160];
+	size_t i;
+
+	ASSERT_EQ(0, idgen_keyring_new(&kr));
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		ASSERT_EQ(0, write_key(self->path, good_key, modes[i]));
+		err[0] = '\0';
+		EXPECT_EQ(-EACCES, idgen_keyring_load(kr, self->path, err, sizeof(err)));
+		snprintf(want, sizeof(want), "%s: writable by group or others (mode %04o)",
+			 self->path, (unsigned int)modes[i]);
+		TH_LOG("%s", err);
+		EXPECT_EQ(0, strncmp(err, want, strlen(want)));
+	}
+	EXPECT_EQ(0, idgen_keyring_count(kr));
+	idgen_keyring_free(kr);
+}
+
+/* As ssh: a key file belongs to the user loading it or to root. */
+TEST_F(keyfile, owned_by_another_user_is_refused)
+{
+	struct idgen_keyring *kr;
+	char err[256], want[160];
+
+	if (geteuid() != 0)
+		SKIP(return, "making a file another user's needs root");
+	ASSERT_EQ(0, write_key(self->path, good_key, 0600));
+	ASSERT_EQ(0, chown(self->path, 65534, 65534));
+	ASSERT_EQ(0, idgen_keyring_new(&kr));
+	err[0] = '\0';
+	EXPECT_EQ(-EACCES, idgen_keyring_load(kr, self->path, err, sizeof(err)));
+	snprintf(want, sizeof(want), "%s: owned by uid 65534, neither this user (uid 0) "
+		 "nor root", self->path);
+	TH_LOG("%s", err);
+	EXPECT_EQ(0, strncmp(err, want, strlen(want)));
+	/* Root's own file loads. */
+	ASSERT_EQ(0, chown(self->path, 0, 0));
+	EXPECT_EQ(0, idgen_keyring_load(kr, self->path, err, sizeof(err)));
+	idgen_keyring_free(kr);
+}
+
+/* A FIFO at the path: refused at once, not a read that waits forever. */
+TEST_F_TIMEOUT(keyfile, a_fifo_is_refused_without_hanging, 10)
+{
+	struct idgen_keyring *kr;
+	char err[256];
+
+	unlink(self->path);
+	ASSERT_EQ(0, mkfifo(self->path, 0600));
+	ASSERT_EQ(0, idgen_keyring_new(&kr));
+	err[0] = '\0';
+	EXPECT_EQ(-EINVAL, idgen_keyring_load(kr, self->path, err, sizeof(err)));
+	EXPECT_NE(NULL, strstr(err, "not a regular file"));
+	idgen_keyring_free(kr);
+}
+
 static const struct {
 	const char *text, *err;
 } bad_keys[] = {
@@ -519,7 +647,9 @@ static const struct {
 	{ "7 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f \n",
 	  "not a hex digit at column 67" },
 	{ "7 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\r\n",
-	  "not a hex digit" },
+	  "the line ends in CR LF (a DOS/Windows line ending)" },
+	{ "7 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\r",
+	  "the line ends in CR LF" },
 	{ "7 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n\n",
 	  "want one line" },
 	{ "7 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n"

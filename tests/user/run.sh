@@ -52,6 +52,7 @@ tap_step "public IDs and codes from the installed library: shared, and static as
 tap_run unit "$user/unit"
 tap_run public "$user/public_test"
 tap_run code "$user/code_test"
+tap_run ff1_busy "$user/ff1_busy_test"
 
 # idgenctl: bad use exits 1 with the usage on stderr; bad IDs are named.
 cli() {
@@ -121,6 +122,16 @@ chmod 600 "$tmp/k4"
 cli "public encode without a key" 1 "a key file is needed (--key FILE)" public encode 1
 cli "public encode: a key file readable by others is refused, named" 1 \
 	"key file $tmp/k3: readable by group or others (mode 0644)" public encode --key "$tmp/k3" 1
+printf '5 %s\r\n' 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f >"$tmp/k5"
+chmod 620 "$tmp/k5"
+cli "public encode: a key file writable by group is refused, named" 1 \
+	"key file $tmp/k5: writable by group or others (mode 0620)" public encode --key "$tmp/k5" 1
+chmod 600 "$tmp/k5"
+cli "public encode: a CR LF line end is named" 1 \
+	"key file $tmp/k5: not a key file: the line ends in CR LF" public encode --key "$tmp/k5" 1
+mkfifo "$tmp/fifo"
+cli "public encode: a FIFO is not a key file (and does not hang)" 1 \
+	"key file $tmp/fifo: not a regular file" public encode --key "$tmp/fifo" 1
 cli "public encode: a malformed key file is named" 1 \
 	"key file $tmp/k4: not a key file: the key is 4 hex digits, want 64" public encode --key "$tmp/k4" 1
 cli "public encode: a missing key file" 1 "key file $tmp/none: No such file" public encode --key "$tmp/none" 1
@@ -145,6 +156,30 @@ tap_step "idgenctl public: encode and decode round trip at the edges, across a r
 	new=\$('$idgenctl' public encode --key '$tmp/k1' --key '$tmp/k2' \$ids) &&
 	[ \"\$new\" != \"\$pubs\" ] &&
 	[ \"\$(echo \$('$idgenctl' public decode --key '$tmp/k2' --key '$tmp/k1' \$new))\" = \"\$ids\" ]"
+cli "public encode --current: a version no key file holds" 1 \
+	"--current 3: no --key file holds key version 3" public encode --key "$tmp/k1" --current 3 1
+cli "public encode --current: not a version" 1 "invalid --current 'x'" \
+	public encode --key "$tmp/k1" --current x 1
+cli "public encode --all-versions is decode's" 1 "unexpected option '--all-versions'" \
+	public encode --key "$tmp/k1" --all-versions 1
+tap_step "idgenctl public: a rolling rotation, the new key loaded first, then made current" bash -c "
+	ids='0 108421920055775237' &&
+	old=\$('$idgenctl' public encode --key '$tmp/k1' \$ids) &&
+	[ \"\$('$idgenctl' public encode --key '$tmp/k1' --key '$tmp/k2' --current 1 \$ids)\" = \"\$old\" ] &&
+	[ \"\$(echo \$('$idgenctl' public decode --key '$tmp/k2' --key '$tmp/k1' --current 1 \$old))\" = \"\$ids\" ] &&
+	new=\$('$idgenctl' public encode --key '$tmp/k1' --key '$tmp/k2' --current=2 \$ids) &&
+	[ \"\$new\" = \"\$('$idgenctl' public encode --key '$tmp/k1' --key '$tmp/k2' \$ids)\" ] &&
+	[ \"\$new\" != \"\$old\" ]"
+tap_step "idgenctl public decode --all-versions: every candidate, the current version first" bash -c "
+	p=\$('$idgenctl' public encode --key '$tmp/k1' 42) &&
+	out=\$('$idgenctl' public decode --all-versions --key '$tmp/k1' --key '$tmp/k2' \$p v1.\$p) &&
+	other=\$('$idgenctl' public decode --key '$tmp/k1' --key '$tmp/k2' v2.\$p) &&
+	[ \"\$out\" = \"\$other version 2
+42 version 1
+42 version 1\" ] &&
+	out=\$('$idgenctl' public decode --key '$tmp/k1' --key '$tmp/k2' --current 1 --all-versions \$p) &&
+	[ \"\$out\" = \"42 version 1
+\$other version 2\" ]"
 tap_step "idgenctl code check: the example README and libidgen(3) show" bash -c "
 	[ \"\$('$idgenctl' code check '7kq3 m0xd 8')\" = 7KQ3-M0XD-8 ] &&
 	grep -qF \"idgenctl code check '7kq3 m0xd 8'                             # 7KQ3-M0XD-8\" '$top/README.md' &&
@@ -194,6 +229,13 @@ if tap_step "build the libidgen fuzz targets (clang, libFuzzer, ASan, UBSan)" \
 			-artifact_prefix="$top/build/fuzz-crashes/fuzz_$t-" \
 			"$tmp/fuzz_$t" "$user/corpus-$t"
 	done
+fi
+
+# The keyring shared by threads while key versions are added, under
+# ThreadSanitizer: any data race fails the run (exit code 66).
+if tap_step "build public_race under ThreadSanitizer (clang)" make -s -C "$user" tsan; then
+	tap_step "public_race: encode and decode in threads while versions are added, no data race" \
+		env TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$top/build/user-fuzz/public_race"
 fi
 
 # PostgreSQL.
