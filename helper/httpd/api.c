@@ -336,20 +336,27 @@ static int refused(struct api_response *out, int err)
 	}
 }
 
-/*
- * Take count IDs from the caller's quota: 0, or an error answered (a
- * positive return).  *qi is the caller's bucket, for a give-back.
- */
-static int take_quota(struct api *api, const char *caller, size_t count,
-		      unsigned int *qi, struct api_response *out)
+static uint64_t monotonic_ns(void)
 {
-	uint64_t wait_ns, burst;
 	struct timespec now;
 
-	*qi = quota_caller_index(api->quota, caller[0] ? caller : NULL);
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	switch (quota_take(api->quota, *qi, count,
-			   (uint64_t)now.tv_sec * 1000000000 + now.tv_nsec, &wait_ns, &burst)) {
+	return (uint64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+}
+
+/*
+ * Take count IDs from the caller's quota: 0, or an error answered (a
+ * positive return).  *qi is the caller's bucket and *tat what the take
+ * stored, for a refund.
+ */
+static int take_quota(struct api *api, const char *caller, size_t count,
+		      unsigned int *qi, uint64_t *tat, struct api_response *out)
+{
+	uint64_t wait_ns, burst;
+
+	*qi = quota_caller_index(api->quota, caller[0] ? caller : NULL);
+	switch (quota_take(api->quota, *qi, count, monotonic_ns(), &wait_ns,
+			   &burst, tat)) {
 	case QUOTA_TAKEN:
 		return 0;
 	case QUOTA_OVER_BURST:
@@ -371,7 +378,7 @@ static int ids_next(struct api *api, const struct api_request *rq,
 	char caller[API_MAX_CALLER + 1];
 	struct idgen_decoded d;
 	unsigned int qi = 0;
-	uint64_t *ids;
+	uint64_t *ids, tat = 0;
 	size_t count, i, size;
 	char *p;
 	int ret;
@@ -384,7 +391,7 @@ static int ids_next(struct api *api, const struct api_request *rq,
 	if (ret)
 		return ret < 0 ? ret : 0;
 	if (api->quota) {
-		ret = take_quota(api, caller, count, &qi, out);
+		ret = take_quota(api, caller, count, &qi, &tat, out);
 		if (ret)
 			return ret < 0 ? ret : 0;
 	}
@@ -400,7 +407,7 @@ static int ids_next(struct api *api, const struct api_request *rq,
 		out->body = NULL;
 		/* No ID answered: the caller keeps its quota. */
 		if (api->quota)
-			quota_give_back(api->quota, qi, count);
+			quota_refund(api->quota, qi, count, tat, monotonic_ns());
 		return ret > 0 ? -ENOMEM : refused(out, ret);
 	}
 	p = out->body;

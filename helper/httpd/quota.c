@@ -48,13 +48,15 @@ unsigned int quota_caller_index(const struct quota *q, const char *caller)
 	return i;
 }
 
-enum quota_verdict quota_take_tat(struct quota *q, unsigned int i, size_t n,
-				  uint64_t now_ns, uint64_t *wait_ns, uint64_t *burst,
-				  uint64_t *tat_ns)
+enum quota_verdict quota_take(struct quota *q, unsigned int i, size_t n,
+			      uint64_t now_ns, uint64_t *wait_ns, uint64_t *burst,
+			      uint64_t *tat_ns)
 {
 	struct quota_bucket *b = &q->bucket[i];
-	uint64_t tat, next, limit;
+	uint64_t tat, next, limit, unused;
 
+	if (!tat_ns)
+		tat_ns = &unused;
 	*tat_ns = 0;
 	if (!b->cost_ns)
 		return QUOTA_TAKEN;
@@ -76,26 +78,6 @@ enum quota_verdict quota_take_tat(struct quota *q, unsigned int i, size_t n,
 							memory_order_relaxed));
 	*tat_ns = next;
 	return QUOTA_TAKEN;
-}
-
-/* The calling thread's last take, for quota_give_back(). */
-static _Thread_local struct {
-	const struct quota *q;
-	unsigned int i;
-	size_t n;
-	uint64_t tat_ns;
-} last_take;
-
-enum quota_verdict quota_take(struct quota *q, unsigned int i, size_t n,
-			      uint64_t now_ns, uint64_t *wait_ns, uint64_t *burst)
-{
-	enum quota_verdict v = quota_take_tat(q, i, n, now_ns, wait_ns, burst,
-					      &last_take.tat_ns);
-
-	last_take.q = v == QUOTA_TAKEN ? q : NULL;
-	last_take.i = i;
-	last_take.n = n;
-	return v;
 }
 
 void quota_refund(struct quota *q, unsigned int i, size_t n, uint64_t tat_ns,
@@ -123,16 +105,4 @@ void quota_refund(struct quota *q, unsigned int i, size_t n, uint64_t tat_ns,
 	} while (!atomic_compare_exchange_weak_explicit(&b->tat_ns, &tat, next,
 							memory_order_relaxed,
 							memory_order_relaxed));
-}
-
-void quota_give_back(struct quota *q, unsigned int i, size_t n)
-{
-	struct timespec now;
-
-	if (last_take.q != q || last_take.i != i || last_take.n != n)
-		return;		/* not this thread's last take: nothing known owed */
-	last_take.q = NULL;
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	quota_refund(q, i, n, last_take.tat_ns,
-		     (uint64_t)now.tv_sec * 1000000000 + now.tv_nsec);
 }

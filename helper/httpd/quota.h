@@ -60,12 +60,12 @@ unsigned int quota_caller_index(const struct quota *q, const char *caller);
  * Take n IDs from caller index i's bucket at now_ns (CLOCK_MONOTONIC).
  * On QUOTA_WAIT *wait_ns is how long until the same request would be
  * taken; on QUOTA_OVER_BURST *burst is the bucket's burst.  Nothing is
- * taken unless QUOTA_TAKEN; then *tat_ns is the TAT the take stored (0
- * for a bucket without quota), for quota_refund().
+ * taken unless QUOTA_TAKEN; then *tat_ns (if not NULL) is the TAT the
+ * take stored (0 for a bucket without quota), for quota_refund().
  */
-enum quota_verdict quota_take_tat(struct quota *q, unsigned int i, size_t n,
-				  uint64_t now_ns, uint64_t *wait_ns, uint64_t *burst,
-				  uint64_t *tat_ns);
+enum quota_verdict quota_take(struct quota *q, unsigned int i, size_t n,
+			      uint64_t now_ns, uint64_t *wait_ns, uint64_t *burst,
+			      uint64_t *tat_ns);
 /*
  * Hand back n IDs taken (the take stored tat_ns) but not minted, at
  * now_ns: only what has not refilled since, min(n * cost, tat_ns - now),
@@ -74,15 +74,5 @@ enum quota_verdict quota_take_tat(struct quota *q, unsigned int i, size_t n,
  */
 void quota_refund(struct quota *q, unsigned int i, size_t n, uint64_t tat_ns,
 		  uint64_t now_ns);
-
-/*
- * quota_take_tat() that remembers, per thread, what it stored, and
- * quota_refund() of the calling thread's last take at CLOCK_MONOTONIC's
- * now (nothing when i or n differ from that take's).  For a caller that
- * takes and gives back in one thread without keeping the TAT.
- */
-enum quota_verdict quota_take(struct quota *q, unsigned int i, size_t n,
-			      uint64_t now_ns, uint64_t *wait_ns, uint64_t *burst);
-void quota_give_back(struct quota *q, unsigned int i, size_t n);
 
 #endif /* HTTPD_QUOTA_H */
