@@ -402,6 +402,17 @@ int idgen_gen_probe(struct idgen_gen *gen, struct idgen_share *share)
 							 max_borrow_ms,
 					&wait_ms);
 		/*
+		 * A poller that waits reads only once told it may: the
+		 * borrow bound refusing it here goes on with its file's
+		 * wait as a read would, or it could never become the
+		 * oldest and be told.
+		 */
+		if (err == -EAGAIN && share && !any &&
+		    atomic64_read(&share->wait))
+			idgen_wait_refused(&gen->oldest_wait, share, now_ms,
+					   min_t(u64, wait_ms,
+						 IDGEN_WAIT_MAX_MS));
+		/*
 		 * A closed lease: a switch is under way, and one refused
 		 * reopens the old lease without a lease change to wake
 		 * pollers.  Wait for it and look again, as a read does.

@@ -138,6 +138,17 @@ static inline bool idgen_wait_yields(struct idgen_oldest_wait *oldest,
 	       now_ms < (u64)atomic64_read(&oldest->until);
 }
 
+/* Move @v up to @to, never down: racing refusals keep the latest time. */
+static inline void idgen_wait_extend(atomic64_t *v, s64 to)
+{
+	s64 old = atomic64_read(v);
+
+	do {
+		if (old >= to)
+			return;
+	} while (!atomic64_try_cmpxchg(v, &old, to));
+}
+
 /**
  * idgen_wait_refused() - the borrow bound refused a reader holding @share
  * @oldest:  the generator's oldest wait.
@@ -166,17 +177,19 @@ static inline void idgen_wait_refused(struct idgen_oldest_wait *oldest,
 		if (atomic64_try_cmpxchg(&share->wait, &mine, ticket))
 			mine = ticket;
 	}
-	atomic64_set(&share->back_by, back_by);
+	idgen_wait_extend(&share->back_by, back_by);
 
 	since = atomic64_read(&oldest->since);
-	do {
-		if (since == mine)
-			break;
-		if (since && since < mine &&
-		    now_ms < (u64)atomic64_read(&oldest->until))
-			return;
-	} while (!atomic64_try_cmpxchg(&oldest->since, &since, mine));
-	atomic64_set(&oldest->until, back_by);
+	if (since == mine) {
+		idgen_wait_extend(&oldest->until, back_by);
+	} else {
+		do {
+			if (since && since < mine &&
+			    now_ms < (u64)atomic64_read(&oldest->until))
+				return;
+		} while (!atomic64_try_cmpxchg(&oldest->since, &since, mine));
+		atomic64_set(&oldest->until, back_by);
+	}
 	/*
 	 * A thread of the same file that got IDs meanwhile ended the wait
 	 * and found it not yet the oldest: do not leave it there, owned by

@@ -398,6 +398,50 @@ static void idgen_generator_test_share_only_when_others_wait(struct kunit *test)
 	idgen_gen_revoke(&rig->gen);
 }
 
+/*
+ * A poller whose read was refused reads again only once poll() says it
+ * may: poll() refusing it must go on with its wait, or its wait could
+ * never become the oldest and it would never be told.
+ */
+static void idgen_generator_test_poll_goes_on_with_a_wait(struct kunit *test)
+{
+	struct gen_rig *rig = gen_rig_new(test);
+	struct idgen_lease_args a = { .worker = 1 };
+	struct idgen_oldest_wait *o = &rig->gen.oldest_wait;
+	struct idgen_share first, poller;
+	struct idgen_range r;
+	int i, err = 0;
+
+	atomic64_set(&first.word, 0);
+	atomic64_set(&first.wait, 0);
+	atomic64_set(&first.back_by, 0);
+	poller = first;
+	a.valid_until_ms = wall_ms() + 60000;
+	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(&rig->gen, &a), 0);
+
+	/* Two refused reads, the first file's wait the older. */
+	KUNIT_ASSERT_EQ(test, mint_after_fill(rig, &first, IDGEN_MINT_NOWAIT),
+			-EAGAIN);
+	KUNIT_ASSERT_EQ(test, mint_after_fill(rig, &poller, IDGEN_MINT_NOWAIT),
+			-EAGAIN);
+	KUNIT_ASSERT_EQ(test, atomic64_read(&o->since),
+			atomic64_read(&first.wait));
+	/* The first file is served and leaves: the poller's wait is next. */
+	idgen_gen_share_closed(&rig->gen, &first);
+	KUNIT_ASSERT_EQ(test, atomic64_read(&o->since), 0LL);
+	for (i = 0; i < 100 && err != -EAGAIN; i++) {
+		while (!idgen_gen_mint(&rig->gen, NULL, 4096, IDGEN_MINT_NOWAIT, &r))
+			;
+		err = idgen_gen_probe(&rig->gen, &poller);
+	}
+	KUNIT_EXPECT_EQ(test, err, -EAGAIN);
+	KUNIT_EXPECT_NE(test, atomic64_read(&poller.wait), 0LL);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&o->since),
+			atomic64_read(&poller.wait));
+	idgen_gen_share_closed(&rig->gen, &poller);
+	idgen_gen_revoke(&rig->gen);
+}
+
 static struct kunit_case idgen_generator_test_cases[] = {
 	KUNIT_CASE(idgen_generator_test_clock_read_at_init),
 	KUNIT_CASE(idgen_generator_test_lead_event_on_refusal_only),
@@ -406,6 +450,7 @@ static struct kunit_case idgen_generator_test_cases[] = {
 	KUNIT_CASE(idgen_generator_test_fence_event_per_fence),
 	KUNIT_CASE(idgen_generator_test_waits_recorded),
 	KUNIT_CASE(idgen_generator_test_share_only_when_others_wait),
+	KUNIT_CASE(idgen_generator_test_poll_goes_on_with_a_wait),
 	{}
 };
 
