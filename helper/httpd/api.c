@@ -10,14 +10,21 @@
  *   400 invalid_caller      caller not a string of 1 to API_MAX_CALLER of
  *                           A-Z a-z 0-9 . _ : -
  *   400 invalid_id          not a canonical decimal ID up to 2^63 - 1
+ *   400 invalid_public_id   not a public ID: canonical decimal up to
+ *                           2^63 - 1, or v<VERSION>.<that>
+ *   400 invalid_public      "public" not true or false
+ *   400 no_public_keys      "public": true, and no key is loaded
  *   400 invalid_time        "at" missing, not RFC 3339, or past 2095
  *   400 count_over_burst    count above the caller's burst: it can never
  *                           be answered at once
- *   404 not_found
+ *   404 not_found           no such route; or GET /v1/public/{pub} with
+ *                           no key loaded
+ *   404 unknown_key_version the public ID's key version is not loaded
  *   405 method_not_allowed  with Allow
  *   413 body_too_large      more than API_MAX_BODY bytes
  *   415 unsupported_media_type  a body that is not application/json
  *   429 quota_exceeded      the caller's quota is used up; with Retry-After
+ *   500 internal_error      a minted ID's public ID could not be made
  *   503 no_lease, fence_reached, clock_behind, time_range_exhausted,
  *       device_error        the generator refused; with Retry-After
  */
@@ -184,7 +191,7 @@ static bool strict_scan(const char *body, size_t len, size_t *keys)
  * (a positive return).
  */
 static int parse_next(const struct api_request *rq, struct api_response *out,
-		      size_t *count, char caller[API_MAX_CALLER + 1])
+		      size_t *count, char caller[API_MAX_CALLER + 1], bool *public)
 {
 	struct json_tokener *tok;
 	struct json_object *obj;
@@ -194,6 +201,7 @@ static int parse_next(const struct api_request *rq, struct api_response *out,
 
 	*count = 1;
 	caller[0] = '\0';
+	*public = false;
 	if (!rq->body_len)
 		return 0;		/* no body: every default */
 	if (!is_json(rq->content_type))
@@ -260,9 +268,16 @@ static int parse_next(const struct api_request *rq, struct api_response *out,
 				goto out;
 			}
 			strcpy(caller, json_object_get_string(val));
+		} else if (!strcmp(key, "public")) {
+			if (!json_object_is_type(val, json_type_boolean)) {
+				ret = reject(out, 400, "invalid_public",
+					    "public must be true or false (a JSON boolean)");
+				goto out;
+			}
+			*public = json_object_get_boolean(val);
 		} else {
 			ret = reject(out, 400, "invalid_request",
-				    "unknown field: the body takes count and caller only");
+				    "unknown field: the body takes count, caller and public only");
 			goto out;
 		}
 	}
@@ -372,6 +387,33 @@ static int take_quota(struct api *api, const char *caller, size_t count,
 		      "up for now: retry after Retry-After seconds");
 }
 
+/*
+ * ","public":["P1","P2",...]" at p, the IDs' public IDs in their order:
+ * its length, or a negative errno.  An ID from the generator is at most
+ * 2^63 - 1 and the keyring is not empty, so no encode is expected to fail.
+ */
+static ssize_t public_array(const struct idgen_keyring *kr, const uint64_t *ids,
+			    size_t count, char *p)
+{
+	char *start = p;
+	size_t i;
+	int len;
+
+	p += sprintf(p, ",\"public\":[");
+	for (i = 0; i < count; i++) {
+		if (i)
+			*p++ = ',';
+		*p++ = '"';
+		len = idgen_public_encode(kr, ids[i], p);
+		if (len <= 0)
+			return len < 0 ? len : -EINVAL;
+		p += len;
+		*p++ = '"';
+	}
+	*p++ = ']';
+	return p - start;
+}
+
 static int ids_next(struct api *api, const struct api_request *rq,
 		    struct api_response *out)
 {
@@ -380,6 +422,7 @@ static int ids_next(struct api *api, const struct api_request *rq,
 	unsigned int qi = 0;
 	uint64_t *ids, tat = 0;
 	size_t count, i, size;
+	bool public;
 	char *p;
 	int ret;
 
@@ -387,9 +430,13 @@ static int ids_next(struct api *api, const struct api_request *rq,
 		return method_not_allowed(out, "POST");
 	if (rq->body_too_large)
 		return error(out, 413, "body_too_large", "the body exceeds 4096 bytes");
-	ret = parse_next(rq, out, &count, caller);
+	ret = parse_next(rq, out, &count, caller, &public);
 	if (ret)
 		return ret < 0 ? ret : 0;
+	/* Refused before the quota and the generator: nothing is taken. */
+	if (public && !api->keyring)
+		return error(out, 400, "no_public_keys", "public IDs were asked for, but "
+			     "no public-ID keys are configured (public_keys)");
 	if (api->quota) {
 		ret = take_quota(api, caller, count, &qi, &tat, out);
 		if (ret)
@@ -397,8 +444,12 @@ static int ids_next(struct api *api, const struct api_request *rq,
 	}
 
 	ids = malloc(count * sizeof(*ids));
-	/* "{"ids":[" + count * ""id"," + "],"layout_version":N}" */
-	size = 64 + count * (LIBIDGEN_ID_STRLEN + 3);
+	/*
+	 * "{"ids":[" + count * ""id"," + "],"layout_version":N}", and
+	 * ","public":[" + count * ""pub"," with public.
+	 */
+	size = 64 + count * (LIBIDGEN_ID_STRLEN + 3) +
+	       (public ? 16 + count * (LIBIDGEN_PUBLIC_STRLEN + 3) : 0);
 	out->body = malloc(size);
 	ret = ids && out->body ? minter_mint_all(api->minter, ids, count) : 1;
 	if (ret) {
@@ -419,8 +470,22 @@ static int ids_next(struct api *api, const struct api_request *rq,
 		p += idgen_format_id(ids[i], p);
 		*p++ = '"';
 	}
+	*p++ = ']';
+	if (public) {
+		ssize_t n = public_array(api->keyring, ids, count, p);
+
+		if (n < 0) {
+			free(ids);
+			free(out->body);
+			out->body = NULL;
+			log_err("public ID of a minted ID: %s", strerror((int)-n));
+			return error(out, 500, "internal_error", "a public ID could not "
+				     "be made");
+		}
+		p += n;
+	}
 	idgen_decode(ids[0], api->layouts, &d);
-	p += sprintf(p, "],\"layout_version\":%u}", d.version);
+	p += sprintf(p, ",\"layout_version\":%u}", d.version);
 	out->len = p - out->body;
 	out->status = 200;
 	free(ids);
@@ -429,13 +494,24 @@ static int ids_next(struct api *api, const struct api_request *rq,
 	return 0;
 }
 
+/* 200 with the decoded ID, the one body of GET /v1/ids/{id}. */
+static int id_answer(struct api *api, uint64_t id, struct api_response *out)
+{
+	struct idgen_decoded d;
+	char obj[256];
+	int len;
+
+	idgen_decode(id, api->layouts, &d);
+	len = idgen_json_decoded(obj, sizeof(obj), &d);
+	if (len < 0 || (size_t)len >= sizeof(obj))
+		return error(out, 400, "invalid_id", "the ID's time cannot be written");
+	return respond(out, 200, "%s", obj);
+}
+
 static int ids_get(struct api *api, const struct api_request *rq,
 		   const char *text, struct api_response *out)
 {
-	struct idgen_decoded d;
 	uint64_t id;
-	char obj[256];
-	int len;
 
 	if (!is_get(rq->method))
 		return method_not_allowed(out, "GET, HEAD");
@@ -449,11 +525,35 @@ static int ids_get(struct api *api, const struct api_request *rq,
 		return error(out, 400, "invalid_id", "not a decimal ID: digits only, "
 			     "no sign, blanks or leading zeros");
 	}
-	idgen_decode(id, api->layouts, &d);
-	len = idgen_json_decoded(obj, sizeof(obj), &d);
-	if (len < 0 || (size_t)len >= sizeof(obj))
-		return error(out, 400, "invalid_id", "the ID's time cannot be written");
-	return respond(out, 200, "%s", obj);
+	return id_answer(api, id, out);
+}
+
+/* GET /v1/public/{pub}: the ID it stands for, answered as /v1/ids/{id}. */
+static int public_get(struct api *api, const struct api_request *rq,
+		      const char *text, struct api_response *out)
+{
+	uint64_t id;
+
+	if (!is_get(rq->method))
+		return method_not_allowed(out, "GET, HEAD");
+	if (!api->keyring)
+		return error(out, 404, "not_found", "no public-ID keys configured "
+			     "(public_keys): public IDs are off");
+	switch (idgen_public_decode(api->keyring, text, &id)) {
+	case 0:
+		break;
+	case -EKEYREJECTED:
+		return error(out, 404, "unknown_key_version", "the public ID's key "
+			     "version is not loaded");
+	case -ERANGE:
+		return error(out, 400, "invalid_public_id", "the public ID is above "
+			     "2^63 - 1");
+	default:
+		return error(out, 400, "invalid_public_id", "not a public ID: decimal "
+			     "digits (no sign, blanks or leading zeros), or "
+			     "v<VERSION>.<decimal>");
+	}
+	return id_answer(api, id, out);
 }
 
 static int ids_min(const struct api_request *rq, struct api_response *out)
@@ -508,6 +608,7 @@ int api_handle(struct api *api, const struct api_request *rq,
 	       struct api_response *out)
 {
 	static const char ids_prefix[] = "/v1/ids/";
+	static const char public_prefix[] = "/v1/public/";
 	const char *path = rq->path;
 
 	memset(out, 0, sizeof(*out));
@@ -523,6 +624,10 @@ int api_handle(struct api *api, const struct api_request *rq,
 	if (!strncmp(path, ids_prefix, sizeof(ids_prefix) - 1)) {
 		out->route = ROUTE_ID;
 		return ids_get(api, rq, path + sizeof(ids_prefix) - 1, out);
+	}
+	if (!strncmp(path, public_prefix, sizeof(public_prefix) - 1)) {
+		out->route = ROUTE_PUBLIC;
+		return public_get(api, rq, path + sizeof(public_prefix) - 1, out);
 	}
 	if (!strcmp(path, "/livez")) {
 		out->route = ROUTE_LIVEZ;

@@ -6,9 +6,13 @@
  * that to libmicrohttpd), and a request refused for bad input never
  * reaches the generator.
  *
- *   POST /v1/ids:next        {"count": N, "caller": "..."}, both optional
+ *   POST /v1/ids:next        {"count": N, "caller": "...", "public": true},
+ *                            all optional; "public" adds "public":[...],
+ *                            each ID's public ID, when keys are loaded
  *   GET  /v1/ids/{id}        the decoded ID, libidgen's one JSON shape
  *   GET  /v1/ids:min?at=T    {"id": "..."}, the smallest ID of T's ms
+ *   GET  /v1/public/{pub}    the ID a public ID stands for, decoded as
+ *                            /v1/ids/{id} answers it (idgen-spec section 10)
  *   GET  /livez, /readyz
  *   GET  /metrics            Prometheus text (metrics.h)
  *
@@ -39,6 +43,7 @@ struct api {
 	struct readiness_config ready;
 	struct metrics *metrics;
 	struct quota *quota;			/* NULL: no caller limited */
+	const struct idgen_keyring *keyring;	/* NULL: no public IDs */
 };
 
 struct api_request {

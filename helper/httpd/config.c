@@ -46,9 +46,12 @@ static const char usage[] =
 	"  --clock-check yes|no      /readyz asks adjtimex (default yes)\n"
 	"  --clock-max-offset-us US  ... and wants |offset| below this (default 5000)\n"
 	"  --sim-lease-ms MS         the simulation's lease ends after MS (default 0: never)\n"
+	"  --public-keys 'FILE ...'  public-ID key files (mode 0600); default none: off\n"
+	"  --public-current VERSION  the key version public IDs are made with\n"
+	"                            (default: the highest loaded)\n"
 	"  --check-config            print the configuration in force and exit\n";
 
-enum type { T_STR, T_U32, T_U64, T_BOOL, T_LIST, T_CALLERS, T_QUOTAS };
+enum type { T_STR, T_U32, T_U64, T_BOOL, T_LIST, T_CALLERS, T_QUOTAS, T_KEYS };
 
 struct opt {
 	const char *key;
@@ -73,6 +76,8 @@ static const struct opt opts[] = {
 	OPT(clock_check, T_BOOL, 0, 0),
 	OPT(clock_max_offset_us, T_U64, 1, 1000000000),
 	OPT(sim_lease_ms, T_U64, 0, 86400000),
+	OPT(public_keys, T_KEYS, 0, 0),
+	OPT(public_current, T_STR, 0, 0),
 };
 
 #define NR_OPTS	(sizeof(opts) / sizeof(opts[0]))
@@ -88,14 +93,16 @@ static void free_list(char **list, unsigned int *nr)
 		free(list[--*nr]);
 }
 
-/* Blank-separated words, replacing the list (listen or callers). */
+/* Blank-separated words, replacing the list (listen, callers or public_keys). */
 static int set_list(struct httpd_config *cfg, const struct opt *o,
 		    const char *value, char *err, size_t errlen)
 {
-	bool callers = o->type == T_CALLERS;
-	char **list = callers ? cfg->callers : cfg->listen;
-	unsigned int *nr = callers ? &cfg->nr_callers : &cfg->nr_listen;
-	unsigned int max = callers ? HTTPD_MAX_CALLERS : HTTPD_MAX_LISTEN;
+	bool callers = o->type == T_CALLERS, keys = o->type == T_KEYS;
+	char **list = callers ? cfg->callers : keys ? cfg->public_keys : cfg->listen;
+	unsigned int *nr = callers ? &cfg->nr_callers : keys ? &cfg->nr_public_keys :
+			   &cfg->nr_listen;
+	unsigned int max = callers ? HTTPD_MAX_CALLERS : keys ? HTTPD_MAX_KEYS :
+			   HTTPD_MAX_LISTEN;
 	const char *p = value;
 	unsigned int i;
 	size_t len;
@@ -130,7 +137,7 @@ static int set_list(struct httpd_config *cfg, const struct opt *o,
 		++*nr;
 		p += len;
 	}
-	if (!callers && !*nr) {
+	if (o->type == T_LIST && !*nr) {
 		snprintf(err, errlen, "no address given");
 		return -1;
 	}
@@ -294,6 +301,7 @@ static int set_opt(struct httpd_config *cfg, const struct opt *o,
 		return 0;
 	case T_LIST:
 	case T_CALLERS:
+	case T_KEYS:
 		return set_list(cfg, o, value, err, errlen);
 	case T_QUOTAS:
 		return set_quotas(cfg, value, err, errlen);
@@ -328,9 +336,10 @@ static int config_line(void *user, unsigned int line, const char *section,
 			return -1;
 		}
 		if (continued && opts[i].type != T_LIST && opts[i].type != T_CALLERS &&
-		    opts[i].type != T_QUOTAS) {
+		    opts[i].type != T_QUOTAS && opts[i].type != T_KEYS) {
 			snprintf(err, errlen, "%.64s: an indented line continues its "
-				 "value, and only listen, callers and quotas take a list",
+				 "value, and only listen, callers, quotas and public_keys "
+				 "take a list",
 				 name);
 			return -1;
 		}
@@ -446,7 +455,9 @@ static int set_defaults(struct httpd_config *cfg)
 	cfg->ready_margin_ms = 30000;
 	cfg->clock_check = true;
 	cfg->clock_max_offset_us = 5000;
-	return cfg->listen[0] && cfg->device && cfg->layouts ? 0 : -1;
+	cfg->public_current = strdup("");
+	return cfg->listen[0] && cfg->device && cfg->layouts && cfg->public_current ?
+	       0 : -1;
 }
 
 int httpd_config_load(struct httpd_config *cfg, int argc, char *argv[])
@@ -582,14 +593,24 @@ void httpd_config_print(const struct httpd_config *cfg, FILE *f)
 		cfg->threads, cfg->max_connections, cfg->max_connections_per_ip,
 		cfg->timeout_s, cfg->ready_margin_ms, cfg->clock_check ? "yes" : "no",
 		cfg->clock_max_offset_us, cfg->sim_lease_ms);
+	if (cfg->nr_public_keys) {
+		fprintf(f, "public_keys =");
+		for (i = 0; i < cfg->nr_public_keys; i++)
+			fprintf(f, " %s", cfg->public_keys[i]);
+		fprintf(f, "\n");
+	}
+	if (*cfg->public_current)
+		fprintf(f, "public_current = %s\n", cfg->public_current);
 }
 
 void httpd_config_free(struct httpd_config *cfg)
 {
 	free_list(cfg->listen, &cfg->nr_listen);
 	free_list(cfg->callers, &cfg->nr_callers);
+	free_list(cfg->public_keys, &cfg->nr_public_keys);
 	free_quotas(cfg);
 	free(cfg->device);
 	free(cfg->layouts);
-	cfg->device = cfg->layouts = NULL;
+	free(cfg->public_current);
+	cfg->device = cfg->layouts = cfg->public_current = NULL;
 }

@@ -16,6 +16,7 @@
 #define HTTPD_CONFIG_DEFAULT_PATH	"/etc/idgen/idgen-httpd.conf"
 #define HTTPD_MAX_LISTEN		8
 #define HTTPD_MAX_CALLERS		32
+#define HTTPD_MAX_KEYS			64	/* libidgen's keyring holds 64 */
 
 /* A caller's quota: rate_milli / 1000 IDs per second, burst IDs at once. */
 struct httpd_quota {
@@ -44,6 +45,10 @@ struct httpd_config {
 	bool clock_check;
 	uint64_t clock_max_offset_us;
 	uint64_t sim_lease_ms;		/* --device sim only; 0: no fence */
+	/* Public-ID key files (idgen-spec section 10); none: public IDs off. */
+	char *public_keys[HTTPD_MAX_KEYS];
+	unsigned int nr_public_keys;
+	char *public_current;		/* a key version, or "": the highest */
 	bool check_only;		/* --check-config */
 };
 

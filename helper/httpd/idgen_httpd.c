@@ -18,6 +18,7 @@
 
 #include "api.h"
 #include "config.h"
+#include "decimal.h"
 #include "idgen.h"
 #include "log.h"
 #include "metrics.h"
@@ -62,10 +63,64 @@ static int check_layout(struct minter *m, const struct idgen_layouts *layouts)
 	return 1;
 }
 
+/*
+ * The public-ID keys of public_keys, public_current's version current:
+ * 0 with *out NULL when none is configured; 0; or 1 after saying what is
+ * wrong (a key file readable by others, say: libidgen's message).
+ */
+static int load_keys(const struct httpd_config *cfg, struct idgen_keyring **out)
+{
+	struct idgen_keyring *kr;
+	char err[512];
+	uint64_t version;
+	unsigned int i;
+	int ret;
+
+	*out = NULL;
+	if (!cfg->nr_public_keys) {
+		if (*cfg->public_current) {
+			fprintf(stderr, "idgen-httpd: public_current: %s is given, but no "
+				"public_keys\n", cfg->public_current);
+			return 1;
+		}
+		return 0;
+	}
+	ret = idgen_keyring_new(&kr);
+	if (ret) {
+		fprintf(stderr, "idgen-httpd: public_keys: %s\n", strerror(-ret));
+		return 1;
+	}
+	for (i = 0; i < cfg->nr_public_keys; i++) {
+		if (idgen_keyring_load(kr, cfg->public_keys[i], err, sizeof(err))) {
+			fprintf(stderr, "idgen-httpd: public_keys: %s\n", err);
+			idgen_keyring_free(kr);
+			return 1;
+		}
+	}
+	if (*cfg->public_current) {
+		if (idgen_decimal_str(cfg->public_current, 0, UINT32_MAX, &version)) {
+			fprintf(stderr, "idgen-httpd: public_current: '%.64s' is not a key "
+				"version (a decimal number up to %u)\n", cfg->public_current,
+				UINT32_MAX);
+			idgen_keyring_free(kr);
+			return 1;
+		}
+		if (idgen_keyring_set_current(kr, (uint32_t)version)) {
+			fprintf(stderr, "idgen-httpd: public_current: no file of public_keys "
+				"holds key version %" PRIu64 "\n", version);
+			idgen_keyring_free(kr);
+			return 1;
+		}
+	}
+	*out = kr;
+	return 0;
+}
+
 int main(int argc, char *argv[])
 {
 	struct server *servers[HTTPD_MAX_LISTEN] = { 0 };
 	struct idgen_layouts *layouts = NULL;
+	struct idgen_keyring *keyring = NULL;
 	struct httpd_config cfg;
 	struct metrics metrics;
 	struct server_limits lim;
@@ -88,8 +143,14 @@ int main(int argc, char *argv[])
 		httpd_config_free(&cfg);
 		return 1;
 	}
+	if (load_keys(&cfg, &keyring)) {
+		idgen_layouts_free(layouts);
+		httpd_config_free(&cfg);
+		return 1;
+	}
 	if (cfg.check_only) {
 		httpd_config_print(&cfg, stdout);
+		idgen_keyring_free(keyring);
 		idgen_layouts_free(layouts);
 		httpd_config_free(&cfg);
 		return 0;
@@ -104,6 +165,7 @@ int main(int argc, char *argv[])
 
 	if (minter_open(&minter, cfg.device, cfg.sim_lease_ms, err, sizeof(err))) {
 		log_err("%s", err);
+		idgen_keyring_free(keyring);
 		idgen_layouts_free(layouts);
 		httpd_config_free(&cfg);
 		return 1;
@@ -116,6 +178,7 @@ int main(int argc, char *argv[])
 		log_info("minting through %s", minter.name);
 	if (check_layout(&minter, layouts)) {
 		minter_close(&minter);
+		idgen_keyring_free(keyring);
 		idgen_layouts_free(layouts);
 		httpd_config_free(&cfg);
 		return 1;
@@ -126,6 +189,7 @@ int main(int argc, char *argv[])
 		log_err("out of memory");
 		metrics_free(&metrics);
 		minter_close(&minter);
+		idgen_keyring_free(keyring);
 		idgen_layouts_free(layouts);
 		httpd_config_free(&cfg);
 		return 1;
@@ -144,6 +208,7 @@ int main(int argc, char *argv[])
 		.metrics = &metrics,
 		.quota = cfg.nr_quotas ? &quota : NULL,
 		.layouts = layouts,
+		.keyring = keyring,
 		.ready = {
 			.margin_ms = cfg.ready_margin_ms,
 			.check_clock = cfg.clock_check,
@@ -181,6 +246,7 @@ int main(int argc, char *argv[])
 	quota_free(&quota);
 	metrics_free(&metrics);
 	minter_close(&minter);
+	idgen_keyring_free(keyring);
 	idgen_layouts_free(layouts);
 	httpd_config_free(&cfg);
 	return ret;

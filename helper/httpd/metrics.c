@@ -19,6 +19,7 @@
 static const char *const route_label[NR_ROUTES] = {
 	[ROUTE_NEXT] = "/v1/ids:next",
 	[ROUTE_ID] = "/v1/ids/{id}",
+	[ROUTE_PUBLIC] = "/v1/public/{pub}",
 	[ROUTE_MIN] = "/v1/ids:min",
 	[ROUTE_LIVEZ] = "/livez",
 	[ROUTE_READYZ] = "/readyz",

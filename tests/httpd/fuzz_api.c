@@ -17,7 +17,9 @@
  *     a 429 or 400 count_over_burst for it, never more than 5 IDs;
  *   - only a 200 to POST /v1/ids:next took IDs from the generator, and
  *     exactly as many as it answered, strictly increasing: no other input
- *     consumes an ID or changes any state.
+ *     consumes an ID or changes any state;
+ *   - a public-ID key (version 7) is loaded: a "public" array answered
+ *     beside "ids" holds, in order, each ID's public ID as a string.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -115,10 +117,11 @@ static void check_json(const struct api_response *r)
 	json_tokener_free(tok);
 }
 
-static void check_ids(const struct api_response *r, uint64_t took)
+static void check_ids(const struct api_response *r, uint64_t took,
+		      const struct idgen_keyring *kr)
 {
-	struct json_object *o = json_tokener_parse(r->body), *ids;
-	uint64_t prev = 0, id;
+	struct json_object *o = json_tokener_parse(r->body), *ids, *pub = NULL;
+	uint64_t prev = 0, id, back;
 	size_t i, n;
 
 	if (!json_object_object_get_ex(o, "ids", &ids) ||
@@ -127,6 +130,10 @@ static void check_ids(const struct api_response *r, uint64_t took)
 	n = json_object_array_length(ids);
 	if (n != took || !n || n > API_MAX_COUNT)
 		abort();
+	if (json_object_object_get_ex(o, "public", &pub) &&
+	    (!json_object_is_type(pub, json_type_array) ||
+	     json_object_array_length(pub) != n))
+		abort();
 	for (i = 0; i < n; i++) {
 		struct json_object *s = json_object_array_get_idx(ids, i);
 
@@ -134,6 +141,13 @@ static void check_ids(const struct api_response *r, uint64_t took)
 		    idgen_parse_id(json_object_get_string(s), &id) || id <= prev)
 			abort();
 		prev = id;
+		if (pub) {
+			s = json_object_array_get_idx(pub, i);
+			if (!json_object_is_type(s, json_type_string) ||
+			    idgen_public_decode(kr, json_object_get_string(s), &back) ||
+			    back != id)
+				abort();
+		}
 	}
 	json_object_put(o);
 }
@@ -144,6 +158,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	static char *callers[] = { "order-service", "chat" };
 	static struct metrics metrics;
 	static struct quota quota;
+	static struct idgen_keyring *keyring;
 	static struct api api = {
 		.minter = &minter,
 		.metrics = &metrics,
@@ -161,6 +176,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	if (!metrics.issued && metrics_init(&metrics, callers, 2))
 		abort();
+	if (!keyring) {
+		static const uint8_t key[LIBIDGEN_PUBLIC_KEY_BYTES] = { 7, 1, 2, 3 };
+
+		if (idgen_keyring_new(&keyring) || idgen_keyring_add(keyring, 7, key))
+			abort();
+		api.keyring = keyring;
+	}
 	if (!quota.bucket) {
 		if (quota_init(&quota, callers, 2))
 			abort();
@@ -209,7 +231,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_json(&r);
 	}
 	if (r.status == 200 && !strcmp(path, "/v1/ids:next"))
-		check_ids(&r, minted - before);
+		check_ids(&r, minted - before, keyring);
 	else if (minted != before)
 		abort();	/* a refused request took an ID */
 	free(r.body);

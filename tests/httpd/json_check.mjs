@@ -1,13 +1,17 @@
 // SPDX-License-Identifier: GPL-2.0
 //
 // node json_check.mjs BASE_URL WORKER ERRORS.txt
+// node json_check.mjs --public BASE_URL WORKER
 //
 // idgen-httpd's answers as a JavaScript client reads them: plain
 // JSON.parse, IDs kept as strings and checked with BigInt, every ID
 // round-tripping exactly (idgen-spec section 9).  BASE_URL is a running
 // service on --device sim:WORKER.  ERRORS.txt holds lines
 // "STATUS CODE FILE": an error answer saved by run.sh, which must parse as
-// {"error":{"code":CODE,"message":"..."}}.  Prints TAP.
+// {"error":{"code":CODE,"message":"..."}}.  With --public, the service
+// has a public-ID key (idgen-spec section 10): POST {"public": true}
+// answers a "public" array of strings beside "ids", and each decodes
+// through GET /v1/public/{pub} to its ID's own answer.  Prints TAP.
 import { readFileSync } from 'node:fs';
 
 const EPOCH = 1767225600000n;
@@ -41,8 +45,39 @@ async function get(path, init) {
 	return { status: res.status, type: res.headers.get('content-type'), text: await res.text() };
 }
 
-const [base, workerArg, errorsFile] = process.argv.slice(2);
+const publicMode = process.argv[2] === '--public';
+const [base, workerArg, errorsFile] = process.argv.slice(publicMode ? 3 : 2);
 const worker = Number(workerArg);
+
+// --public: 100 IDs with their public IDs, then every pair decoded back.
+if (publicMode) {
+	const p = await get('/v1/ids:next', {
+		method: 'POST', headers: { 'content-type': 'application/json' },
+		body: JSON.stringify({ count: 100, public: true }),
+	});
+	const o = JSON.parse(p.text);
+	check(p.status === 200 && Object.keys(o).join(',') === 'ids,public,layout_version',
+	      'POST {"count": 100, "public": true}: {"ids": [...], "public": [...], "layout_version": 1}',
+	      p.text.slice(0, 200));
+	const pub = o.public || [];
+	check(Array.isArray(pub) && pub.length === o.ids.length &&
+	      pub.every(s => typeof s === 'string' && CANONICAL.test(s) && BigInt(s) <= ID_MAX),
+	      'every public ID a canonical decimal string up to 2^63-1, one per ID',
+	      JSON.stringify(pub.slice(0, 5)));
+	check(new Set(pub).size === pub.length && pub.every((s, i) => s !== o.ids[i]),
+	      'the public IDs are distinct, and none is its ID');
+	let bad = [];
+	for (let i = 0; i < pub.length; i++) {
+		const a = await get(`/v1/public/${pub[i]}`);
+		const b = await get(`/v1/ids/${o.ids[i]}`);
+		if (a.status !== 200 || a.text !== b.text || JSON.parse(a.text).id !== o.ids[i])
+			bad.push(`${pub[i]} -> ${a.status} ${a.text} (want ${b.text})`);
+	}
+	check(bad.length === 0, 'GET /v1/public/{pub} answers exactly GET /v1/ids/{id}, in order',
+	      bad.slice(0, 3).join('; '));
+	console.log(`1..${n}`);
+	process.exit(failed ? 1 : 0);
+}
 
 // POST /v1/ids:next: 1000 IDs, exact strings, strictly increasing.
 const r = await get('/v1/ids:next', {

@@ -214,6 +214,18 @@ req escaped "$url/v1/%69ds/108421920055775237"
 check "other %XX are decoded: /v1/%69ds/... is /v1/ids/..." test "$(status_of escaped)" = 200
 bad "GET /v1/ids/9223372036854775808 (2^63)" 400 invalid_id "$url/v1/ids/9223372036854775808"
 bad "GET /v1/ids/18446744073709551616" 400 invalid_id "$url/v1/ids/18446744073709551616"
+# No public_keys: public IDs are off, and the answers say so.
+bad "GET /v1/public/123 with no keys configured" 404 not_found "$url/v1/public/123"
+check "... saying no public-ID keys are configured" grep -q "no public-ID keys configured" "$work/bad$nbad.body"
+bad '"public": true with no keys configured' 400 no_public_keys -X POST "${J[@]}" -d '{"count":2,"public":true}' "$url/v1/ids:next"
+check "... saying no public-ID keys are configured" grep -q "no public-ID keys are configured" "$work/bad$nbad.body"
+bad '"public": "yes" (a string)' 400 invalid_public -X POST "${J[@]}" -d '{"public":"yes"}' "$url/v1/ids:next"
+bad '"public": 1' 400 invalid_public -X POST "${J[@]}" -d '{"public":1}' "$url/v1/ids:next"
+bad '"public": null' 400 invalid_public -X POST "${J[@]}" -d '{"public":null}' "$url/v1/ids:next"
+req pubfalse -X POST "${J[@]}" -d '{"count":2,"public":false}' "$url/v1/ids:next"
+minted=$((minted + 2))
+check '"public": false: the answer without public IDs' \
+	grep -Eqx '\{"ids":\["[1-9][0-9]*","[1-9][0-9]*"\],"layout_version":1\}' "$work/pubfalse.body"
 bad "ids:min without at" 400 invalid_time "$url/v1/ids:min"
 bad "ids:min?at= (empty)" 400 invalid_time "$url/v1/ids:min?at="
 for at in 2026-02-30T00:00:00Z 2026-01-01 1767225600001 2026-01-01T00:00:60Z \
@@ -263,6 +275,90 @@ check "SIGTERM: exit 0" test $? = 0
 check "no refused request consumed an ID: the simulation minted exactly the $minted asked for" \
 	grep -q "simulated generator: $minted IDs minted" "$work/sim.log"
 grep 'IDs minted' "$work/sim.log" | sed 's/^/# /'
+
+# ---- public IDs (idgen-spec section 10): a key file, version 7 ----------
+keys=$work/keys
+mkdir -p "$keys"
+key7=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef
+echo "7 $key7" >"$keys/k7"
+chmod 600 "$keys/k7"
+idgenctl=$top/helper/idgenctl/idgenctl
+tap_step "build helper/idgenctl (public decode)" make -s -C "$top/helper/idgenctl" || bail
+if start "$work/pub.log" --device sim:37 --clock-check no --public-keys "$keys/k7"; then
+	ok "idgen-httpd --public-keys KEYFILE starts"
+	pminted=0
+	req pubnext -X POST "${J[@]}" -d '{"count":5,"public":true}' "$url/v1/ids:next"
+	pminted=$((pminted + 5))
+	check 'POST {"count":5,"public":true}: 200, "ids" then "public", 5 strings each' \
+		grep -Eqx '\{"ids":\[("[1-9][0-9]*",){4}"[1-9][0-9]*"\],"public":\[("(0|[1-9][0-9]*)",){4}"(0|[1-9][0-9]*)"\],"layout_version":1\}' \
+		"$work/pubnext.body"
+	sed 's/.*"ids":\[\([^]]*\)\].*/\1/' "$work/pubnext.body" | tr -d '"' | tr , '\n' >"$work/pub.ids"
+	echo >>"$work/pub.ids"	# the body ends without a newline
+	sed 's/.*"public":\[\([^]]*\)\].*/\1/' "$work/pubnext.body" | tr -d '"' | tr , '\n' >"$work/pub.pubs"
+	echo >>"$work/pub.pubs"	# the body ends without a newline
+	: >"$work/pub.mismatch"
+	: >"$work/pub.ctl"
+	i=0
+	while read -r id <&3 && read -r p <&4; do
+		i=$((i + 1))
+		req "pubget$i" "$url/v1/public/$p"
+		req "idget$i" "$url/v1/ids/$id"
+		if [ "$(status_of "pubget$i")" != 200 ] || ! cmp -s "$work/pubget$i.body" "$work/idget$i.body"; then
+			echo "# $p: $(cat "$work/pubget$i.body") vs $(cat "$work/idget$i.body")" >>"$work/pub.mismatch"
+		fi
+		[ "$("$idgenctl" public decode --key "$keys/k7" "$p")" = "$id" ] || echo "# $p: idgenctl disagrees" >>"$work/pub.ctl"
+	done 3<"$work/pub.ids" 4<"$work/pub.pubs"
+	check "each GET /v1/public/{pub} answers the same JSON as GET /v1/ids/{id} ($i pairs)" \
+		test "$i" = 5 -a ! -s "$work/pub.mismatch"
+	cat "$work/pub.mismatch"
+	check "idgenctl public decode --key KEYFILE gives the same IDs" test "$i" = 5 -a ! -s "$work/pub.ctl"
+	cat "$work/pub.ctl"
+	req pubplain -X POST "${J[@]}" -d '{"count":2}' "$url/v1/ids:next"
+	pminted=$((pminted + 2))
+	check "without \"public\": the answer as before, no public IDs" \
+		grep -Eqx '\{"ids":\["[1-9][0-9]*","[1-9][0-9]*"\],"layout_version":1\}' "$work/pubplain.body"
+	p1=$(head -n 1 "$work/pub.pubs")
+	req pubhead -I "$url/v1/public/$p1"
+	check "HEAD /v1/public/{pub}: 200" test "$(status_of pubhead)" = 200
+	bad "DELETE /v1/public/{pub}" 405 method_not_allowed -X DELETE "$url/v1/public/$p1"
+	check "... with Allow: GET, HEAD" test "$(header_of "bad$nbad" Allow)" = "GET, HEAD"
+	bad "POST /v1/public/{pub}" 405 method_not_allowed -X POST "$url/v1/public/$p1"
+	for p in abc 0123 -1 %2B1 1.0 "" v7. v.1 v7.01 x7.1; do
+		bad "GET /v1/public/$p (malformed)" 400 invalid_public_id "$url/v1/public/$p"
+	done
+	bad "GET /v1/public/9223372036854775808 (2^63)" 400 invalid_public_id "$url/v1/public/9223372036854775808"
+	bad "GET /v1/public/v9.123 (a key version not loaded)" 404 unknown_key_version "$url/v1/public/v9.123"
+	req pubv7 "$url/v1/public/v7.$p1"
+	check "GET /v1/public/v7.{pub}: the loaded version named, the same ID" \
+		cmp -s "$work/pubv7.body" "$work/pubget1.body"
+	bad '"public": "yes" with keys' 400 invalid_public -X POST "${J[@]}" -d '{"count":1,"public":"yes"}' "$url/v1/ids:next"
+	bad '"public": true with a bad count' 400 invalid_count -X POST "${J[@]}" -d '{"count":0,"public":true}' "$url/v1/ids:next"
+	req pubmetrics "$url/metrics"
+	check "/metrics counts GET /v1/public/{pub} under its own route" eval \
+		'grep -qxF "idgen_requests_total{route=\"/v1/public/{pub}\",code=\"200\"} 7" "$work/pubmetrics.body" &&
+		 grep -qxF "idgen_requests_total{route=\"/v1/public/{pub}\",code=\"400\"} 11" "$work/pubmetrics.body" &&
+		 grep -qxF "idgen_requests_total{route=\"/v1/public/{pub}\",code=\"404\"} 1" "$work/pubmetrics.body" &&
+		 grep -qxF "idgen_requests_total{route=\"/v1/public/{pub}\",code=\"405\"} 2" "$work/pubmetrics.body"'
+	if command -v node >/dev/null; then
+		tap_run json-public node "$here/json_check.mjs" --public "$url" 37
+	else
+		not_ok "json-public: node not found (install nodejs: scripts/deps.sh)"
+	fi
+	pminted=$((pminted + 100))
+	stop
+	check "SIGTERM: exit 0" test $? = 0
+	check "no refused request consumed an ID: the simulation minted exactly the $pminted asked for" \
+		grep -q "simulated generator: $pminted IDs minted" "$work/pub.log"
+else
+	not_ok "idgen-httpd --public-keys KEYFILE starts"
+fi
+cp "$keys/k7" "$keys/k7-0644"
+chmod 644 "$keys/k7-0644"
+timeout 20 "$httpd" --device sim --listen 127.0.0.1:0 --public-keys "$keys/k7-0644" >"$work/pub644.out" 2>&1
+rc=$?
+check "a key file of mode 0644: refused, exit 1, the key file and its mode named" eval \
+	'[ $rc = 1 ] && grep -q "public_keys: $keys/k7-0644: readable by group or others (mode 0644)" "$work/pub644.out"'
+sed 's/^/# /' "$work/pub644.out"
 
 # ---- a real browser: fetch, BigInt, and a decode (browser/run.sh) ------
 if start "$work/browser.log" --device sim:37 --clock-check no; then
@@ -692,6 +788,17 @@ cfg "a caller listed twice (a flag)" 1 "--callers: caller 'a' is listed twice" -
 printf '[httpd]\ncallers = x\n  y x\n' >"$work/bad5.conf"
 cfg "a caller listed twice (the file)" 1 "bad5.conf:2: callers: caller 'x' is listed twice" --config "$work/bad5.conf"
 cfg "a caller named other" 1 "'other' is not a caller's name" --callers "a other"
+cfg "public_keys and public_current" 0 "public_current = 7" \
+	--public-keys "$keys/k7" --public-current 7 --check-config
+printf '[httpd]\npublic_keys = %s\n  %s\n' "$keys/k7" "$keys/k7" >"$work/keys.conf"
+cfg "a key file given twice" 1 "public_keys: " --config "$work/keys.conf" --check-config
+cfg "public_current not loaded" 1 "public_current: no file of public_keys holds key version 8" \
+	--public-keys "$keys/k7" --public-current 8 --check-config
+cfg "public_current without public_keys" 1 "public_current: 7 is given, but no public_keys" \
+	--public-current 7 --check-config
+cfg "public_current not a number" 1 "public_current: 'v7' is not a key version" \
+	--public-keys "$keys/k7" --public-current v7 --check-config
+cfg "a missing key file" 1 "public_keys: $work/none.key" --public-keys "$work/none.key" --check-config
 cfg "a bad layouts file" 1 "layouts: $work/none.layouts" --layouts "$work/none.layouts"
 # The generator's layout must be the decode table's in force now.
 printf '2 1000 3 10 9\n' >"$work/v2-now.layouts"
