@@ -32,6 +32,9 @@ packages=(
 	# client, and libfaketime for a wall clock before the epoch
 	libcurl4-openssl-dev libjson-c-dev libssl-dev
 	etcd-server etcd-client curl valgrind faketime
+	# the etcd client's tests against Debian 13's json-c 0.18, built from
+	# its source (tests/idgend/json-c-0.18.sh)
+	cmake
 	# idgen-httpd: HTTP on libmicrohttpd, request bodies through json-c;
 	# promtool (in prometheus) checks its /metrics and alerting rules,
 	# systemd-analyze (in systemd) its unit
