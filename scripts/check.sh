@@ -101,9 +101,11 @@ if [ "${IDGEN_SKIP_DEPS:-0}" != 1 ]; then
 	step "install dependencies" deps.log scripts/deps.sh || true
 fi
 
+# The kernels of the host's Debian: 6.1 and 6.12 on 12, 6.12 on 13.
 mapfile -t kernels < <(tests/vm/kernels.sh)
-if [ ${#kernels[@]} -lt 2 ]; then
-	fail "find Debian 6.1 and 6.12 kernels with headers (found: ${kernels[*]:-none})"
+mapfile -t series < <(tests/vm/kernels.sh --expected)
+if [ ${#kernels[@]} -lt 1 ] || [ ${#kernels[@]} -lt ${#series[@]} ]; then
+	fail "find Debian ${series[*]:-} kernels with headers (found: ${kernels[*]:-none})"
 fi
 
 # The other kernels users run: downloaded (once; the cache is kept), then
@@ -126,6 +128,8 @@ step "build the benchmark" bench-build.log make -s -C bench
 step "build the 32-bit caller test" compat32-build.log make -s -C tests/vm
 step "build the fuzzer" fuzz-build.log make -s -C tests/fuzz
 tap "netlink spec" netlink-spec.log tests/netlink-spec.sh
+# deps.sh's package names, against bookworm's and trixie's archives.
+tap "dependencies per Debian release" deps-names.log tests/deps-names.sh
 # libidgen and idgenctl: builds, unit tests, JavaScript and PostgreSQL.
 tap "user space" user.log tests/user/run.sh
 # idgend: the lease logic, the etcd client, the daemon against real etcd.
