@@ -119,6 +119,8 @@ for k in "${kernels[@]}" "${others[@]}"; do
 		scripts/build-module.sh "$k"
 done
 step "checkpatch --strict" checkpatch.log make -s style
+# VERSION, and every place that states the version, agree.
+tap "one version" version.log tests/version.sh
 for k in "${kernels[@]}" "${others[@]}"; do
 	step "sparse (C=2) clean for $k" "sparse-$k.log" \
 		scripts/sparse.sh "$k"
