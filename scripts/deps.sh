@@ -81,6 +81,8 @@ packages=(
 	# idgend's fuzz targets: libFuzzer and the sanitizers (with clang's
 	# runtime, libclang-rt-N-dev, release_packages)
 	clang
+	# the Debian packages (debian/, dpkg-buildpackage) and their check
+	debhelper dh-dkms lintian
 	# the lease protocol's model checker (tests/model/)
 	spin
 	# the system-call fuzzer aimed at /dev/idgen (tests/vm/fuzz-suite.sh)
