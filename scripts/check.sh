@@ -226,6 +226,9 @@ fi
 if [ ${#kernels[@]} -gt 0 ]; then
 	tap "dkms ${kernels[0]}" "dkms-${kernels[0]}.log" tests/vm/dkms-test.sh "${kernels[0]}"
 fi
+# The Debian packages: built, linted, installed into a fresh Debian 12
+# root (DKMS builds the module there), booted in a guest, purged.
+tap "Debian packages" packages.log tests/pkg/run.sh
 
 echo
 if [ -s "$details" ]; then
