@@ -1,20 +1,39 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# run.sh: the Debian packages, from source to a purged host.  Prints TAP.
+# run.sh [bookworm|trixie]: the Debian packages, from source to a purged
+# host, on Debian 12 (the default) or 13.  Prints TAP.
 #   - dpkg-buildpackage -us -uc -b on a clean copy of the tree; lintian
 #     finds no errors
-#   - installed with apt into a fresh Debian 12 root (a copy of a cached
+#   - installed with apt into a fresh Debian root (a copy of a cached
 #     one made by scripts/build-root.sh with dkms, the stock kernel and its
 #     headers): DKMS builds idgen.ko for that kernel; systemd-analyze
 #     verify passes on the units
 #   - that idgen.ko loads in a guest booting the same kernel (the root's
-#     image must be the host's /boot one, byte for byte), and the
-#     packaged idgenctl mints and decodes IDs there
+#     image must be the one booted, byte for byte: on bookworm the host's
+#     /boot one, on trixie the one scripts/fetch-kernels.sh fetched), and
+#     the packaged idgenctl mints and decodes IDs there
 #   - purge takes the module out of DKMS and leaves no file behind
 # Run as root (chroot, mounts).
 # shellcheck disable=SC2317 # the functions run through tap_step, check, trap
 set -uo pipefail
+
+suite=${1:-bookworm}
+# The root's packages besides dkms and the kernel: idgen-tools' libraries
+# (trixie's carry the 64-bit time_t names), so that the install needs no
+# download; and the kernel the guest boots, as run-guest.sh names it.
+case $suite in
+bookworm)
+	libs=(libcurl4 libjson-c5 libmicrohttpd12 libnl-genl-3-200 libssl3)
+	;;
+trixie)
+	libs=(libcurl4t64 libjson-c5 libmicrohttpd12t64 libnl-genl-3-200 libssl3t64)
+	;;
+*)
+	echo "usage: $0 [bookworm|trixie]" >&2
+	exit 2
+	;;
+esac
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -64,9 +83,8 @@ check "lintian: no errors (warnings listed above)" lint
 in_root() { chroot "$root" env DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@"; }
 make_root() {
 	local base m
-	base=$("$top/scripts/build-root.sh" bookworm+security dkms linux-headers-amd64 \
-		linux-image-amd64 systemd libcurl4 libjson-c5 libmicrohttpd12 \
-		libnl-genl-3-200 libssl3) || return 1
+	base=$("$top/scripts/build-root.sh" "$suite+security" dkms linux-headers-amd64 \
+		linux-image-amd64 systemd "${libs[@]}") || return 1
 	cp -a "$base" "$root" || return 1
 	for m in proc sys dev; do
 		mount --rbind "/$m" "$root/$m" || return 1
@@ -76,7 +94,7 @@ make_root() {
 	(cd "$root" && find . -xdev \( -path ./proc -o -path ./sys -o -path ./dev \
 		-o -path ./tmp -o -path ./run \) -prune -o -print | sort) >"$work/files.before"
 }
-tap_step "a fresh Debian 12 root with dkms, the stock kernel and its headers" make_root || bail
+tap_step "a fresh $suite root with dkms, the stock kernel and its headers" make_root || bail
 kver=$(cd "$root/lib/modules" && for d in *; do [ -d "$d/build" ] && echo "$d"; done | sort -V | tail -n 1)
 echo "# the root's kernel: ${kver:-none}"
 
@@ -105,13 +123,19 @@ done
 
 # --- the module in a guest booting that kernel -------------------------------
 
+# bookworm: the host's own kernel; trixie: the matrix's (fetch-kernels.sh).
+guest=$kver image=/boot/vmlinuz-$kver
+if [ "$suite" = trixie ]; then
+	guest=trixie
+	image=$(eval "$("$top/scripts/kernel-env.sh" trixie 2>/dev/null)" && echo "${IMAGE:-}")
+fi
 same_kernel() {
-	cmp "$root/boot/vmlinuz-$kver" "/boot/vmlinuz-$kver" || {
-		echo "the host's /boot/vmlinuz-$kver is not the root's (upgrade the host's kernel)"
+	cmp "$root/boot/vmlinuz-$kver" "$image" || {
+		echo "${image:-no image} is not the root's $kver (fetch or upgrade it)"
 		return 1
 	}
 }
-if tap_step "the host boots the root's kernel image ($kver)" same_kernel; then
+if tap_step "the guest boots the root's kernel image ($kver, $guest)" same_kernel; then
 	cp "$ko" "$root/usr/sbin/idgenctl" "$work/"
 	# shellcheck disable=SC2016 # the guest's shell expands these
 	guest_cmd='set -e
@@ -126,7 +150,7 @@ echo "$ids" | sed "s/^/# minted /"
 rmmod idgen'
 	tap_step "the packaged idgen.ko loads in a $kver guest; idgenctl mints and decodes" \
 		"$top/tests/vm/run-guest.sh" --timeout "${IDGEN_GUEST_TIMEOUT:-600}" \
-		--log "$work/guest.log" "$kver" sh -c "$guest_cmd" - "$work"
+		--log "$work/guest.log" "$guest" sh -c "$guest_cmd" - "$work"
 fi
 
 # --- purge -------------------------------------------------------------------
