@@ -227,8 +227,9 @@ if [ ${#kernels[@]} -gt 0 ]; then
 	tap "dkms ${kernels[0]}" "dkms-${kernels[0]}.log" tests/vm/dkms-test.sh "${kernels[0]}"
 fi
 # The Debian packages: built, linted, installed into a fresh Debian 12
-# root (DKMS builds the module there), booted in a guest, purged.
-tap "Debian packages" packages.log tests/pkg/run.sh
+# and 13 root (DKMS builds the module there), booted in a guest, purged.
+tap "Debian packages, Debian 12" packages.log tests/pkg/run.sh bookworm
+tap "Debian packages, Debian 13" packages-trixie.log tests/pkg/run.sh trixie
 
 echo
 if [ -s "$details" ]; then

@@ -108,8 +108,12 @@ install_debs() {
 }
 tap_step "apt install of the four packages into the root" install_debs || bail
 
-ko=$root/lib/modules/$kver/updates/dkms/idgen.ko
-check "DKMS built and installed idgen.ko for the root's kernel $kver" test -f "$ko"
+# Compressed as the kernel's own modules are (trixie's dkms: .ko.xz).
+ko=
+for f in "$root/lib/modules/$kver/updates/dkms/idgen.ko"{,.xz,.zst}; do
+	[ -f "$f" ] && ko=$f
+done
+check "DKMS built and installed idgen.ko for the root's kernel $kver (${ko##*/})" test -n "$ko"
 check "dkms status: idgen $(cat "$top/VERSION") installed for $kver" \
 	sh -c "chroot '$root' dkms status idgen | grep -q '$kver.*installed'"
 for page in man8/idgend.8 man8/idgenctl.8 man8/idgen-httpd.8 man3/libidgen.3; do
@@ -123,20 +127,35 @@ done
 
 # --- the module in a guest booting that kernel -------------------------------
 
-# bookworm: the host's own kernel; trixie: the matrix's (fetch-kernels.sh).
-guest=$kver image=/boot/vmlinuz-$kver
-if [ "$suite" = trixie ]; then
-	guest=trixie
-	image=$(eval "$("$top/scripts/kernel-env.sh" trixie 2>/dev/null)" && echo "${IMAGE:-}")
-fi
+# bookworm: the host's own kernel, which must be the root's; trixie: the
+# root's own image and modules, named to run-guest.sh as a kernel of the
+# matrix is (a kernel.env in a cache of this run's own).
+guest=$kver run_guest=("$top/tests/vm/run-guest.sh")
 same_kernel() {
-	cmp "$root/boot/vmlinuz-$kver" "$image" || {
-		echo "${image:-no image} is not the root's $kver (fetch or upgrade it)"
+	cmp "$root/boot/vmlinuz-$kver" "/boot/vmlinuz-$kver" || {
+		echo "the host's /boot/vmlinuz-$kver is not the root's (upgrade the host's kernel)"
 		return 1
 	}
 }
-if tap_step "the guest boots the root's kernel image ($kver, $guest)" same_kernel; then
-	cp "$ko" "$root/usr/sbin/idgenctl" "$work/"
+if [ "$suite" = trixie ]; then
+	guest=pkg-trixie
+	mkdir -p "$work/cache/kernels/$guest"
+	printf 'KVER=%q\nARCH=x86_64\nKDIR=%q\nIMAGE=%q\nMODDIR=%q\nROOT=%q\n' "$kver" \
+		"$root/lib/modules/$kver/build" "$root/boot/vmlinuz-$kver" \
+		"$root/lib/modules/$kver" "$root" >"$work/cache/kernels/$guest/kernel.env"
+	run_guest=(env IDGEN_CACHE="$work/cache" "${run_guest[@]}")
+	boots=true
+else
+	boots=false
+	tap_step "the host boots the root's kernel image ($kver)" same_kernel && boots=true
+fi
+if $boots && [ -n "$ko" ]; then
+	case $ko in
+	*.xz) xz -dc "$ko" >"$work/idgen.ko" ;;
+	*.zst) zstd -qdc "$ko" >"$work/idgen.ko" ;;
+	*) cp "$ko" "$work/idgen.ko" ;;
+	esac
+	cp "$root/usr/sbin/idgenctl" "$work/"
 	# shellcheck disable=SC2016 # the guest's shell expands these
 	guest_cmd='set -e
 insmod "$1/idgen.ko"
@@ -149,7 +168,7 @@ echo "$ids" | sed "s/^/# minted /"
 "$1/idgenctl" decode $ids | grep -c "region 1.*worker 2\|worker 2.*region 1" | grep -qx 3
 rmmod idgen'
 	tap_step "the packaged idgen.ko loads in a $kver guest; idgenctl mints and decodes" \
-		"$top/tests/vm/run-guest.sh" --timeout "${IDGEN_GUEST_TIMEOUT:-600}" \
+		"${run_guest[@]}" --timeout "${IDGEN_GUEST_TIMEOUT:-600}" \
 		--log "$work/guest.log" "$guest" sh -c "$guest_cmd" - "$work"
 fi
 
