@@ -9,10 +9,10 @@
 #     one made by scripts/build-root.sh with dkms, the stock kernel and its
 #     headers): DKMS builds idgen.ko for that kernel; systemd-analyze
 #     verify passes on the units
-#   - that idgen.ko loads in a guest booting the same kernel (the root's
-#     image must be the one booted, byte for byte: on bookworm the host's
-#     /boot one, on trixie the one scripts/fetch-kernels.sh fetched), and
-#     the packaged idgenctl mints and decodes IDs there
+#   - that idgen.ko loads in a guest booting the same kernel (on bookworm
+#     the host's /boot image, which must be the root's byte for byte; on
+#     trixie the root's own image and modules), and the packaged idgenctl
+#     mints and decodes IDs there
 #   - purge takes the module out of DKMS and leaves no file behind
 # Run as root (chroot, mounts).
 # shellcheck disable=SC2317 # the functions run through tap_step, check, trap
