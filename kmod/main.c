@@ -127,3 +127,4 @@ module_exit(idgen_exit);
 MODULE_LICENSE("GPL");
 MODULE_DESCRIPTION("Host-wide unique, time-ordered 64-bit ID generator");
 MODULE_AUTHOR("The idgen authors");
+MODULE_VERSION(IDGEN_VERSION);

@@ -17,7 +17,7 @@ for kver in "$@"; do
 	"$top/scripts/kernel-env.sh" "$kver" >/dev/null || exit 1
 	mkdir -p "$out"
 	rm -rf "$out/kmod" "$out/include"
-	cp -r "$top/Kbuild" "$top/kmod" "$top/include" "$out/"
+	cp -r "$top/Kbuild" "$top/VERSION" "$top/kmod" "$top/include" "$out/"
 	log=$out/build.log
 	if ! "$top/scripts/kmake.sh" "$kver" "$out" W=1 modules >"$log" 2>&1; then
 		cat "$log" >&2

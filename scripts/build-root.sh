@@ -4,6 +4,8 @@
 # build-root.sh SUITE PKG...: make sure $IDGEN_CACHE/roots/SUITE (IDGEN_CACHE
 # defaults to ~/.cache/idgen) is a minimal Debian SUITE root with make,
 # sparse and PKG... installed, and print its path.  Run as root.
+# SUITE+security (e.g. bookworm+security) adds SUITE-updates and
+# SUITE-security, as on an installed host (tests/pkg/run.sh).
 #
 # A kernel of a newer Debian suite is built with that suite's compiler
 # (trixie's 6.12 with gcc-14, sid's 7.2 with gcc-16), and its kbuild
@@ -36,8 +38,16 @@ aptopt='Acquire::Check-Valid-Until "false"'
 if [ ! -f "$root/.idgen-root" ]; then
 	rm -rf "$root" "$root.tmp"
 	mkdir -p "$cache/roots"
+	# SUITE+security: also SUITE-updates and SUITE-security, as an
+	# installed host has them (its kernel, for one, comes from there).
+	sources=("$mirror")
+	if [[ $suite == *+security ]]; then
+		suite=${suite%+security}
+		sources=("deb $mirror $suite main" "deb $mirror $suite-updates main"
+			 "deb ${IDGEN_DEBIAN_SECURITY_MIRROR:-http://deb.debian.org/debian-security} $suite-security main")
+	fi
 	mmdebstrap --variant=apt --aptopt="$aptopt" --include=make,sparse,"$(IFS=,; echo "$*")" \
-		"$suite" "$root.tmp" "$mirror" >&2 || die "mmdebstrap $suite failed"
+		"$suite" "$root.tmp" "${sources[@]}" >&2 || die "mmdebstrap $suite failed"
 	touch "$root.tmp/.idgen-root"
 	mv "$root.tmp" "$root"
 else

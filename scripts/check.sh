@@ -101,9 +101,11 @@ if [ "${IDGEN_SKIP_DEPS:-0}" != 1 ]; then
 	step "install dependencies" deps.log scripts/deps.sh || true
 fi
 
+# The kernels of the host's Debian: 6.1 and 6.12 on 12, 6.12 on 13.
 mapfile -t kernels < <(tests/vm/kernels.sh)
-if [ ${#kernels[@]} -lt 2 ]; then
-	fail "find Debian 6.1 and 6.12 kernels with headers (found: ${kernels[*]:-none})"
+mapfile -t series < <(tests/vm/kernels.sh --expected)
+if [ ${#kernels[@]} -lt 1 ] || [ ${#kernels[@]} -lt ${#series[@]} ]; then
+	fail "find Debian ${series[*]:-} kernels with headers (found: ${kernels[*]:-none})"
 fi
 
 # The other kernels users run: downloaded (once; the cache is kept), then
@@ -117,6 +119,8 @@ for k in "${kernels[@]}" "${others[@]}"; do
 		scripts/build-module.sh "$k"
 done
 step "checkpatch --strict" checkpatch.log make -s style
+# VERSION, and every place that states the version, agree.
+tap "one version" version.log tests/version.sh
 for k in "${kernels[@]}" "${others[@]}"; do
 	step "sparse (C=2) clean for $k" "sparse-$k.log" \
 		scripts/sparse.sh "$k"
@@ -126,6 +130,8 @@ step "build the benchmark" bench-build.log make -s -C bench
 step "build the 32-bit caller test" compat32-build.log make -s -C tests/vm
 step "build the fuzzer" fuzz-build.log make -s -C tests/fuzz
 tap "netlink spec" netlink-spec.log tests/netlink-spec.sh
+# deps.sh's package names, against bookworm's and trixie's archives.
+tap "dependencies per Debian release" deps-names.log tests/deps-names.sh
 # libidgen and idgenctl: builds, unit tests, JavaScript and PostgreSQL.
 tap "user space" user.log tests/user/run.sh
 # idgend: the lease logic, the etcd client, the daemon against real etcd.
@@ -220,6 +226,10 @@ fi
 if [ ${#kernels[@]} -gt 0 ]; then
 	tap "dkms ${kernels[0]}" "dkms-${kernels[0]}.log" tests/vm/dkms-test.sh "${kernels[0]}"
 fi
+# The Debian packages: built, linted, installed into a fresh Debian 12
+# and 13 root (DKMS builds the module there), booted in a guest, purged.
+tap "Debian packages, Debian 12" packages.log tests/pkg/run.sh bookworm
+tap "Debian packages, Debian 13" packages-trixie.log tests/pkg/run.sh trixie
 
 echo
 if [ -s "$details" ]; then

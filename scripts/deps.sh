@@ -2,23 +2,62 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # deps.sh: install, from Debian's archive, everything building and testing
-# idgen needs on a Debian 12 (bookworm) amd64 host.  Run as root.
+# idgen needs on a Debian 12 (bookworm) or 13 (trixie) amd64 host.  Run as
+# root.
+#
+#   scripts/deps.sh            install them
+#   scripts/deps.sh --print    print the package names, one a line, and
+#                              install nothing (tests/scripts/deps-names.sh
+#                              checks them against each release's archive)
+#
+# The release is the host's (VERSION_CODENAME in /etc/os-release);
+# IDGEN_DEBIAN_RELEASE=bookworm|trixie overrides it.
 set -euo pipefail
+
+die() { echo "deps.sh: $*" >&2; exit 1; }
+
+print=
+case ${1:-} in
+--print) print=1 ;;
+'') ;;
+*) die "usage: $0 [--print]" ;;
+esac
+
+# shellcheck source=/dev/null
+release=${IDGEN_DEBIAN_RELEASE:-$(. /etc/os-release && echo "${VERSION_CODENAME:-}")}
+# What differs between the releases: the kernels (bookworm's stock kernel
+# is 6.1 and its 6.12 comes as linux-image-6.12-amd64 from
+# bookworm-security; trixie's stock kernel is 6.12), gcc's i386 runtime,
+# and the compiler runtime of clang (14 on bookworm, 19 on trixie).
+case $release in
+bookworm)
+	release_packages=(linux-headers-6.12-amd64 linux-image-6.12-amd64
+		lib32gcc-12-dev libclang-rt-14-dev)
+	;;
+trixie)
+	release_packages=(lib32gcc-14-dev libclang-rt-19-dev)
+	;;
+*)
+	die "Debian release '${release:-unknown}' not supported (bookworm or trixie;" \
+		"IDGEN_DEBIAN_RELEASE overrides the host's)"
+	;;
+esac
 
 packages=(
 	# build
 	build-essential kmod dkms sparse pkg-config libnl-genl-3-dev
-	# the kernels the module is built and tested against: 6.1 and 6.12
+	# the kernels the module is built and tested against: the release's
+	# stock kernel, and on bookworm also 6.12 (release_packages)
 	linux-headers-amd64 linux-image-amd64
-	linux-headers-6.12-amd64 linux-image-6.12-amd64
 	# the other kernels of the matrix (scripts/fetch-kernels.sh): Debian's
 	# archive keys for a private apt state, mmdebstrap for the build roots
 	# of newer suites, the arm64 cross-compiler for Debian 12's arm64
 	# headers, and xz/zstd for the guests' compressed modules
 	debian-archive-keyring mmdebstrap gcc-aarch64-linux-gnu xz-utils zstd
 	# the 32-bit caller test (tests/vm/Makefile): i386 libc and libgcc;
-	# not gcc-multilib, which conflicts with the cross-compiler
-	libc6-dev-i386 lib32gcc-12-dev
+	# not gcc-multilib, which conflicts with the cross-compiler (and
+	# lib32gcc-N-dev, release_packages)
+	libc6-dev-i386
 	# checkpatch.pl comes from the kernel source tarball
 	linux-source-6.12
 	# the guests
@@ -32,6 +71,9 @@ packages=(
 	# client, and libfaketime for a wall clock before the epoch
 	libcurl4-openssl-dev libjson-c-dev libssl-dev
 	etcd-server etcd-client curl valgrind faketime
+	# the etcd client's tests against Debian 13's json-c 0.18, built from
+	# its source (tests/idgend/json-c-0.18.sh)
+	cmake
 	# idgen-httpd: HTTP on libmicrohttpd, request bodies through json-c;
 	# promtool (in prometheus) checks its /metrics and alerting rules,
 	# systemd-analyze (in systemd) its unit
@@ -40,14 +82,22 @@ packages=(
 	# Chromium, nginx serving the page beside the service; the HTTP
 	# benchmark (scripts/bench-http.sh): wrk, nginx as the anchor, gnuplot
 	chromium nginx wrk gnuplot-nox
-	# idgend's fuzz targets: libFuzzer and the sanitizers
-	clang libclang-rt-14-dev
+	# idgend's fuzz targets: libFuzzer and the sanitizers (with clang's
+	# runtime, libclang-rt-N-dev, release_packages)
+	clang
+	# the Debian packages (debian/, dpkg-buildpackage) and their check
+	debhelper dh-dkms lintian
 	# the lease protocol's model checker (tests/model/)
 	spin
 	# the system-call fuzzer aimed at /dev/idgen (tests/vm/fuzz-suite.sh)
 	trinity
+	"${release_packages[@]}"
 )
 
+if [ -n "$print" ]; then
+	printf '%s\n' "${packages[@]}"
+	exit 0
+fi
 if [ "$(id -u)" -ne 0 ]; then
 	echo "deps.sh: run as root (it installs Debian packages)" >&2
 	exit 1

@@ -47,7 +47,8 @@ static void show_usage(FILE *file)
 	char name[32];
 	size_t i;
 
-	fprintf(file, "Usage: %s [--device PATH] [--layouts FILE] <cmd> [<args>]\n\n",
+	fprintf(file, "Usage: %s [--device PATH] [--layouts FILE] <cmd> [<args>]\n"
+		"       %s --version\n\n", PROG_NAME,
 		PROG_NAME);
 	fprintf(file, "Available subcommands:\n");
 	for (i = 0; i < NR_SUBCOMMANDS; i++) {
@@ -163,6 +164,10 @@ int main(int argc, char *argv[])
 	while (argc > 0 && argv[0][0] == '-') {
 		if (is_help(argv[0])) {
 			show_usage(stdout);
+			return 0;
+		}
+		if (!strcmp(argv[0], "--version")) {
+			printf("%s %s\n", PROG_NAME, IDGEN_VERSION);
 			return 0;
 		}
 		if (!strcmp(argv[0], "--device")) {

@@ -17,6 +17,7 @@
 #include "config.h"
 #include "decimal.h"
 #include "inifile.h"
+#include "json_ascii.h"
 
 #ifndef IDGEND_VERSION
 #define IDGEND_VERSION "0.1.0"
@@ -350,6 +351,9 @@ static const char *bad_owner(const char *owner)
 		if (*c < 0x20 || *c == 0x7f)
 			return "must not contain control characters";
 	}
+	/* etcd's records hold it as JSON text: Unicode (json_ascii.h). */
+	if (!utf8_valid(owner, strlen(owner)))
+		return "must be UTF-8";
 	return NULL;
 }
 

@@ -26,6 +26,7 @@
 
 #include "decimal.h"
 #include "etcd.h"
+#include "json_ascii.h"
 
 /*
  * Far above one page of a listing (ETCD_PAGE_KEYS) or one record: a bigger
@@ -134,7 +135,8 @@ static bool parse_dec(const char *s, size_t len, uint64_t max, uint64_t *v)
 
 /*
  * Parses len bytes as one JSON value and nothing else.  On failure, why
- * says where it went wrong, for the message.
+ * says where it went wrong, for the message (a byte offset past a
+ * non-ASCII character counts in the escaped text json-c read).
  */
 static int parse_json(const char *buf, size_t len, struct json_object **out,
 		      char *why, size_t why_size)
@@ -142,20 +144,39 @@ static int parse_json(const char *buf, size_t len, struct json_object **out,
 	struct json_tokener *tok;
 	struct json_object *o;
 	enum json_tokener_error jerr;
-	size_t end;
+	const char *bad;
+	char *ascii;
+	size_t end, ascii_len;
+	int ret = -EPROTO;
 
 	*out = NULL;
 	if (!len) {
 		snprintf(why, why_size, "empty");
 		return -EPROTO;
 	}
+	/* Raw UTF-8 as \uXXXX: json-c 0.18 rejects it in strict mode. */
+	ret = json_ascii(buf, len, &ascii, &ascii_len, &end, &bad);
+	if (ret == -EILSEQ) {
+		snprintf(why, why_size, "%s at byte %zu", bad, end);
+		return -EPROTO;
+	}
+	if (ret)
+		return ret;
+	if (ascii) {
+		buf = ascii;
+		len = ascii_len;
+	}
+	ret = -EPROTO;
 	if (len > INT_MAX) {
 		snprintf(why, why_size, "too long");
+		free(ascii);
 		return -EPROTO;
 	}
 	tok = json_tokener_new();
-	if (!tok)
+	if (!tok) {
+		free(ascii);
 		return -ENOMEM;
+	}
 	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
 	o = json_tokener_parse_ex(tok, buf, (int)len);
 	jerr = json_tokener_get_error(tok);
@@ -165,14 +186,14 @@ static int parse_json(const char *buf, size_t len, struct json_object **out,
 		jerr = json_tokener_get_error(tok);
 		if (!o && jerr == json_tokener_error_parse_eof) {
 			snprintf(why, why_size, "truncated at byte %zu", len);
-			goto fail;
+			goto out;
 		}
 	}
 	if (!o) {
 		snprintf(why, why_size, "%s at byte %zu",
 			 json_tokener_error_desc(jerr),
 			 json_tokener_get_parse_end(tok));
-		goto fail;
+		goto out;
 	}
 	end = json_tokener_get_parse_end(tok);
 	while (end < len && (buf[end] == ' ' || buf[end] == '\t' ||
@@ -181,14 +202,14 @@ static int parse_json(const char *buf, size_t len, struct json_object **out,
 	if (end < len) {
 		snprintf(why, why_size, "trailing data at byte %zu", end);
 		json_object_put(o);
-		goto fail;
+		goto out;
 	}
-	json_tokener_free(tok);
 	*out = o;
-	return 0;
-fail:
+	ret = 0;
+out:
 	json_tokener_free(tok);
-	return -EPROTO;
+	free(ascii);
+	return ret;
 }
 
 /*
@@ -752,6 +773,21 @@ static const char *to_string(struct json_object *o)
 					      JSON_C_TO_STRING_NOSLASHESCAPE);
 }
 
+/*
+ * o as ASCII-only JSON in a malloc'd string, or NULL: what a strict
+ * json-c 0.18 reads back (json_ascii.h), for values stored in etcd.
+ */
+static char *to_ascii(struct json_object *o)
+{
+	const char *s = to_string(o), *bad;
+	size_t len = strlen(s), at;
+	char *ascii;
+
+	if (json_ascii(s, len, &ascii, &len, &at, &bad))
+		return NULL;
+	return ascii ?: strdup(s);
+}
+
 /* --- store_ops ----------------------------------------------------------- */
 
 const char *etcd_key(struct etcd *e, uint32_t region, uint32_t worker)
@@ -1272,7 +1308,7 @@ static char *value_json(const struct store_value *val)
 		json_object_put(v);
 		goto out;
 	}
-	s = strdup(to_string(o));
+	s = to_ascii(o);
 out:
 	json_object_put(o);
 	return s;

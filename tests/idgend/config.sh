@@ -136,6 +136,8 @@ tap_step "an owner with '\"' is refused as such" \
 	flag_refused "owner 'a\"b' must not contain '\"'" --owner 'a"b'
 tap_step "an owner of 128 bytes is refused as too long" \
 	flag_refused "must be shorter than 128 bytes" --owner "$(printf 'h%.0s' {1..128})"
+tap_step "an owner that is not UTF-8 (Latin-1) is refused" \
+	flag_refused "must be UTF-8" --owner "$(printf 'h\366st')"
 tap_step "an owner with a newline is refused" \
 	flag_refused "must not contain control characters" --owner $'a\nb'
 

@@ -4,6 +4,8 @@
 # run.sh: every host-side test of idgend, as one TAP stream.
 #   - the lease logic against an in-memory store and fake generators
 #   - the simulated generator, the runtime directory (lock, owner token)
+#   - JSON written and read as ASCII (json_ascii_test), and the etcd
+#     client's tests built once more against json-c 0.18 (Debian 13)
 #   - the etcd client against a real etcd 3.4 member on loopback (also
 #     behind fake_etcd.py's proxy, and with a region of 25,000 records),
 #     against fake_etcd.py's broken answers (under valgrind when installed
@@ -41,6 +43,22 @@ tap_step "build the idgend tests" make -s -C "$here" OUT="$out" || bail
 tap_run lease "$out/lease_test"
 tap_run "simulated generator" "$out/device_sim_test"
 tap_run "runtime directory" "$out/runtime_test"
+tap_run "JSON as ASCII, json-c $(pkg-config --modversion json-c)" "$out/json_ascii_test"
+
+# The etcd client once more, built against Debian 13's json-c 0.18, which
+# in strict mode rejects raw UTF-8 in strings (json-c-0.18.sh).
+out18=$out/json-c-0.18
+build_with_json_c_018() {
+	local pc
+	pc=$("$here/json-c-0.18.sh") &&
+		PKG_CONFIG_PATH=$pc CFLAGS="-O1 -g -Wl,-rpath,${pc%/pkgconfig}" \
+			make -s -C "$here" OUT="$out18" "$out18/etcd_test" "$out18/json_ascii_test"
+}
+if tap_step "build the etcd client's tests against json-c 0.18" build_with_json_c_018; then
+	tap_run "JSON as ASCII, json-c 0.18" "$out18/json_ascii_test"
+else
+	out18=
+fi
 
 # Under valgrind, when there is one, for leaks on the error paths too.
 vg=()
@@ -66,6 +84,8 @@ fake_up() {
 if tap_step "start fake_etcd.py on 127.0.0.1:$port" fake_up; then
 	if tap_step "start an etcd member on loopback" etcd_cluster client 1; then
 		tap_run "etcd client, real" "${vg[@]}" "$out/etcd_test" real \
+			"${ETCD_URLS[0]}" "http://127.0.0.1:$port" "$here/etcd_fill.py"
+		[ -n "$out18" ] && tap_run "etcd client, real, json-c 0.18" "$out18/etcd_test" real \
 			"${ETCD_URLS[0]}" "http://127.0.0.1:$port" "$here/etcd_fill.py"
 	fi
 	etcd_cleanup

@@ -4,11 +4,15 @@
 # Usage: tests/vm/kernels.sh [--series MAJOR.MINOR]
 #        tests/vm/kernels.sh --matrix | --matrix-ci
 #
-# Prints one kernel release per line: the newest installed 6.1.* and the
-# newest installed 6.12.* that have both /boot/vmlinuz-<ver> and headers at
-# /lib/modules/<ver>/build. With --series, prints only the newest of that
-# series. Nothing is hard-coded beyond the series: the Debian ABI number
-# (e.g. 6.1.0-57) is discovered from /boot and /lib/modules.
+# Prints one kernel release per line: the newest installed kernel of each
+# series the host's Debian has, that has both /boot/vmlinuz-<ver> and
+# headers at /lib/modules/<ver>/build: on Debian 12 (bookworm) 6.1 and 6.12,
+# on Debian 13 (trixie) 6.12 (scripts/deps.sh installs them); on another
+# release, every installed series.  --expected prints those series
+# instead.  With --series, prints only the newest of that series. Nothing
+# is hard-coded beyond the series: the Debian ABI number (e.g. 6.1.0-57)
+# is discovered from /boot and /lib/modules.  The release is
+# VERSION_CODENAME in /etc/os-release, or IDGEN_DEBIAN_RELEASE.
 #
 # --matrix prints instead the names of the other kernels users run, which
 # scripts/fetch-kernels.sh downloads into a cache (bookworm-rt, trixie,
@@ -29,10 +33,16 @@ set -euo pipefail
 
 BOOT_DIR=${BOOT_DIR:-/boot}
 MODULES_DIR=${MODULES_DIR:-/lib/modules}
-DEFAULT_SERIES=(6.1 6.12)
+# shellcheck source=/dev/null
+release=${IDGEN_DEBIAN_RELEASE:-$(. /etc/os-release 2>/dev/null && echo "${VERSION_CODENAME:-}")}
+case $release in
+    bookworm) DEFAULT_SERIES=(6.1 6.12) ;;
+    trixie) DEFAULT_SERIES=(6.12) ;;
+    *) DEFAULT_SERIES=() ;;
+esac
 
 usage() {
-    echo "usage: $0 [--series MAJOR.MINOR] | --matrix | --matrix-ci" >&2
+    echo "usage: $0 [--series MAJOR.MINOR] | --expected | --matrix | --matrix-ci" >&2
     exit 2
 }
 
@@ -43,6 +53,12 @@ while (($#)); do
     case $1 in
         --matrix)
             exec "$(dirname "$0")/../../scripts/fetch-kernels.sh" --list
+            ;;
+        --expected)
+            if ((${#DEFAULT_SERIES[@]})); then
+                printf '%s\n' "${DEFAULT_SERIES[@]}"
+            fi
+            exit 0
             ;;
         --matrix-ci)
             printf '%s\n' "${MATRIX_CI[@]}"
@@ -64,7 +80,6 @@ while (($#)); do
         *) usage ;;
     esac
 done
-((${#series[@]})) || series=("${DEFAULT_SERIES[@]}")
 
 # All usable kernel releases: a bootable image plus headers. Only the
 # generic Debian flavour (…-amd64); rt and cloud flavours are skipped.
@@ -82,6 +97,16 @@ usable_kernels() {
 }
 
 mapfile -t all < <(usable_kernels)
+
+if ((${#series[@]} == 0)); then
+    if ((${#DEFAULT_SERIES[@]})); then
+        series=("${DEFAULT_SERIES[@]}")
+    else
+        # A release this script does not know: every series installed.
+        mapfile -t series < <(printf '%s\n' "${all[@]}" |
+            awk '{ split($0, v, /[.+-]/); print v[1] "." v[2] }' | sort -uV)
+    fi
+fi
 
 found=0
 for s in "${series[@]}"; do

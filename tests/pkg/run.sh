@@ -1,0 +1,198 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# run.sh [bookworm|trixie]: the Debian packages, from source to a purged
+# host, on Debian 12 (the default) or 13.  Prints TAP.
+#   - dpkg-buildpackage -us -uc -b on a clean copy of the tree; lintian
+#     finds no errors
+#   - installed with apt into a fresh Debian root (a copy of a cached
+#     one made by scripts/build-root.sh with dkms, the stock kernel and its
+#     headers): DKMS builds idgen.ko for that kernel; systemd-analyze
+#     verify passes on the units
+#   - that idgen.ko loads in a guest booting the same kernel (on bookworm
+#     the host's /boot image, which must be the root's byte for byte; on
+#     trixie the root's own image and modules), and the packaged idgenctl
+#     mints and decodes IDs there
+#   - purge takes the module out of DKMS and leaves no file behind
+# Run as root (chroot, mounts).
+# shellcheck disable=SC2317 # the functions run through tap_step, check, trap
+set -uo pipefail
+
+suite=${1:-bookworm}
+# The root's packages besides dkms and the kernel: idgen-tools' libraries
+# (trixie's carry the 64-bit time_t names), so that the install needs no
+# download; and the kernel the guest boots, as run-guest.sh names it.
+case $suite in
+bookworm)
+	libs=(libcurl4 libjson-c5 libmicrohttpd12 libnl-genl-3-200 libssl3)
+	;;
+trixie)
+	libs=(libcurl4t64 libjson-c5 libmicrohttpd12t64 libnl-genl-3-200 libssl3t64)
+	;;
+*)
+	echo "usage: $0 [bookworm|trixie]" >&2
+	exit 2
+	;;
+esac
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+# shellcheck source=../lib/tap.sh disable=SC2154 # n and status are tap.sh's
+. "$top/tests/lib/tap.sh"
+
+mkdir -p "$top/build"
+work=$(mktemp -d "$top/build/pkg-test.XXXXXX") || exit 1
+root=$work/root
+mounted=()
+cleanup() {
+	local i
+	for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
+		umount -l "${mounted[i]}" 2>/dev/null
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
+bail() { echo "1..$n"; exit 1; }
+
+echo "TAP version 13"
+[ "$(id -u)" -eq 0 ] || { not_ok "run as root (chroot, mounts)"; bail; }
+
+# --- build and lint --------------------------------------------------------
+
+build() {
+	mkdir -p "$work/src" &&
+		(cd "$top" && git ls-files -co --exclude-standard | tar -cf - -T -) |
+		tar -xf - -C "$work/src" &&
+		(cd "$work/src" && dpkg-buildpackage -us -uc -b -j2)
+}
+tap_step "dpkg-buildpackage -us -uc -b on a clean copy of the tree" build || bail
+debs=()
+for deb in "$work"/*.deb; do
+	[[ $deb == *-dbgsym_* ]] || debs+=("$deb")
+done
+
+lint() {
+	lintian --pedantic "$work"/*.changes >"$work/lintian.log" 2>&1
+	sed 's/^/# /' "$work/lintian.log"
+	! grep -q '^E: ' "$work/lintian.log"
+}
+check "lintian: no errors (warnings listed above)" lint
+
+# --- a fresh Debian 12 root --------------------------------------------------
+
+in_root() { chroot "$root" env DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@"; }
+make_root() {
+	local base m
+	base=$("$top/scripts/build-root.sh" "$suite+security" dkms linux-headers-amd64 \
+		linux-image-amd64 systemd "${libs[@]}") || return 1
+	cp -a "$base" "$root" || return 1
+	for m in proc sys dev; do
+		mount --rbind "/$m" "$root/$m" || return 1
+		mounted+=("$root/$m")
+	done
+	# Its own file list, to compare after the purge.
+	(cd "$root" && find . -xdev \( -path ./proc -o -path ./sys -o -path ./dev \
+		-o -path ./tmp -o -path ./run \) -prune -o -print | sort) >"$work/files.before"
+}
+tap_step "a fresh $suite root with dkms, the stock kernel and its headers" make_root || bail
+kver=$(cd "$root/lib/modules" && for d in *; do [ -d "$d/build" ] && echo "$d"; done | sort -V | tail -n 1)
+echo "# the root's kernel: ${kver:-none}"
+
+install_debs() {
+	local d in_debs=()
+	for d in "${debs[@]}"; do
+		in_debs+=("/tmp/debs/${d##*/}")
+	done
+	mkdir -p "$root/tmp/debs" && cp "${debs[@]}" "$root/tmp/debs/" &&
+		in_root apt-get -q install -y "${in_debs[@]}"
+}
+tap_step "apt install of the four packages into the root" install_debs || bail
+
+# Compressed as the kernel's own modules are (trixie's dkms: .ko.xz).
+ko=
+for f in "$root/lib/modules/$kver/updates/dkms/idgen.ko"{,.xz,.zst}; do
+	[ -f "$f" ] && ko=$f
+done
+check "DKMS built and installed idgen.ko for the root's kernel $kver (${ko##*/})" test -n "$ko"
+check "dkms status: idgen $(cat "$top/VERSION") installed for $kver" \
+	sh -c "chroot '$root' dkms status idgen | grep -q '$kver.*installed'"
+for page in man8/idgend.8 man8/idgenctl.8 man8/idgen-httpd.8 man3/libidgen.3; do
+	check "the man page $page is installed" test -f "$root/usr/share/man/$page.gz"
+done
+for unit in idgend.service idgen-httpd.service; do
+	# --man=no: a minimal root has no man(1); the pages are checked below.
+	tap_step "systemd-analyze verify $unit" \
+		in_root systemd-analyze verify --man=no "/usr/lib/systemd/system/$unit"
+done
+
+# --- the module in a guest booting that kernel -------------------------------
+
+# bookworm: the host's own kernel, which must be the root's; trixie: the
+# root's own image and modules, named to run-guest.sh as a kernel of the
+# matrix is (a kernel.env in a cache of this run's own).
+guest=$kver run_guest=("$top/tests/vm/run-guest.sh")
+same_kernel() {
+	cmp "$root/boot/vmlinuz-$kver" "/boot/vmlinuz-$kver" || {
+		echo "the host's /boot/vmlinuz-$kver is not the root's (upgrade the host's kernel)"
+		return 1
+	}
+}
+if [ "$suite" = trixie ]; then
+	guest=pkg-trixie
+	mkdir -p "$work/cache/kernels/$guest"
+	printf 'KVER=%q\nARCH=x86_64\nKDIR=%q\nIMAGE=%q\nMODDIR=%q\nROOT=%q\n' "$kver" \
+		"$root/lib/modules/$kver/build" "$root/boot/vmlinuz-$kver" \
+		"$root/lib/modules/$kver" "$root" >"$work/cache/kernels/$guest/kernel.env"
+	run_guest=(env IDGEN_CACHE="$work/cache" "${run_guest[@]}")
+	boots=true
+else
+	boots=false
+	tap_step "the host boots the root's kernel image ($kver)" same_kernel && boots=true
+fi
+if $boots && [ -n "$ko" ]; then
+	case $ko in
+	*.xz) xz -dc "$ko" >"$work/idgen.ko" ;;
+	*.zst) zstd -qdc "$ko" >"$work/idgen.ko" ;;
+	*) cp "$ko" "$work/idgen.ko" ;;
+	esac
+	cp "$root/usr/sbin/idgenctl" "$work/"
+	# shellcheck disable=SC2016 # the guest's shell expands these
+	guest_cmd='set -e
+insmod "$1/idgen.ko"
+test -c /dev/idgen
+echo "# version $(cat /sys/module/idgen/version)"
+"$1/idgenctl" lease set --region 1 --worker 2 --valid-for 60000 >/dev/null
+ids=$("$1/idgenctl" mint -n 3 --raw)
+echo "$ids" | sed "s/^/# minted /"
+"$1/idgenctl" decode $ids | sed "s/^/# /"
+"$1/idgenctl" decode $ids | grep -c "region 1.*worker 2\|worker 2.*region 1" | grep -qx 3
+rmmod idgen'
+	tap_step "the packaged idgen.ko loads in a $kver guest; idgenctl mints and decodes" \
+		"${run_guest[@]}" --timeout "${IDGEN_GUEST_TIMEOUT:-600}" \
+		--log "$work/guest.log" "$guest" sh -c "$guest_cmd" - "$work"
+fi
+
+# --- purge -------------------------------------------------------------------
+
+purge() {
+	in_root apt-get -q purge -y idgen-dkms idgen-tools libidgen-dev libidgen0 &&
+		rm -rf "$root/tmp/debs"
+}
+tap_step "apt purge of the four packages" purge
+check "purge took idgen out of DKMS" \
+	sh -c "! chroot '$root' dkms status idgen | grep -q ."
+# What dpkg, apt and dkms keep of their own (logs, status, caches) aside,
+# the root holds the files it held before the install (/run, a tmpfs on a
+# host, aside too).
+leftovers() {
+	(cd "$root" && find . -xdev \( -path ./proc -o -path ./sys -o -path ./dev \
+		-o -path ./tmp -o -path ./run \) -prune -o -print | sort) >"$work/files.after"
+	comm -13 "$work/files.before" "$work/files.after" |
+		grep -Ev '^\./var/(lib/(dpkg|apt|systemd/deb-systemd-helper-[a-z]*)|cache|log)(/|$)' \
+			>"$work/leftovers"
+	[ ! -s "$work/leftovers" ] || { cat "$work/leftovers"; return 1; }
+}
+tap_step "purge leaves no file behind" leftovers
+
+echo "1..$n"
+exit "$status"

@@ -1,0 +1,43 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# version.sh: the tree has one version, VERSION, and every place that
+# states one agrees with it: dkms.conf's PACKAGE_VERSION, debian/changelog,
+# `idgenctl --version`, libidgen's idgen.pc, and the MODULE_VERSION of
+# every idgen.ko built under build/ (scripts/build-module.sh).  Prints TAP.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+# shellcheck source=lib/tap.sh disable=SC2154 # n and status are tap.sh's
+. "$top/tests/lib/tap.sh"
+cd "$top" || exit 1
+
+echo "TAP version 13"
+version=$(cat VERSION)
+check "VERSION holds one version ($version)" \
+	grep -Eqx '[0-9]+\.[0-9]+\.[0-9]+' VERSION
+
+# same WHAT GOT: one result, saying what was found.
+same() {
+	if [ "$2" = "$version" ]; then
+		ok "$1: $2"
+	else
+		not_ok "$1: '$2', VERSION has $version"
+	fi
+}
+
+same "dkms.conf PACKAGE_VERSION" "$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' dkms.conf)"
+same "debian/changelog" "$(dpkg-parsechangelog -S Version 2>/dev/null)"
+make -s -C helper/idgenctl >/dev/null 2>&1
+same "idgenctl --version" "$(helper/idgenctl/idgenctl --version 2>/dev/null | sed -n 's/^idgenctl //p')"
+make -s -C lib idgen.pc >/dev/null 2>&1
+same "lib/idgen.pc" "$(sed -n 's/^Version: //p' lib/idgen.pc)"
+found=0
+for ko in build/*/kmod/idgen.ko; do
+	[ -f "$ko" ] || continue
+	found=1
+	same "MODULE_VERSION of $ko" "$(/sbin/modinfo -F version "$ko")"
+done
+check "an idgen.ko built under build/ to read MODULE_VERSION from" test $found = 1
+echo "1..$n"
+exit "$status"
