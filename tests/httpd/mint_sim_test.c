@@ -14,7 +14,7 @@
 
 #include "idgen.h"
 #include "mint_sim.h"
-#include "../selftests/kselftest_harness.h"
+#include "kselftest_harness.h"
 
 #define SEQ_PER_MS	4096
 

@@ -14,7 +14,7 @@
 #include <time.h>
 
 #include "quota.h"
-#include "../selftests/kselftest_harness.h"
+#include "kselftest_harness.h"
 
 #define S	1000000000ULL	/* ns */
 #define T0	(1000 * S)	/* an arbitrary CLOCK_MONOTONIC */

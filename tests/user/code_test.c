@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "idgen.h"
-#include "../selftests/kselftest_harness.h"
+#include "kselftest_harness.h"
 
 static const char symbols[] = "0123456789ABCDEFGHJKMNPQRSTVWXYZ*~$=U";
 

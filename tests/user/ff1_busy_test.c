@@ -9,7 +9,7 @@
 #include <pthread.h>
 
 #include "../../lib/ff1.c"
-#include "../selftests/kselftest_harness.h"
+#include "kselftest_harness.h"
 
 /* NIST SP 800-38G FF1 sample 1: AES-128, radix 10, no tweak. */
 static const uint8_t key[16] = {

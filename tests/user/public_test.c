@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "idgen.h"
-#include "../selftests/kselftest_harness.h"
+#include "kselftest_harness.h"
 
 static uint64_t splitmix64(uint64_t *s)
 {

@@ -10,7 +10,7 @@
 
 #include "decimal.h"
 #include "idgen.h"
-#include "../selftests/kselftest_harness.h"
+#include "kselftest_harness.h"
 
 #define EPOCH	LIBIDGEN_EPOCH_UNIX_MS
 #define MS_MAX	LIBIDGEN_MS_MAX
