@@ -134,8 +134,15 @@ tap "netlink spec" netlink-spec.log tests/netlink-spec.sh
 tap "dependencies per Debian release" deps-names.log tests/deps-names.sh
 # libidgen and idgenctl: builds, unit tests, JavaScript and PostgreSQL.
 tap "user space" user.log tests/user/run.sh
-# idgend: the lease logic, the etcd client, the daemon against real etcd.
-tap "idgend" idgend.log tests/idgend/run.sh
+# idgend: the lease logic, the etcd client, the daemon against real etcd:
+# the machine's (3.4 on Debian 12), and Debian 13's 3.5 for the client
+# (with --matrix, for the daemon too).
+etcd_also=
+if step "fetch Debian 13's etcd" fetch-etcd.log scripts/fetch-kernels.sh --etcd trixie; then
+	etcd_also=$(tail -n 1 "$logs/fetch-etcd.log")
+fi
+IDGEN_ETCD_ALSO=$etcd_also IDGEN_ETCD_ALSO_DAEMON=$([ "$matrix" = --matrix ] && echo 1 || echo 0) \
+	tap "idgend" idgend.log tests/idgend/run.sh
 # idgen-httpd: every route and bad input against the simulated generator,
 # its JSON through Node, readiness, limits, configuration.
 tap "idgen-httpd" httpd.log tests/httpd/run.sh
@@ -230,6 +237,14 @@ fi
 # and 13 root (DKMS builds the module there), booted in a guest, purged.
 tap "Debian packages, Debian 12" packages.log tests/pkg/run.sh bookworm
 tap "Debian packages, Debian 13" packages-trixie.log tests/pkg/run.sh trixie
+# The README's first command on a fresh Debian 13 machine (a root made now,
+# every dependency downloaded: about 2 GB and 20 minutes): only with --matrix.
+if [ "$matrix" = --matrix ]; then
+	tap "README on fresh Debian 13" readme-trixie.log tests/pkg/readme-commands.sh trixie
+else
+	skipped=$((skipped + 1))
+	echo "skip - the README's commands on a fresh Debian 13 root: scripts/check.sh --matrix runs it"
+fi
 
 echo
 if [ -s "$details" ]; then

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# fetch-kernels.sh [NAME...] | --list | --source SUITE: download and unpack
+# fetch-kernels.sh [NAME...] | --list | --source SUITE | --etcd SUITE: download and unpack
 # the Debian kernels of the test matrix that this Debian 12 machine's own
 # apt sources do not carry, without touching those sources or installing
 # anything.
@@ -11,6 +11,11 @@
 # linux-source-X.Y, whose tarball is unpacked from it into
 # $IDGEN_CACHE/sources/SUITE and its path printed (scripts/build-debug-kernel.sh
 # builds the debug kernel from it).
+#
+# --etcd SUITE downloads SUITE's etcd-server (trixie or sid), unpacks it
+# into $IDGEN_CACHE/etcd/SUITE and prints the path of its etcd binary (a
+# static Go program, it runs here): idgend's tests run against it besides
+# the machine's own etcd (tests/idgend/run.sh, ETCD_BIN).
 #
 # NAMEs (default: all of them; --list prints them):
 #   bookworm-rt     Debian 12's PREEMPT_RT 6.1         guest, built here
@@ -75,7 +80,7 @@ die() {
 	exit 1
 }
 
-source_suite=
+source_suite= etcd_suite=
 case ${1:-} in
 --list)
 	printf '%s\n' "${order[@]}"
@@ -86,6 +91,13 @@ case ${1:-} in
 	case $source_suite in
 	bookworm | trixie | sid) ;;
 	*) die "--source takes bookworm, trixie or sid, not '$source_suite'" ;;
+	esac
+	;;
+--etcd)
+	etcd_suite=${2:-}
+	case $etcd_suite in
+	trixie | sid) ;;
+	*) die "--etcd takes trixie or sid, not '$etcd_suite'" ;;
 	esac
 	;;
 *)
@@ -293,6 +305,27 @@ fetch_source() {
 	echo "$tarball"
 }
 
+# fetch_etcd SUITE: the suite's etcd-server, unpacked once per version;
+# prints the path of its etcd.
+fetch_etcd() {
+	local suite=$1 deb dir bin
+	deb=$(download "etcd-server/$suite")
+	dir=$cache/etcd/$suite/$(dpkg-deb -f "$deb" Version)
+	bin=$dir/usr/bin/etcd
+	if [ ! -x "$bin" ]; then
+		rm -rf "$cache/etcd/$suite"
+		mkdir -p "$dir"
+		dpkg-deb -x "$deb" "$dir"
+		[ -x "$bin" ] || die "$deb holds no usr/bin/etcd"
+	fi
+	rm -rf "$apt_dir"/debs/dl.*
+	echo "$bin"
+}
+
+if [ -n "$etcd_suite" ]; then
+	fetch_etcd "$etcd_suite"
+	exit 0
+fi
 if [ -n "$source_suite" ]; then
 	fetch_source "$source_suite"
 	exit 0

@@ -11,7 +11,11 @@
 #   etcdctl_ ARGS...         etcdctl against the running members
 #   etcd_cleanup             kill every member (also on EXIT)
 #
-# Ports are probed free from a range of this process's own.
+# Ports are probed free from a range of this process's own.  ETCD_BIN
+# names the etcd to run (default the machine's, /usr/bin/etcd); etcdctl is
+# always the machine's, which speaks the same v3 API to 3.4 and 3.5.
+
+ETCD_BIN=${ETCD_BIN:-/usr/bin/etcd}
 
 ETCD_URLS=()
 ETCD_PIDS=()
@@ -57,7 +61,7 @@ etcd_cluster() {
 etcd_start() {
 	local i=$1
 	# shellcheck disable=SC2086 # the arguments are words
-	/usr/bin/etcd ${ETCD_ARGS[i]} >>"$work/etcd-$i.log" 2>&1 &
+	"$ETCD_BIN" ${ETCD_ARGS[i]} >>"$work/etcd-$i.log" 2>&1 &
 	ETCD_PIDS[i]=$!
 }
 

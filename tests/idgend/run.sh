@@ -6,7 +6,8 @@
 #   - the simulated generator, the runtime directory (lock, owner token)
 #   - JSON written and read as ASCII (json_ascii_test), and the etcd
 #     client's tests built once more against json-c 0.18 (Debian 13)
-#   - the etcd client against a real etcd 3.4 member on loopback (also
+#   - the etcd client against a real etcd 3.4 member on loopback, and
+#     against each etcd IDGEN_ETCD_ALSO names (also
 #     behind fake_etcd.py's proxy, and with a region of 25,000 records),
 #     against fake_etcd.py's broken answers (under valgrind when installed
 #     for both), and under libFuzzer, as are the configuration file, the
@@ -89,6 +90,21 @@ if tap_step "start fake_etcd.py on 127.0.0.1:$port" fake_up; then
 			"${ETCD_URLS[0]}" "http://127.0.0.1:$port" "$here/etcd_fill.py"
 	fi
 	etcd_cleanup
+	# Other etcd versions (IDGEN_ETCD_ALSO: paths of etcd binaries, e.g.
+	# Debian 13's 3.5 from scripts/fetch-kernels.sh --etcd trixie): the
+	# client against each, and with IDGEN_ETCD_ALSO_DAEMON=1 the daemon too.
+	for bin in ${IDGEN_ETCD_ALSO:-}; do
+		ver=$("$bin" --version 2>/dev/null | sed -n 's/^etcd Version: //p')
+		ETCD_BIN=$bin
+		if tap_step "start an etcd ${ver:-at $bin} member on loopback" etcd_cluster also 1; then
+			tap_run "etcd client, real, etcd $ver" "$out/etcd_test" real \
+				"${ETCD_URLS[0]}" "http://127.0.0.1:$port" "$here/etcd_fill.py"
+		fi
+		etcd_cleanup
+		[ "${IDGEN_ETCD_ALSO_DAEMON:-0}" = 1 ] &&
+			ETCD_BIN=$bin tap_run "daemon, etcd $ver" "$here/daemon.sh" "$top/helper/idgend/idgend"
+		ETCD_BIN=/usr/bin/etcd
+	done
 	tap_run "etcd client, fake" "${vg[@]}" "$out/etcd_test" fake "http://127.0.0.1:$port"
 fi
 
