@@ -35,27 +35,9 @@ trixie)
 	;;
 esac
 
-here=$(cd "$(dirname "$0")" && pwd)
-top=$(cd "$here/../.." && pwd)
-# shellcheck source=../lib/tap.sh disable=SC2154 # n and status are tap.sh's
-. "$top/tests/lib/tap.sh"
-
-mkdir -p "$top/build"
-work=$(mktemp -d "$top/build/pkg-test.XXXXXX") || exit 1
-root=$work/root
-mounted=()
-cleanup() {
-	local i
-	for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do
-		umount -l "${mounted[i]}" 2>/dev/null
-	done
-	rm -rf "$work"
-}
-trap cleanup EXIT
-bail() { echo "1..$n"; exit 1; }
-
-echo "TAP version 13"
-[ "$(id -u)" -eq 0 ] || { not_ok "run as root (chroot, mounts)"; bail; }
+# shellcheck source-path=SCRIPTDIR source=root-lib.sh
+. "$(dirname "$0")/root-lib.sh"
+pkg_begin pkg-test
 
 # --- build and lint --------------------------------------------------------
 
@@ -82,14 +64,10 @@ check "lintian: no errors (warnings listed above)" lint
 
 in_root() { chroot "$root" env DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@"; }
 make_root() {
-	local base m
+	local base
 	base=$("$top/scripts/build-root.sh" "$suite+security" dkms linux-headers-amd64 \
 		linux-image-amd64 systemd "${libs[@]}") || return 1
-	cp -a "$base" "$root" || return 1
-	for m in proc sys dev; do
-		mount --rbind "/$m" "$root/$m" || return 1
-		mounted+=("$root/$m")
-	done
+	cp -a "$base" "$root" && root_mount || return 1
 	# Its own file list, to compare after the purge.
 	(cd "$root" && find . -xdev \( -path ./proc -o -path ./sys -o -path ./dev \
 		-o -path ./tmp -o -path ./run \) -prune -o -print | sort) >"$work/files.before"
