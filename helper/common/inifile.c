@@ -2,9 +2,13 @@
 /*
  * The INI dialect of idgend.conf and idgen-httpd.conf (inifile.h).
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "inifile.h"
 
@@ -230,4 +234,68 @@ int inifile_parse(const char *text, size_t len, inifile_fn fn, void *ctx,
 	free(p.key);
 	free(p.value);
 	return ret;
+}
+
+int inifile_read(const char *prog, const char *path, char **text, size_t *len)
+{
+	struct stat st;
+	ssize_t n;
+	char *buf;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "%s: cannot read %s: %s\n", prog, path,
+			strerror(errno));
+		return -1;
+	}
+	if (fstat(fd, &st)) {
+		fprintf(stderr, "%s: %s: %s\n", prog, path, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	if (!S_ISREG(st.st_mode) || st.st_size > INIFILE_MAX) {
+		fprintf(stderr, "%s: %s: %s\n", prog, path,
+			S_ISDIR(st.st_mode) ? "is a directory, not a configuration file" :
+			!S_ISREG(st.st_mode) ? "is not a regular file" :
+			"is longer than 1 MiB: not a configuration file");
+		close(fd);
+		return -1;
+	}
+	buf = malloc(st.st_size + 1);
+	if (!buf) {
+		close(fd);
+		fprintf(stderr, "%s: out of memory\n", prog);
+		return -1;
+	}
+	*len = 0;
+	while (*len < (size_t)st.st_size) {
+		n = read(fd, buf + *len, st.st_size - *len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			fprintf(stderr, "%s: cannot read %s: %s\n", prog, path,
+				n ? strerror(errno) : "it shrank while being read");
+			free(buf);
+			close(fd);
+			return -1;
+		}
+		*len += n;
+	}
+	close(fd);
+	buf[*len] = '\0';
+	*text = buf;
+	return 0;
+}
+
+bool inifile_flag_names(const char *flag, size_t len, const char *key)
+{
+	size_t i;
+
+	if (strlen(key) != len)
+		return false;
+	for (i = 0; i < len; i++)
+		if (flag[i] != (key[i] == '_' ? '-' : key[i]))
+			return false;
+	return true;
 }

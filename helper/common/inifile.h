@@ -40,4 +40,21 @@ typedef int (*inifile_fn)(void *ctx, unsigned int line, const char *section,
 int inifile_parse(const char *text, size_t len, inifile_fn fn, void *ctx,
 		  char *err, size_t errlen);
 
+/* The longest configuration file read: far beyond any real one. */
+#define INIFILE_MAX	(1 << 20)
+
+/*
+ * The file at path, whole and NUL-terminated, into *text (malloc'ed) and
+ * *len: 0, or -1 after a line on stderr, prefixed "prog: ", saying why.
+ * Only a regular file of at most INIFILE_MAX bytes is a configuration (a
+ * directory would read as empty).
+ */
+int inifile_read(const char *prog, const char *path, char **text, size_t *len);
+
+/*
+ * Whether the command-line flag's name (len bytes, after "--") names the
+ * file's key: "lease-ms" names "lease_ms".
+ */
+bool inifile_flag_names(const char *flag, size_t len, const char *key);
+
 #endif /* COMMON_INIFILE_H */

@@ -187,6 +187,73 @@ static bool strict_scan(const char *body, size_t len, size_t *keys)
 }
 
 /*
+ * Whether the top-level object's "count" is an integer of more than 19
+ * digits (not starting with 0), so beyond any int64_t.  json-c disagrees with itself there:
+ * 0.16 (Debian 12) takes 2^64 and gives INT64_MAX, which the range check
+ * refuses as invalid_count, while 0.18 (Debian 13) in strict mode fails
+ * the whole parse.  Looked for before parsing, so that both answer the
+ * valid JSON {"count": 18446744073709551616} the same way.
+ */
+static bool count_beyond_int64(const char *body, size_t len)
+{
+	static const char key[] = "\"count\"";
+	unsigned int depth = 0;
+	bool in_string = false, escaped = false;
+	size_t i, j, digits;
+
+	for (i = 0; i < len; i++) {
+		char ch = body[i];
+
+		if (in_string) {
+			if (escaped)
+				escaped = false;
+			else if (ch == '\\')
+				escaped = true;
+			else if (ch == '"')
+				in_string = false;
+			continue;
+		}
+		if (ch == '{' || ch == '[') {
+			depth++;
+			continue;
+		}
+		if (ch == '}' || ch == ']') {
+			depth--;
+			continue;
+		}
+		if (ch != '"')
+			continue;
+		if (depth != 1 || len - i < sizeof(key) - 1 ||
+		    memcmp(body + i, key, sizeof(key) - 1)) {
+			in_string = true;
+			continue;
+		}
+		/* "count", blanks, ':', blanks, an optional '-', digits. */
+		j = i + sizeof(key) - 1;
+		while (j < len && strchr(" \t\r\n", body[j]))
+			j++;
+		if (j == len || body[j] != ':') {
+			in_string = true;	/* a value that reads "count" */
+			continue;
+		}
+		for (j++; j < len && strchr(" \t\r\n", body[j]); j++)
+			;
+		if (j < len && body[j] == '-')
+			j++;
+		if (j < len && body[j] == '0') {
+			i = j;		/* JSON has no leading zeros: json-c's */
+			continue;
+		}
+		for (digits = 0; j < len && body[j] >= '0' && body[j] <= '9'; j++)
+			digits++;
+		if (digits > 19)
+			return true;
+		i = j - 1;
+	}
+	return false;
+}
+
+/*
  * The body of POST /v1/ids:next: 0 with *count set, or an error answered
  * (a positive return).
  */
@@ -209,6 +276,8 @@ static int parse_next(const struct api_request *rq, struct api_response *out,
 			     "the body must be application/json");
 	if (memchr(rq->body, '\0', rq->body_len))
 		return reject(out, 400, "invalid_json", "the body is not JSON");
+	if (count_beyond_int64(rq->body, rq->body_len))
+		return reject(out, 400, "invalid_count", "count must be from 1 to 10000");
 	tok = json_tokener_new_ex(JSON_DEPTH);
 	if (!tok)
 		return -ENOMEM;
@@ -251,7 +320,7 @@ static int parse_next(const struct api_request *rq, struct api_response *out,
 				goto out;
 			}
 			c = json_object_get_int64(val);
-			/* Past INT64_MAX json-c gives INT64_MAX: out of range too. */
+			/* Past INT64_MAX json-c 0.16 gives INT64_MAX: out of range too. */
 			if (c < 1 || c > API_MAX_COUNT) {
 				ret = reject(out, 400, "invalid_count",
 					    "count must be from 1 to 10000");

@@ -3,12 +3,10 @@
  * idgen-httpd's configuration (config.h).
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "api.h"
@@ -22,7 +20,6 @@
 #endif
 
 #define PROG		"idgen-httpd"
-#define CONFIG_FILE_MAX	(1 << 20)
 
 static const char usage[] =
 	"Usage: idgen-httpd [--config FILE] [--check-config] [--listen HOST:PORT]...\n"
@@ -357,66 +354,12 @@ static int config_line(void *user, unsigned int line, const char *section,
 /* "--ready-margin-ms" -> the option "ready_margin_ms". */
 static const struct opt *find_flag(const char *flag, size_t len)
 {
-	size_t i, j;
+	size_t i;
 
-	for (i = 0; i < NR_OPTS; i++) {
-		const char *k = opts[i].key;
-
-		if (strlen(k) != len)
-			continue;
-		for (j = 0; j < len; j++)
-			if (flag[j] != (k[j] == '_' ? '-' : k[j]))
-				break;
-		if (j == len)
+	for (i = 0; i < NR_OPTS; i++)
+		if (inifile_flag_names(flag, len, opts[i].key))
 			return &opts[i];
-	}
 	return NULL;
-}
-
-/* The file, whole and NUL-terminated: 0, or -1 after saying why. */
-static int read_file(const char *path, char **text, size_t *len)
-{
-	struct stat st;
-	ssize_t n;
-	char *buf;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, PROG ": cannot read %s: %s\n", path, strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > CONFIG_FILE_MAX) {
-		fprintf(stderr, PROG ": %s: not a configuration file (%s)\n", path,
-			S_ISDIR(st.st_mode) ? "a directory" : !S_ISREG(st.st_mode) ?
-			"not a regular file" : "longer than 1 MiB");
-		close(fd);
-		return -1;
-	}
-	buf = malloc(st.st_size + 1);
-	if (!buf) {
-		fprintf(stderr, PROG ": out of memory\n");
-		close(fd);
-		return -1;
-	}
-	*len = 0;
-	while (*len < (size_t)st.st_size) {
-		n = read(fd, buf + *len, st.st_size - *len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			fprintf(stderr, PROG ": cannot read %s: %s\n", path,
-				n ? strerror(errno) : "it shrank while being read");
-			free(buf);
-			close(fd);
-			return -1;
-		}
-		*len += n;
-	}
-	close(fd);
-	buf[*len] = '\0';
-	*text = buf;
-	return 0;
 }
 
 static int apply_file(struct httpd_config *cfg, const char *path)
@@ -425,7 +368,7 @@ static int apply_file(struct httpd_config *cfg, const char *path)
 	size_t len;
 	int line;
 
-	if (read_file(path, &text, &len))
+	if (inifile_read(PROG, path, &text, &len))
 		return -1;
 	line = inifile_parse(text, len, config_line, cfg, err, sizeof(err));
 	free(text);

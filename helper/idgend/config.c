@@ -5,13 +5,11 @@
  * cannot drift apart.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "config.h"
@@ -81,7 +79,6 @@ static const char usage[] =
 	"See idgend(8).\n";
 
 /* Longer than any configuration: not one. */
-#define CONFIG_FILE_MAX		(1 << 20)
 
 static bool seen[NR_OPTS];
 static unsigned int file_line[NR_OPTS];	/* where the file gave each key */
@@ -280,19 +277,11 @@ static int config_line(void *user, unsigned int line, const char *section,
 /* "--lease-ms" -> the option "lease_ms". */
 static const struct opt *find_flag(const char *flag, size_t len)
 {
-	size_t i, j;
+	size_t i;
 
-	for (i = 0; i < NR_OPTS; i++) {
-		const char *k = opts[i].key;
-
-		if (strlen(k) != len)
-			continue;
-		for (j = 0; j < len; j++)
-			if (flag[j] != (k[j] == '_' ? '-' : k[j]))
-				break;
-		if (j == len)
+	for (i = 0; i < NR_OPTS; i++)
+		if (inifile_flag_names(flag, len, opts[i].key))
 			return &opts[i];
-	}
 	return NULL;
 }
 
@@ -418,62 +407,6 @@ static int check(struct config *cfg)
 	return 0;
 }
 
-/*
- * The file at path, whole, NUL-terminated: 0, or -1 after saying why.
- * Only a regular file is a configuration (a directory reads as empty).
- */
-static int read_file(const char *path, char **text, size_t *len)
-{
-	struct stat st;
-	ssize_t n;
-	char *buf;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0) {
-		fprintf(stderr, "idgend: cannot read %s: %s\n", path,
-			strerror(errno));
-		return -1;
-	}
-	if (fstat(fd, &st)) {
-		fprintf(stderr, "idgend: %s: %s\n", path, strerror(errno));
-		close(fd);
-		return -1;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size > CONFIG_FILE_MAX) {
-		fprintf(stderr, "idgend: %s: %s\n", path,
-			S_ISDIR(st.st_mode) ? "is a directory, not a configuration file" :
-			!S_ISREG(st.st_mode) ? "is not a regular file" :
-			"is longer than 1 MiB: not a configuration file");
-		close(fd);
-		return -1;
-	}
-	buf = malloc(st.st_size + 1);
-	if (!buf) {
-		close(fd);
-		fprintf(stderr, "idgend: out of memory\n");
-		return -1;
-	}
-	*len = 0;
-	while (*len < (size_t)st.st_size) {
-		n = read(fd, buf + *len, st.st_size - *len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			fprintf(stderr, "idgend: cannot read %s: %s\n", path,
-				n ? strerror(errno) : "it shrank while being read");
-			free(buf);
-			close(fd);
-			return -1;
-		}
-		*len += n;
-	}
-	close(fd);
-	buf[*len] = '\0';
-	*text = buf;
-	return 0;
-}
-
 /* The configuration text, keys onto *cfg: 0, or -1 after saying why. */
 static int apply_text(struct config *cfg, const char *path, const char *text,
 		      size_t len)
@@ -547,7 +480,7 @@ int config_load(struct config *cfg, int argc, char *argv[])
 		size_t len;
 		int err;
 
-		if (read_file(path, &text, &len))
+		if (inifile_read("idgend", path, &text, &len))
 			return -1;
 		err = apply_text(cfg, path, text, len);
 		free(text);
