@@ -35,7 +35,9 @@
 # built by make -C tests/client).  Without tests/client in the tree and no
 # MINT_SOAK, the test is skipped (a TAP SKIP, counted as skipped).
 # FLEET_PER_TRY_MS is passed to mint_soak (default 100: a TCG guest answers
-# in milliseconds, not the 2 ms of the library's default).  Logs and
+# in milliseconds, not the 2 ms of the library's default), and so is
+# FLEET_DEADLINE_MS, a call's whole time (default 2000: room for retries
+# past a frozen host; the freeze's worst call is held to 1 s).  Logs and
 # mint_soak's output stay in FLEET_KEEP (a directory) if set.
 set -uo pipefail
 
@@ -53,6 +55,7 @@ soak_s=${FLEET_SOAK_S:-45}
 freeze_at_s=${FLEET_FREEZE_AT_S:-10}
 freeze_s=${FLEET_FREEZE_S:-14}
 per_try_ms=${FLEET_PER_TRY_MS:-100}
+deadline_ms=${FLEET_DEADLINE_MS:-2000}
 boot_s=${FLEET_BOOT_S:-600}
 prefix=/fleet
 guest_port=8080
@@ -208,11 +211,11 @@ must "A mints as w$wa, B as w$wb: the numbers etcd records for fleet-a (w$ea) an
 # --- the soak, A frozen in the middle ---------------------------------------------
 
 "$mint_soak" --remote "http://127.0.0.1:${PORT[a]},http://127.0.0.1:${PORT[b]}" \
-	--seconds "$soak_s" --per-try-ms "$per_try_ms" --buffer 0 \
+	--seconds "$soak_s" --per-try-ms "$per_try_ms" --deadline-ms "$deadline_ms" --buffer 0 \
 	>"$work/soak.out" 2>"$work/soak.err" &
 soak_pid=$!
 t0=$(now_ms)
-stamp "mint_soak for ${soak_s}s (per try ${per_try_ms} ms, no buffer)"
+stamp "mint_soak for ${soak_s}s (per try ${per_try_ms} ms, deadline ${deadline_ms} ms, no buffer)"
 sleep "$freeze_at_s"
 monitor a stop >/dev/null
 t_stop=$(now_ms)
