@@ -54,9 +54,16 @@ mint_soak=${MINT_SOAK:-$top/build/client-test/mint_soak}
 soak_s=${FLEET_SOAK_S:-45}
 freeze_at_s=${FLEET_FREEZE_AT_S:-10}
 freeze_s=${FLEET_FREEZE_S:-14}
+if ((soak_s - freeze_at_s - freeze_s < 10)); then
+	echo "fleet-test.sh: FLEET_SOAK_S must leave 10 s after the freeze" >&2
+	exit 2
+fi
 per_try_ms=${FLEET_PER_TRY_MS:-100}
 deadline_ms=${FLEET_DEADLINE_MS:-2000}
 boot_s=${FLEET_BOOT_S:-600}
+# A must answer again before the soak ends (all the time left after the
+# thaw, but for a second or two of the harness's own).
+rejoin_s=$((soak_s - freeze_at_s - freeze_s - 2))
 prefix=/fleet
 guest_port=8080
 
@@ -250,7 +257,7 @@ echo "# A's etcd record, renewed since the thaw: valid_until $ahead ms from now 
 tap_run "soak" python3 tests/vm/fleet-soak-check.py "$work/soak.out" \
 	--worker-a "$wa" --worker-b "$wb" \
 	--freeze-from-ms $((t_stop - t0)) --freeze-to-ms $((t_cont - t0)) \
-	--max-freeze-latency-ms 1000 --rejoin-within-s 30
+	--max-freeze-latency-ms 1000 --rejoin-within-s "$rejoin_s"
 
 # --- shutdown -----------------------------------------------------------------------
 
