@@ -279,6 +279,12 @@ for g in a b; do
 		grep -av '^\[ *[0-9]' "$work/guest-$g.log" | tail -n 25 | sed 's/^/#   /'
 	fi
 done
+# What the hosts had to say beyond routine renewals (the freeze's traces:
+# connections held while frozen, a fence reached, a lease lost).
+for g in a b; do
+	grep -aE '^(idgend|idgen-httpd): (warning|alert|notice|error|crit)' "$work/guest-$g.log" |
+		grep -v 'lease released' | sed "s/^/# guest ${g^^}: /"
+done
 gnow=$(($(now_ms) - EPOCH_MS))
 check "both numbers released in etcd (valid_until no later than now)" \
 	test "$(valid_until "$wa")" -le "$gnow" -a "$(valid_until "$wb")" -le "$gnow"
