@@ -173,6 +173,10 @@ if [ ${#kernels[@]} -gt 0 ]; then
 	tap "guest $k, i386 caller" "guest-compat32-$k.log" \
 		tests/vm/run-guest.sh --timeout "${IDGEN_GUEST_TIMEOUT:-900}" "$k" \
 		tests/vm/compat32-suite.sh "build/$k/kmod/idgen.ko"
+	# Two guests as two ID hosts under one etcd, one frozen whole while the
+	# client library mints from both through port forwards (issue #14):
+	# once, on the newest installed kernel (two TCG guests at once).
+	tap "two guests as two hosts, $k" "fleet-$k.log" tests/vm/fleet-test.sh "$k"
 fi
 # The device tests on each other kernel that boots (the arm64 ones are
 # only cross-built).

@@ -3,7 +3,8 @@
 #
 # Usage:
 #   tests/vm/run-guest.sh [--timeout SECS] [--smp N] [--mem MB] [--log FILE]
-#                         KVER COMMAND [ARG...]
+#                         [--hostfwd tcp:127.0.0.1:HOSTPORT-:GUESTPORT]...
+#                         [--monitor PATH] KVER COMMAND [ARG...]
 #
 # Boots /boot/vmlinuz-KVER under QEMU (TCG, no KVM) with a small busybox
 # initramfs; KVER may also name a kernel of the matrix that
@@ -19,6 +20,19 @@
 # The host root is all read-only in the guest (write to /tmp); if the caller's
 # directory lies under /tmp, /var/tmp, /run or /root it stays visible.
 # 9p is mounted cache=loose: host files changed during the run may be stale.
+#
+# By default the guest has no network card, only its loopback.  With
+# --hostfwd (repeatable) it gets one on QEMU's user-mode network: virtio-net
+# (its driver added to the initramfs), eth0 at 10.0.2.15/24, and each
+# HOSTPORT on the host's 127.0.0.1 forwarded to GUESTPORT of 10.0.2.15 (a
+# guest server must listen there, or on 0.0.0.0).  From inside, 10.0.2.2 is
+# the host's loopback: a guest reaches a server the host runs on 127.0.0.1
+# (etcd, say) at 10.0.2.2:ITS-PORT.  There is no default route: nothing
+# outside 10.0.2.0/24 is reachable, so the guest can reach nothing beyond
+# the host's loopback.  Only 127.0.0.1 is accepted as the host side.
+# --monitor PATH puts QEMU's human monitor on a unix socket at PATH (made
+# anew; removed at exit), for a test to freeze ("stop") and thaw ("cont")
+# the whole guest.  A --image kernel needs virtio-net built in.
 #
 # The serial console (carriage returns and terminal escape sequences
 # stripped) is streamed to stdout and, with --log, also written to FILE.
@@ -50,6 +64,8 @@ mem=1024
 log_file=
 custom_image=
 expect_alloc_failures=
+hostfwds=()
+monitor_path=
 
 # Strings that mean the kernel is unhappy; any of them on the console fails
 # the run. Matched as fixed strings, case-sensitively.
@@ -63,6 +79,8 @@ PROBLEM_PATTERNS=(
 # virtio transport and the 9p file system. Their dependencies are resolved
 # from the kernel's modules.dep; built-in ones are skipped.
 GUEST_MODULES=(virtio_pci 9pnet_virtio 9p)
+# With a network card (--hostfwd): its driver.
+NET_MODULES=(virtio_net)
 
 # Bump when the way the initramfs is assembled changes (invalidates caches).
 CACHE_FORMAT=1
@@ -78,12 +96,16 @@ die() {
 usage() {
     cat >&2 <<EOF
 usage: $prog [--timeout SECS] [--smp N] [--mem MB] [--log FILE] [--image BZIMAGE]
-       [--expect-alloc-failures] KVER COMMAND [ARG...]
+       [--expect-alloc-failures] [--hostfwd tcp:127.0.0.1:HOSTPORT-:GUESTPORT]...
+       [--monitor PATH] KVER COMMAND [ARG...]
 Runs COMMAND inside a QEMU guest booted from /boot/vmlinuz-KVER, from the
 image of a kernel that scripts/fetch-kernels.sh unpacked (KVER is then its
 matrix name: sid, trixie-rt, ...), or from BZIMAGE (a kernel with virtio, 9p and its console built in; KVER then only
 names it).  --expect-alloc-failures: allocation-failure reports on the
 console are expected (fault injection) and do not fail the run.
+--hostfwd: a network card on QEMU's user network, eth0 10.0.2.15, the host's
+127.0.0.1:HOSTPORT forwarded to its GUESTPORT; the host's loopback is 10.0.2.2
+from inside (repeatable).  --monitor PATH: QEMU's monitor on a unix socket.
 EOF
     exit 2
 }
@@ -102,9 +124,21 @@ while (($#)); do
             expect_alloc_failures=1
             shift
             ;;
-        --timeout | --smp | --mem | --log | --image)
+        --timeout | --smp | --mem | --log | --image | --hostfwd | --monitor)
             (($# >= 2)) || usage
             case $1 in
+                --hostfwd)
+                    # Host side on loopback only: nothing off this machine
+                    # may reach a guest.
+                    if ! [[ $2 =~ ^tcp:127\.0\.0\.1:([0-9]{1,5})-:([0-9]{1,5})$ ]] ||
+                        ((BASH_REMATCH[1] < 1 || BASH_REMATCH[1] > 65535 ||
+                            BASH_REMATCH[2] < 1 || BASH_REMATCH[2] > 65535)); then
+                        echo "$prog: --hostfwd wants tcp:127.0.0.1:HOSTPORT-:GUESTPORT, got '$2'" >&2
+                        exit 2
+                    fi
+                    hostfwds+=("$2")
+                    ;;
+                --monitor) monitor_path=$2 ;;
                 --image) custom_image=$2 ;;
                 --timeout) need_int "$1" "$2" && timeout_secs=$2 ;;
                 --smp) need_int "$1" "$2" && smp=$2 ;;
@@ -160,6 +194,7 @@ qemu_pid=
 # shellcheck disable=SC2317  # invoked by the EXIT trap
 cleanup() {
     if [[ -n $qemu_pid ]]; then kill -TERM "$qemu_pid" 2>/dev/null || true; fi
+    if [[ -n $monitor_path ]]; then rm -f "$monitor_path"; fi
     rm -rf "$workdir"
 }
 trap cleanup EXIT
@@ -214,8 +249,8 @@ echo "IDGEN-VM-UP"
 for d in dev proc sys; do
     mount -o rbind "/$d" "/newroot/$d" || fail "cannot bind /$d into the host root"
 done
-# Sets IDGEN_CWD, IDGEN_CWD_REAL, IDGEN_PATH and the positional parameters
-# to the command.
+# Sets IDGEN_CWD, IDGEN_CWD_REAL, IDGEN_PATH, IDGEN_NET and the positional
+# parameters to the command.
 . /idgen-cmd || fail "cannot read the command"
 
 # Writable scratch space inside the read-only host root. If the caller's
@@ -245,6 +280,19 @@ scratch 700 /root
 mkdir -p -m 1777 /newroot/run/lock
 
 ip link set lo up || fail "cannot bring up loopback"
+# A network card only when the host asked for one (--hostfwd).  QEMU's user
+# network answers at 10.0.2.2 (the host's loopback); no default route, so
+# nothing beyond 10.0.2.0/24 is reachable.  The driver may still be probing.
+if [ -n "$IDGEN_NET" ]; then
+    tries=0
+    until [ -e /sys/class/net/eth0 ]; do
+        tries=$((tries + 1))
+        [ "$tries" -lt 50 ] || fail "no eth0: the virtio-net card did not appear"
+        sleep 0.1
+    done
+    ip link set eth0 up && ip addr add 10.0.2.15/24 dev eth0 ||
+        fail "cannot configure eth0"
+fi
 hostname idgen-vm
 
 env -i PATH="$IDGEN_PATH" HOME=/root TERM=dumb LANG=C.UTF-8 USER=root \
@@ -269,7 +317,7 @@ resolve_modules() {
     declare -A seen=()
     # A custom image has everything the guest needs built in.
     [[ -z $custom_image ]] || return 0
-    for m in "${GUEST_MODULES[@]}"; do
+    for m in "${GUEST_MODULES[@]}" ${hostfwds[0]:+"${NET_MODULES[@]}"}; do
         "$modprobe" ${modroot:+-d "$modroot"} -S "${kver_release:-$kver}" --show-depends "$m" >"$workdir/deps" ||
             die "cannot resolve module $m for $kver"
         while read -r line; do
@@ -350,6 +398,9 @@ if [[ ! -s $base_cpio ]]; then
         -mmin +60 -delete 2>/dev/null || true
     rm -rf "$stage"
 fi
+# In use: not one of the "older" archives another run's build drops (with
+# and without a network card, two archives of one kernel take turns).
+touch "$base_cpio" 2>/dev/null || true
 
 # ------------------------------------------------ per-run command archive
 # /idgen-cmd is sourced by the init: it sets the working directory and the
@@ -360,6 +411,7 @@ mkdir -p "$workdir/cmd"
     printf 'IDGEN_CWD=%s\n' "$(shquote "$PWD")"
     printf 'IDGEN_CWD_REAL=%s\n' "$(shquote "$(pwd -P)")"
     printf 'IDGEN_PATH=%s\n' "$(shquote "$GUEST_PATH")"
+    printf 'IDGEN_NET=%s\n' "${hostfwds[0]:+1}"
     printf 'set --'
     for arg in "$@"; do printf ' %s' "$(shquote "$arg")"; done
     printf '\n'
@@ -385,9 +437,23 @@ qemu=(
     -kernel "$kernel_image" -initrd "$workdir/initramfs.cpio"
     -append "$append"
     -rtc base=utc
-    -nic none
     -virtfs 'local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap'
 )
+
+# A network card only if asked for: QEMU's user network (no host privileges),
+# each forward from the host's loopback.
+# (No option ROM: the kernel boots directly, iPXE would only cost time.)
+if ((${#hostfwds[@]})); then
+    netdev=user,id=net0,ipv6=off
+    for fwd in "${hostfwds[@]}"; do netdev+=,hostfwd=$fwd; done
+    qemu+=(-netdev "$netdev" -device virtio-net-pci,netdev=net0,romfile=)
+else
+    qemu+=(-nic none)
+fi
+if [[ -n $monitor_path ]]; then
+    [[ $monitor_path != *,* ]] || die "--monitor: a path without commas, please: $monitor_path"
+    qemu+=(-monitor "unix:$monitor_path,server=on,wait=off")
+fi
 
 console=$workdir/console.log
 mkfifo "$workdir/console.fifo"
@@ -408,6 +474,8 @@ run_qemu() {
         tee "$console" ${log_file:+"$log_file"} &
     reader_pid=$!
 
+    # QEMU binds the monitor's socket afresh (a retried boot, a stale file).
+    if [[ -n $monitor_path ]]; then rm -f "$monitor_path"; fi
     # stdin from /dev/null: nothing from the caller's terminal reaches the guest.
     timeout -k 10 "$timeout_secs" "${qemu[@]}" </dev/null >"$workdir/console.fifo" &
     qemu_pid=$!

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # selftest.sh - a tiny self-check of the VM harness (kernels.sh, run-guest.sh).
 #
-# Boots each kernel that kernels.sh lists once, then the first kernel three
-# more times for exit-status, argument and kernel-problem checks. Prints one
+# Boots each kernel that kernels.sh lists once, then the first kernel five
+# more times for exit-status, argument, kernel-problem and network checks. Prints one
 # line per check and a final "N passed, N failed"; exits 1 if any failed.
 set -euo pipefail
 
@@ -96,6 +96,58 @@ if ((status == 125)) && grep -q 'kernel problem' "$tmp/err"; then
     pass "kernel WARNING fails the run ($k)"
 else
     fail "kernel WARNING fails the run ($k)" "exit status $status, expected 125 with a message"
+fi
+
+# 4. The network options.  A forward from anywhere but 127.0.0.1 is refused;
+#    without --hostfwd the guest has no card; with it, eth0 is 10.0.2.15,
+#    the host's loopback answers at 10.0.2.2, nothing beyond 10.0.2.0/24 is
+#    routed, and the forward reaches a server in the guest.
+guest --hostfwd tcp:0.0.0.0:8080-:8080 "$k" true
+if ((status == 2)) && grep -q 'tcp:127.0.0.1:HOSTPORT' "$tmp/err"; then
+    pass "--hostfwd off the loopback refused ($k)"
+else
+    fail "--hostfwd off the loopback refused ($k)" "exit status $status, expected 2"
+fi
+guest "$k" ls /sys/class/net
+if ((status == 0)) && has_line lo && ! has_line eth0; then
+    pass "no network card without --hostfwd ($k)"
+else
+    fail "no network card without --hostfwd ($k)" "status $status, or an eth0"
+fi
+free_port() {
+    local p
+    while :; do
+        p=$((20000 + RANDOM % 20000))
+        (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p" && return; }
+    done
+}
+mkdir -p "$tmp/www" && echo hello-from-the-host >"$tmp/www/hello"
+host_port=$(free_port) fwd_port=$(free_port)
+python3 -m http.server --bind 127.0.0.1 --directory "$tmp/www" "$host_port" >/dev/null 2>&1 &
+server_pid=$!
+# shellcheck disable=SC2016  # $1 is for the guest shell
+"$run_guest" --timeout 180 --hostfwd "tcp:127.0.0.1:$fwd_port-:8080" "$k" sh -c '
+    ip -4 -o addr show eth0 | grep -o "inet [0-9./]*"
+    curl -s -m 10 "http://10.0.2.2:$1/hello"
+    ip route get 192.0.2.1 >/dev/null 2>&1 || echo "no route beyond"
+    echo hello-from-the-guest >/tmp/hello
+    cd /tmp && exec timeout 60 python3 -m http.server --bind 0.0.0.0 8080' sh "$host_port" \
+    >"$tmp/out" 2>"$tmp/err" &
+guest_pid=$!
+from_guest=
+for ((t = 0; t < 120; t++)); do
+    from_guest=$(curl -s -m 2 "http://127.0.0.1:$fwd_port/hello" || true)
+    [[ -n $from_guest ]] && break
+    kill -0 "$guest_pid" 2>/dev/null || break
+    sleep 1
+done
+kill -TERM "$guest_pid" "$server_pid" 2>/dev/null || true
+wait "$guest_pid" "$server_pid" 2>/dev/null || true
+if has_line "inet 10.0.2.15/24" && has_line hello-from-the-host &&
+    has_line "no route beyond" && [[ $from_guest == hello-from-the-guest ]]; then
+    pass "--hostfwd: eth0 10.0.2.15, the host's loopback at 10.0.2.2, no route beyond, the forward in ($k)"
+else
+    fail "--hostfwd ($k)" "address, host server, route or forward missing (from the guest: '$from_guest')"
 fi
 
 echo "$passed passed, $failed failed"
