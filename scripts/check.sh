@@ -174,7 +174,7 @@ if [ ${#kernels[@]} -gt 0 ]; then
 		tests/vm/run-guest.sh --timeout "${IDGEN_GUEST_TIMEOUT:-900}" "$k" \
 		tests/vm/compat32-suite.sh "build/$k/kmod/idgen.ko"
 	# Two guests as two ID hosts under one etcd, one frozen whole while the
-	# client library mints from both through port forwards (issue #14):
+	# client library mints from both through port forwards:
 	# once, on the newest installed kernel (two TCG guests at once).
 	tap "two guests as two hosts, $k" "fleet-$k.log" tests/vm/fleet-test.sh "$k"
 fi
