@@ -12,7 +12,9 @@
  * answer completes the request and cancels its other tries, so an answer
  * that comes later is never read: no ID is delivered twice.
  */
+#ifndef _GNU_SOURCE
 #define _GNU_SOURCE	/* asprintf() */
+#endif
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -43,6 +45,7 @@
 /* Why a request's try on a host failed (or why the host was skipped). */
 struct reason {
 	char text[REASON_LEN];	/* "" while the host was not tried */
+	bool definite;		/* an answer or an error, not a timeout */
 };
 
 struct host {
@@ -68,6 +71,7 @@ struct xfer {
 	size_t len, cap, max;		/* the answer so far, and its limit */
 	uint64_t start_ns;
 	bool timed_out;			/* past the per-try timeout, counted */
+	bool too_long;			/* the answer passed max */
 };
 
 struct request {
@@ -78,6 +82,7 @@ struct request {
 	uint64_t hedge_ns;		/* when the newest try times out */
 	uint64_t round_ns;		/* every host failed: try again then */
 	uint64_t tried;			/* hosts tried this round, a bit each */
+	unsigned int rounds;		/* rounds over every host, past the first */
 	unsigned int ntries;
 	struct xfer *tries;		/* running */
 	struct request *next;		/* queue, then the loop's active list */
@@ -87,6 +92,13 @@ struct request {
 	int result;
 	char err[ERR_LEN];
 	pthread_cond_t cond;
+};
+
+/* A caller waiting for an ID the buffer did not have. */
+struct waiter {
+	uint64_t id;
+	bool done;		/* id is set */
+	struct waiter *next;
 };
 
 struct idgen_client {
@@ -108,6 +120,8 @@ struct idgen_client {
 	pthread_cond_t buf_cond;	/* the buffer got IDs, or a refill failed */
 	uint64_t *buf;
 	size_t head, count;
+	struct waiter *waiters, **waiters_tail;	/* first come, first served */
+	size_t nwaiters;
 	bool refilling;
 	uint64_t refill_start_ns;
 	unsigned long refill_gen;	/* refills finished */
@@ -245,8 +259,10 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
 	size_t n = size * nmemb;
 	char *p;
 
-	if (x->len + n > x->max)
-		return 0;	/* too long for any good answer: fails the try */
+	if (x->len + n > x->max) {
+		x->too_long = true;	/* no good answer is that long */
+		return 0;
+	}
 	if (x->len + n + 1 > x->cap) {
 		size_t cap = x->cap ? x->cap : 256;
 
@@ -411,7 +427,23 @@ out:
 
 /* ---- requests ----------------------------------------------------------- */
 
+/*
+ * What r reports for host hi: what the host said or did (refused, failed,
+ * answered badly) outranks a timeout, which may be the machine's.
+ */
+static void set_reason(struct request *r, unsigned int hi, bool definite,
+		       const char *why)
+{
+	struct reason *re = &r->reasons[hi];
+
+	if (definite || !re->definite) {
+		snprintf(re->text, sizeof(re->text), "%s", why);
+		re->definite = definite;
+	}
+}
+
 static void deliver_to_buffer(struct idgen_client *c, struct request *r);
+static void maybe_refill(struct idgen_client *c);
 
 /* Cancel r's running tries and counts them as abandoned when it succeeded. */
 static void cancel_tries(struct idgen_client *c, struct request *r, bool won)
@@ -433,7 +465,8 @@ static void format_error(struct idgen_client *c, struct request *r, char *buf, s
 	unsigned int i;
 	bool any = false;
 
-	len = snprintf(buf, size, "no ID within the %u ms deadline:", c->o.deadline_ms);
+	len = snprintf(buf, size, "no ID within the %u ms deadline (%u %s):",
+		       c->o.deadline_ms, r->ntries, r->ntries == 1 ? "try" : "tries");
 	for (i = 0; i < c->nhosts && len < size; i++) {
 		const char *why = r->reasons[i].text;
 
@@ -465,6 +498,8 @@ static void finish(struct idgen_client *c, struct request *r, int result)
 		c->refill_result = result;
 		c->refilling = false;
 		c->refill_gen++;
+		if (c->waiters || !result)
+			maybe_refill(c);
 		pthread_cond_broadcast(&c->buf_cond);
 		pthread_mutex_unlock(&c->lock);
 		free(r->ids);
@@ -484,7 +519,8 @@ static void finish(struct idgen_client *c, struct request *r, int result)
 /*
  * Start r's next try on a host it has not tried this round.  When every
  * host was tried and none is running any more, a new round starts after
- * a per-try timeout (a host that refuses at once is not hammered).
+ * a pause, a per-try timeout doubling each round up to 64 of them: hosts
+ * that refuse at once are not hammered.
  */
 static void start_try(struct idgen_client *c, struct request *r, uint64_t now)
 {
@@ -494,13 +530,13 @@ static void start_try(struct idgen_client *c, struct request *r, uint64_t now)
 	hi = pick_host(c, r);
 	if (hi < 0) {
 		if (!r->tries && !r->round_ns)
-			r->round_ns = now + c->per_try_ns;
+			r->round_ns = now + (c->per_try_ns << (r->rounds < 6 ? r->rounds : 6));
 		return;
 	}
 	r->tried |= 1ULL << hi;
 	x = xfer_start(c, hi, r, now, r->deadline_ns > now ? r->deadline_ns - now : 1);
 	if (!x) {
-		snprintf(r->reasons[hi].text, REASON_LEN, "could not start a transfer");
+		set_reason(r, hi, true, "could not start a transfer");
 		return;
 	}
 	x->next = r->tries;
@@ -518,22 +554,29 @@ static void try_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint64
 	struct host *h = &c->hosts[x->hi];
 	char why[REASON_LEN];
 	const char *bad;
+	bool definite = false;
 	long status = 0;
 
 	if (cc != CURLE_OK) {
 		long oserr = 0;
 
 		curl_easy_getinfo(x->easy, CURLINFO_OS_ERRNO, &oserr);
-		if (cc == CURLE_OPERATION_TIMEDOUT) {
+		if (x->too_long) {
+			snprintf(why, sizeof(why), "bad answer: longer than %zu bytes", x->max);
+			BUMP(c, bad_answers);
+			definite = true;
+		} else if (cc == CURLE_OPERATION_TIMEDOUT) {
 			snprintf(why, sizeof(why), "timed out after %llu ms",
 				 (unsigned long long)((now - x->start_ns) / 1000000));
 		} else {
 			snprintf(why, sizeof(why), "%s%s%s", curl_easy_strerror(cc),
 				 oserr ? ": " : "", oserr ? strerror((int)oserr) : "");
 			BUMP(c, connect_errors);
+			definite = true;
 		}
 		goto failed;
 	}
+	definite = true;
 	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
 	if (status != 200) {
 		snprintf(why, sizeof(why), "HTTP %ld from /v1/ids:next", status);
@@ -553,7 +596,7 @@ static void try_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint64
 	return;
 
 failed:
-	snprintf(r->reasons[x->hi].text, REASON_LEN, "%s", why);
+	set_reason(r, x->hi, definite, why);
 	host_down(c, h, now, why);
 	xfer_end(x);
 	/* At once on another host; a slow try of r may still answer. */
@@ -610,17 +653,20 @@ static void run_timers(struct idgen_client *c, uint64_t now)
 		if (now >= r->deadline_ns) {
 			struct xfer *x;
 
-			for (x = r->tries; x; x = x->next)
-				if (!r->reasons[x->hi].text[0] || x->timed_out)
-					snprintf(r->reasons[x->hi].text, REASON_LEN,
-						 "timed out after %llu ms",
-						 (unsigned long long)((now - x->start_ns) / 1000000));
+			for (x = r->tries; x; x = x->next) {
+				char why[REASON_LEN];
+
+				snprintf(why, sizeof(why), "timed out after %llu ms",
+					 (unsigned long long)((now - x->start_ns) / 1000000));
+				set_reason(r, x->hi, false, why);
+			}
 			finish(c, r, -ETIMEDOUT);
 			continue;
 		}
 		if (r->round_ns && now >= r->round_ns) {
 			r->round_ns = 0;
 			r->tried = 0;
+			r->rounds++;
 			start_try(c, r, now);
 		}
 		if (r->tries && now >= r->hedge_ns) {
@@ -632,7 +678,7 @@ static void run_timers(struct idgen_client *c, uint64_t now)
 				x->timed_out = true;
 				BUMP(c, timeouts);
 				snprintf(why, sizeof(why), "timed out after %u ms", c->o.per_try_ms);
-				snprintf(r->reasons[x->hi].text, REASON_LEN, "%s", why);
+				set_reason(r, x->hi, false, why);
 				host_down(c, &c->hosts[x->hi], now, why);
 			}
 			r->hedge_ns = UINT64_MAX;
@@ -725,6 +771,11 @@ static void *loop(void *arg)
 		}
 		timerfd_settime(c->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
 		curl_multi_poll(c->multi, &wfd, 1, 1000, NULL);
+		now = mono_ns();
+		if (t != UINT64_MAX && now > t + 1000 &&
+		    (now - t) / 1000 > c->st.loop_late_max_us)
+			__atomic_store_n(&c->st.loop_late_max_us, (now - t) / 1000,
+					 __ATOMIC_RELAXED);
 		if (read(c->timer_fd, &expirations, sizeof(expirations)) < 0) {
 			/* EAGAIN: it had not fired. */
 		}
@@ -778,15 +829,48 @@ static void drop_stale(struct idgen_client *c)
 		c->head = 0;
 }
 
+/* Unlink w from the waiters (it gave up). */
+static void unwait(struct idgen_client *c, struct waiter *w)
+{
+	struct waiter **pp;
+
+	for (pp = &c->waiters; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			if (c->waiters_tail == &w->next)
+				c->waiters_tail = pp;
+			c->nwaiters--;
+			return;
+		}
+}
+
+/*
+ * A refill's IDs: first to the callers waiting, in the order they came
+ * (so none starves behind faster threads), the rest into the buffer.
+ * Should callers still wait, or the buffer be at its mark, refill again.
+ */
 static void deliver_to_buffer(struct idgen_client *c, struct request *r)
 {
+	size_t i = 0, room, n;
+	struct waiter *w;
+
+	while (i < r->want && (w = c->waiters)) {
+		c->waiters = w->next;
+		if (!c->waiters)
+			c->waiters_tail = &c->waiters;
+		c->nwaiters--;
+		w->id = r->ids[i++];
+		w->done = true;
+	}
 	if (c->head) {
 		memmove(c->buf, c->buf + c->head, c->count * sizeof(c->buf[0]));
 		c->head = 0;
 	}
-	/* One refill at a time, of the room there was: it fits. */
-	memcpy(c->buf + c->count, r->ids, r->want * sizeof(c->buf[0]));
-	c->count += r->want;
+	/* Waiters that gave up leave more than room: those are gaps. */
+	room = c->o.buffer_size - c->count;
+	n = r->want - i < room ? r->want - i : room;
+	memcpy(c->buf + c->count, r->ids + i, n * sizeof(c->buf[0]));
+	c->count += n;
 }
 
 static void submit(struct idgen_client *c, struct request *r)
@@ -796,13 +880,18 @@ static void submit(struct idgen_client *c, struct request *r)
 	c->queue_tail = &r->next;
 }
 
-/* Start a refill if the buffer is at its mark or below and none runs. */
+/*
+ * Start a refill if the buffer is at its mark or below, or callers wait,
+ * and none runs: for the room in the buffer and one ID per waiting caller.
+ */
 static void maybe_refill(struct idgen_client *c)
 {
 	struct request *r;
-	size_t room = c->o.buffer_size - c->count;
+	size_t room = c->o.buffer_size - c->count + c->nwaiters;
 
-	if (c->refilling || c->count > c->o.refill_mark || !room)
+	if (room > COUNT_MAX)
+		room = COUNT_MAX;
+	if (c->refilling || (c->count > c->o.refill_mark && !c->nwaiters) || !room)
 		return;
 	r = calloc(1, sizeof(*r));
 	if (r)
@@ -878,48 +967,50 @@ static int fetch(struct idgen_client *c, uint64_t *ids, size_t n)
 }
 
 /*
- * One ID from the buffer, waiting for a refill until the deadline.  A
- * refill started about when this call began ends by its own deadline,
- * which is this call's give or take the loop's lateness: it is waited for,
- * so that its error (naming the hosts) is the one reported.
+ * One ID from the buffer, or else handed over by a refill, waiting until
+ * the deadline.  A refill started about when this call began ends by its
+ * own deadline, which is this call's give or take the loop's lateness: it
+ * is waited for, so that its error (naming the hosts) is the one reported.
  */
 static int take_one(struct idgen_client *c, uint64_t *id, bool *hit)
 {
 	uint64_t start = mono_ns(), deadline = start + c->deadline_ns;
 	struct timespec ts = { deadline / 1000000000, deadline % 1000000000 };
+	struct waiter w = { 0 };
 	unsigned long gen;
-	int ret = 0, rc;
+	int rc = 0;
 
 	*hit = true;
 	pthread_mutex_lock(&c->lock);
-	while (!take_buffered(c, id, 1)) {
-		*hit = false;
+	if (!c->waiters && take_buffered(c, id, 1)) {
+		pthread_mutex_unlock(&c->lock);
+		return 0;
+	}
+	*hit = false;
+	*c->waiters_tail = &w;
+	c->waiters_tail = &w.next;
+	c->nwaiters++;
+	maybe_refill(c);
+	while (!w.done && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&c->buf_cond, &c->lock, &ts);
+	if (!w.done && c->refilling && c->refill_start_ns <= start + 10000000ULL) {
 		gen = c->refill_gen;
-		rc = 0;
-		/* take_buffered() started a refill if none ran. */
-		while (gen == c->refill_gen && !c->count && rc != ETIMEDOUT)
-			rc = pthread_cond_timedwait(&c->buf_cond, &c->lock, &ts);
-		if (c->count)
-			continue;
-		if (gen == c->refill_gen && c->refilling &&
-		    c->refill_start_ns <= start + 10000000ULL) {
-			while (gen == c->refill_gen)
-				pthread_cond_wait(&c->buf_cond, &c->lock);
-			if (c->count)
-				continue;
-		}
-		if (mono_ns() >= deadline) {
-			if (c->refill_gen && c->refill_result)
-				set_error("%s", c->refill_err);
-			else
-				set_error("no ID within the %u ms deadline: the buffer's "
-					  "refill had not answered", c->o.deadline_ms);
-			ret = -ETIMEDOUT;
-			break;
-		}
+		while (!w.done && gen == c->refill_gen)
+			pthread_cond_wait(&c->buf_cond, &c->lock);
+	}
+	if (!w.done) {
+		unwait(c, &w);
+		if (c->refill_gen && c->refill_result)
+			set_error("%s", c->refill_err);
+		else
+			set_error("no ID within the %u ms deadline: the buffer's refill had "
+				  "not answered", c->o.deadline_ms);
 	}
 	pthread_mutex_unlock(&c->lock);
-	return ret;
+	if (!w.done)
+		return -ETIMEDOUT;
+	*id = w.id;
+	return 0;
 }
 
 EXPORT ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t n)
@@ -1161,6 +1252,7 @@ EXPORT int idgen_client_new(const char *endpoints, const struct idgen_client_opt
 	pthread_cond_init(&c->buf_cond, &ca);
 	pthread_condattr_destroy(&ca);
 	c->queue_tail = &c->queue;
+	c->waiters_tail = &c->waiters;
 	c->rng = mono_ns() | 1;
 	ret = check_options(c, options);
 	if (!ret)

@@ -117,6 +117,9 @@ struct idgen_client_stats {
 	uint64_t refills;	/* buffer refills started */
 	uint64_t probes;	/* /readyz probes */
 	uint64_t probes_failed;	/* of them, not 200 */
+	uint64_t loop_late_max_us;	/* the event loop's worst lateness
+				   behind its timers: what the machine's
+				   scheduling cost the client */
 	unsigned int hosts;	/* endpoints */
 	unsigned int hosts_healthy;	/* of them, not skipped now */
 };

@@ -105,10 +105,10 @@ int main(int argc, char *argv[])
 	printf("# stats calls=%" PRIu64 " retries=%" PRIu64 " timeouts=%" PRIu64
 	       " skipped=%" PRIu64 " buffer_hits=%" PRIu64 " failed=%" PRIu64
 	       " stale_dropped=%" PRIu64 " connect_errors=%" PRIu64 " http_errors=%" PRIu64
-	       " bad_answers=%" PRIu64 " abandoned=%" PRIu64 "\n",
+	       " bad_answers=%" PRIu64 " abandoned=%" PRIu64 " loop_late_max_us=%" PRIu64 "\n",
 	       st.calls, st.retries, st.timeouts, st.hosts_skipped, st.buffer_hits,
 	       st.calls_failed, st.stale_dropped, st.connect_errors, st.http_errors,
-	       st.bad_answers, st.abandoned);
+	       st.bad_answers, st.abandoned, st.loop_late_max_us);
 	idgen_client_free(c);
 	if (fflush(stdout) || ferror(stdout))
 		return 1;
