@@ -52,6 +52,36 @@ tap_step "build helper/httpd" make -s -C "$top/helper/httpd" || bail
 tap_step "build helper/idgenctl" make -s -C "$top/helper/idgenctl" || bail
 tap_step "build the client tests" make -s -C "$here" OUT="$out" || bail
 
+# ---- the library as installed ------------------------------------------------
+check "libidgen-client.so exports idgen_client_* only" bash -c "
+	nm -D --defined-only '$top/lib/libidgen-client.so.0' | awk '\$2 != \"A\" { print \$3 }' > '$work/syms' &&
+	test -s '$work/syms' && ! grep -v '^idgen_client_' '$work/syms'"
+check "libidgen.so, the device library, links no network library (no libcurl, no json-c)" bash -c "
+	readelf -d '$top/lib/libidgen.so.0' > '$work/needed' && grep -q NEEDED '$work/needed' &&
+	! grep -E 'NEEDED.*(curl|json)' '$work/needed'"
+check "libidgen-client.so links libidgen.so.0, libcurl and json-c" bash -c "
+	readelf -d '$top/lib/libidgen-client.so.0' > '$work/cneeded' &&
+	grep -q 'NEEDED.*libidgen.so.0' '$work/cneeded' && grep -q 'NEEDED.*libcurl' '$work/cneeded' &&
+	grep -q 'NEEDED.*libjson-c' '$work/cneeded'"
+root=$work/root
+# (-W: the .pc files of an earlier make carry its PREFIX; make them anew.)
+tap_step "make install DESTDIR=... PREFIX=/usr: idgen_client.h, libidgen-client, idgen-client.pc, idgen_client.3" bash -c "
+	make -s -C '$top/lib' -W idgen.pc.in -W idgen-client.pc.in install DESTDIR='$root' PREFIX=/usr &&
+	test -f '$root/usr/include/idgen_client.h' && test -L '$root/usr/lib/libidgen-client.so' &&
+	test -f '$root/usr/lib/libidgen-client.so.0' && test -f '$root/usr/lib/libidgen-client.a' &&
+	test -f '$root/usr/share/man/man3/idgen_client.3' &&
+	grep -qx 'Libs: -L\\\${libdir} -lidgen-client' '$root/usr/lib/pkgconfig/idgen-client.pc' &&
+	grep -qx 'Requires: idgen' '$root/usr/lib/pkgconfig/idgen-client.pc'"
+printf '%s\n' '#include <errno.h>' '#include <idgen_client.h>' 'int main(void) {' \
+	'struct idgen_client_options o; struct idgen_client *c; uint64_t id;' \
+	'idgen_client_options_init(&o); o.deadline_ms = 50; o.buffer_size = 0;' \
+	'if (idgen_client_new("http://127.0.0.1:1", &o, &c)) return 1;' \
+	'int r = idgen_client_next(c, &id); idgen_client_free(c); return r != -ETIMEDOUT; }' >"$work/p.c"
+tap_step "a program builds with pkg-config idgen-client against the installed library and runs" bash -c "
+	flags=\$(PKG_CONFIG_PATH='$root/usr/lib/pkgconfig' PKG_CONFIG_SYSROOT_DIR='$root' pkg-config --cflags --libs idgen-client) &&
+	cc -Wall -Werror -o '$work/p' '$work/p.c' \$flags &&
+	LD_LIBRARY_PATH='$root/usr/lib' '$work/p'"
+
 # host W [PORT]: idgen-httpd --device sim:W on 127.0.0.1:PORT (default: a
 # free one); sets hpid[W] and hport[W].  A restarted host may find its port
 # held a moment (TIME_WAIT): it is tried for 5 s.
