@@ -36,6 +36,8 @@
 
 #define COUNT_MAX	10000	/* the service's count limit */
 #define REASON_LEN	160
+#define LOOK_NS		1000000ULL	/* the loop's look at a busy buffer */
+#define BUSY_NS		1000000000ULL	/* busy: a buffer call within this long */
 #define ERR_LEN		(IDGEN_CLIENT_MAX_HOSTS * 48 + 256)
 
 /* Counters: bumped by the loop and by callers, without the lock. */
@@ -120,6 +122,11 @@ struct idgen_client {
 	pthread_cond_t buf_cond;	/* the buffer got IDs, or a refill failed */
 	uint64_t *buf;
 	size_t head, count;
+	struct request *refill_req;	/* the one refill, reused */
+	bool looking;			/* the loop looks every LOOK_NS */
+	bool in_loop;			/* maybe_refill() called by the loop */
+	uint64_t last_take_ns;		/* the last call on the buffer */
+	size_t refill_cap;		/* the most IDs it takes */
 	struct waiter *waiters, **waiters_tail;	/* first come, first served */
 	size_t nwaiters;
 	bool refilling;
@@ -443,7 +450,7 @@ static void set_reason(struct request *r, unsigned int hi, bool definite,
 }
 
 static void deliver_to_buffer(struct idgen_client *c, struct request *r);
-static void maybe_refill(struct idgen_client *c);
+static bool maybe_refill(struct idgen_client *c);
 
 /* Cancel r's running tries and counts them as abandoned when it succeeded. */
 static void cancel_tries(struct idgen_client *c, struct request *r, bool won)
@@ -495,15 +502,21 @@ static void finish(struct idgen_client *c, struct request *r, int result)
 			deliver_to_buffer(c, r);
 		else
 			format_error(c, r, c->refill_err, sizeof(c->refill_err));
+		/* Ready for the next refill (set up by maybe_refill()). */
+		memset(r->reasons, 0, sizeof(r->reasons));
+		r->tried = r->round_ns = r->hedge_ns = 0;
+		r->rounds = r->ntries = 0;
 		c->refill_result = result;
 		c->refilling = false;
 		c->refill_gen++;
-		if (c->waiters || !result)
+		/* (The loop looks at its queue before it sleeps again.) */
+		if (c->waiters || !result) {
+			c->in_loop = true;
 			maybe_refill(c);
+			c->in_loop = false;
+		}
 		pthread_cond_broadcast(&c->buf_cond);
 		pthread_mutex_unlock(&c->lock);
-		free(r->ids);
-		free(r);
 		return;
 	}
 	if (result)
@@ -713,6 +726,7 @@ static void *loop(void *arg)
 	struct idgen_client *c = arg;
 	struct request *fresh, *r;
 	CURLMsg *msg;
+	bool looking;
 	int running, left;
 
 	for (;;) {
@@ -726,9 +740,17 @@ static void *loop(void *arg)
 			pthread_mutex_unlock(&c->lock);
 			break;
 		}
+		if (c->o.buffer_size) {
+			/* A refill left for this look by a caller. */
+			c->in_loop = true;
+			maybe_refill(c);
+			c->in_loop = false;
+			c->looking = mono_ns() - c->last_take_ns < BUSY_NS;
+		}
 		fresh = c->queue;
 		c->queue = NULL;
 		c->queue_tail = &c->queue;
+		looking = c->looking;
 		pthread_mutex_unlock(&c->lock);
 
 		now = mono_ns();
@@ -761,8 +783,17 @@ static void *loop(void *arg)
 		run_timers(c, now);
 		run_probes(c, now);
 
+		/* A refill queued by the loop itself (finish()): no sleep. */
+		pthread_mutex_lock(&c->lock);
+		fresh = c->queue;
+		pthread_mutex_unlock(&c->lock);
+		if (fresh)
+			continue;
+
 		/* Sleep until curl, a timer of ours or a caller needs us. */
 		t = next_timer(c);
+		if (looking && t > now + LOOK_NS)
+			t = now + LOOK_NS;
 		if (t != UINT64_MAX) {
 			if (t <= now)
 				t = now + 1000;
@@ -882,24 +913,31 @@ static void submit(struct idgen_client *c, struct request *r)
 
 /*
  * Start a refill if the buffer is at its mark or below, or callers wait,
- * and none runs: for the room in the buffer and one ID per waiting caller.
+ * and none runs: for the room in the buffer and one ID per waiting caller
+ * (up to refill_cap).  The one refill request is allocated once: a buffer
+ * hit that starts a refill costs no allocation.  Returns whether the loop
+ * must be woken, which the caller does after unlocking (the loop takes
+ * the lock at once).
+ *
+ * Waking the loop costs the caller a system call and, on a busy machine,
+ * often more (the loop thread is scheduled in its place): with a buffer
+ * of 32 refilled at 16, that would be one call in 16.  So while callers
+ * keep coming the loop looks at the buffer every millisecond by itself
+ * (LOOK_NS), and a caller wakes it only when the buffer is down to half
+ * its mark or callers wait.
  */
-static void maybe_refill(struct idgen_client *c)
+static bool maybe_refill(struct idgen_client *c)
 {
-	struct request *r;
+	struct request *r = c->refill_req;
 	size_t room = c->o.buffer_size - c->count + c->nwaiters;
 
-	if (room > COUNT_MAX)
-		room = COUNT_MAX;
+	if (room > c->refill_cap)
+		room = c->refill_cap;
 	if (c->refilling || (c->count > c->o.refill_mark && !c->nwaiters) || !room)
-		return;
-	r = calloc(1, sizeof(*r));
-	if (r)
-		r->ids = calloc(room, sizeof(r->ids[0]));
-	if (!r || !r->ids) {
-		free(r);
-		return;
-	}
+		return false;
+	if (!c->in_loop && !c->nwaiters && c->count > c->o.refill_mark / 2 &&
+	    c->looking)
+		return false;	/* the loop's next look starts it */
 	r->want = room;
 	r->refill = true;
 	r->start_ns = mono_ns();
@@ -909,20 +947,22 @@ static void maybe_refill(struct idgen_client *c)
 	BUMP(c, refills);
 	BUMP(c, requests);
 	submit(c, r);
-	curl_multi_wakeup(c->multi);
+	return true;
 }
 
-static size_t take_buffered(struct idgen_client *c, uint64_t *ids, size_t n)
+/* Up to n fresh IDs from the buffer; *wake as for maybe_refill(). */
+static size_t take_buffered(struct idgen_client *c, uint64_t *ids, size_t n, bool *wake)
 {
 	size_t k = 0;
 
+	c->last_take_ns = mono_ns();
 	drop_stale(c);
 	while (k < n && c->count) {
 		ids[k++] = c->buf[c->head++];
 		if (!--c->count)
 			c->head = 0;
 	}
-	maybe_refill(c);
+	*wake = maybe_refill(c);
 	return k;
 }
 
@@ -978,19 +1018,26 @@ static int take_one(struct idgen_client *c, uint64_t *id, bool *hit)
 	struct timespec ts = { deadline / 1000000000, deadline % 1000000000 };
 	struct waiter w = { 0 };
 	unsigned long gen;
+	bool wake = false;
 	int rc = 0;
 
 	*hit = true;
 	pthread_mutex_lock(&c->lock);
-	if (!c->waiters && take_buffered(c, id, 1)) {
+	if (!c->waiters && take_buffered(c, id, 1, &wake)) {
 		pthread_mutex_unlock(&c->lock);
+		if (wake)
+			curl_multi_wakeup(c->multi);
 		return 0;
 	}
 	*hit = false;
 	*c->waiters_tail = &w;
 	c->waiters_tail = &w.next;
 	c->nwaiters++;
-	maybe_refill(c);
+	if (maybe_refill(c) || wake) {
+		pthread_mutex_unlock(&c->lock);
+		curl_multi_wakeup(c->multi);
+		pthread_mutex_lock(&c->lock);
+	}
 	while (!w.done && rc != ETIMEDOUT)
 		rc = pthread_cond_timedwait(&c->buf_cond, &c->lock, &ts);
 	if (!w.done && c->refilling && c->refill_start_ns <= start + 10000000ULL) {
@@ -1016,6 +1063,7 @@ static int take_one(struct idgen_client *c, uint64_t *id, bool *hit)
 EXPORT ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t n)
 {
 	size_t got = 0;
+	bool wake;
 	int ret;
 
 	BUMP(c, calls);
@@ -1026,8 +1074,10 @@ EXPORT ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t
 	}
 	if (c->o.buffer_size) {
 		pthread_mutex_lock(&c->lock);
-		got = take_buffered(c, ids, n);
+		got = take_buffered(c, ids, n, &wake);
 		pthread_mutex_unlock(&c->lock);
+		if (wake)
+			curl_multi_wakeup(c->multi);
 		if (got == n) {
 			BUMP(c, buffer_hits);
 			return n;
@@ -1223,6 +1273,9 @@ static void client_free(struct idgen_client *c)
 		close(c->timer_fd);
 	pthread_cond_destroy(&c->buf_cond);
 	pthread_mutex_destroy(&c->lock);
+	if (c->refill_req)
+		free(c->refill_req->ids);
+	free(c->refill_req);
 	free(c->buf);
 	free(c);
 }
@@ -1262,6 +1315,17 @@ EXPORT int idgen_client_new(const char *endpoints, const struct idgen_client_opt
 		return ret;
 	}
 	c->buf = calloc(c->o.buffer_size ? c->o.buffer_size : 1, sizeof(c->buf[0]));
+	if (c->o.buffer_size) {
+		c->refill_cap = c->o.buffer_size + 256 < COUNT_MAX ? c->o.buffer_size + 256 : COUNT_MAX;
+		c->refill_req = calloc(1, sizeof(*c->refill_req));
+		if (c->refill_req)
+			c->refill_req->ids = calloc(c->refill_cap, sizeof(uint64_t));
+		if (!c->refill_req || !c->refill_req->ids) {
+			set_error("out of memory");
+			client_free(c);
+			return -ENOMEM;
+		}
+	}
 	c->multi = curl_multi_init();
 	c->headers = curl_slist_append(NULL, "Content-Type: application/json");
 	if (c->headers)
@@ -1291,15 +1355,6 @@ EXPORT void idgen_client_free(struct idgen_client *c)
 	pthread_mutex_unlock(&c->lock);
 	curl_multi_wakeup(c->multi);
 	pthread_join(c->thread, NULL);
-	/* A refill queued but never taken by the loop. */
-	while (c->queue) {
-		struct request *r = c->queue;
-
-		c->queue = r->next;
-		if (r->refill) {
-			free(r->ids);
-			free(r);
-		}
-	}
+	/* Only the refill can be left in the queue: it is c->refill_req. */
 	client_free(c);
 }
