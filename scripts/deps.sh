@@ -69,7 +69,7 @@ packages=(
 	# idgend: etcd's JSON gateway through libcurl and json-c, base64 from
 	# libcrypto; a real etcd to test against, valgrind over the etcd
 	# client, and libfaketime for a wall clock before the epoch;
-	# libidgen-client (lib/client.c) takes the same libcurl and json-c,
+	# libidgen-client (lib/client/) takes the same libcurl and json-c,
 	# and valgrind runs its tests too
 	libcurl4-openssl-dev libjson-c-dev libssl-dev
 	etcd-server etcd-client curl valgrind faketime

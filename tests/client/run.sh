@@ -66,7 +66,7 @@ check "libidgen-client.so links libidgen.so.0, libcurl and json-c" bash -c "
 root=$work/root
 # (-W: the .pc files of an earlier make carry its PREFIX; make them anew.)
 tap_step "make install DESTDIR=... PREFIX=/usr: idgen_client.h, libidgen-client, idgen-client.pc, idgen_client.3" bash -c "
-	make -s -C '$top/lib' -W idgen.pc.in -W idgen-client.pc.in install DESTDIR='$root' PREFIX=/usr &&
+	make -s -C '$top/lib' -W idgen.pc.in -W client/idgen-client.pc.in install DESTDIR='$root' PREFIX=/usr &&
 	test -f '$root/usr/include/idgen_client.h' && test -L '$root/usr/lib/libidgen-client.so' &&
 	test -f '$root/usr/lib/libidgen-client.so.0' && test -f '$root/usr/lib/libidgen-client.a' &&
 	test -f '$root/usr/share/man/man3/idgen_client.3' &&
