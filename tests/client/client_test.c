@@ -256,9 +256,14 @@ static int t_spread(const char *urls, size_t calls, long bound_ms, long frozen)
 		check(lat[calls - 1] <= (uint64_t)bound_ms * 1000000,
 		      "every call within %ld ms (the slowest: %.3f ms)", bound_ms,
 		      lat[calls - 1] / 1e6);
-		check(s.timeouts + s.hosts_skipped > 0,
-		      "the frozen host was timed out (%" PRIu64 ") or skipped (%" PRIu64 ")",
-		      s.timeouts, s.hosts_skipped);
+		/*
+		 * Skipped once it timed out, not tried again and again: a third
+		 * of the calls would each wait out a timeout on it.
+		 */
+		check(s.hosts_skipped > 0 && s.timeouts < calls / 10,
+		      "the frozen host was skipped (%" PRIu64 " times), not tried again and "
+		      "again (%" PRIu64 " per-try timeouts in %zu calls)", s.hosts_skipped,
+		      s.timeouts, calls);
 	}
 	check(!duplicates(ids, n), "no ID twice among %zu", n);
 	idgen_client_free(c);
