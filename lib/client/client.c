@@ -188,16 +188,17 @@ static bool host_usable(const struct host *h)
 	return __atomic_load_n(&h->healthy, __ATOMIC_RELAXED);
 }
 
+/*
+ * Skip h from now on.  After a failed try (soon), look again in 50 ms: a
+ * try that timed out on a loaded machine should not keep a good host out
+ * for a whole period.  After a failed probe, at the next period.
+ */
 static void host_down(struct idgen_client *c, struct host *h, uint64_t now,
-		      const char *why)
+		      const char *why, bool soon)
 {
 	snprintf(h->why, sizeof(h->why), "%s", why);
 	__atomic_store_n(&h->healthy, 0, __ATOMIC_RELAXED);
-	/*
-	 * Look again soon: a try that timed out on a loaded machine should
-	 * not keep a good host out for a whole period.
-	 */
-	if (h->next_probe_ns > now + 50000000ULL && c->health_ns > 50000000ULL)
+	if (soon && h->next_probe_ns > now + 50000000ULL && c->health_ns > 50000000ULL)
 		h->next_probe_ns = now + 50000000ULL;
 }
 
@@ -610,7 +611,7 @@ static void try_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint64
 
 failed:
 	set_reason(r, x->hi, definite, why);
-	host_down(c, h, now, why);
+	host_down(c, h, now, why, true);
 	xfer_end(x);
 	/* At once on another host; a slow try of r may still answer. */
 	start_try(c, r, now);
@@ -633,7 +634,7 @@ static void probe_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint
 			snprintf(why, sizeof(why), "/readyz answered %ld", status);
 		else
 			snprintf(why, sizeof(why), "/readyz: %s", curl_easy_strerror(cc));
-		host_down(c, h, now, why);
+		host_down(c, h, now, why, false);
 	}
 	xfer_end(x);
 }
@@ -692,7 +693,7 @@ static void run_timers(struct idgen_client *c, uint64_t now)
 				BUMP(c, timeouts);
 				snprintf(why, sizeof(why), "timed out after %u ms", c->o.per_try_ms);
 				set_reason(r, x->hi, false, why);
-				host_down(c, &c->hosts[x->hi], now, why);
+				host_down(c, &c->hosts[x->hi], now, why, true);
 			}
 			r->hedge_ns = UINT64_MAX;
 			start_try(c, r, now);

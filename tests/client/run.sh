@@ -175,7 +175,7 @@ check "host 12 answered again after its thaw ($late_12 calls in the last second)
 	test "$late_12" -gt 0
 
 # ---- a host killed and restarted -----------------------------------------
-"$out/mint_soak" --remote "$urls" --seconds 5 --deadline-ms 1000 >"$work/restart.out" 2>&1 &
+"$out/mint_soak" --remote "$urls" --seconds 6 --deadline-ms 1000 >"$work/restart.out" 2>&1 &
 soak=$!
 sleep 1
 port13=${hport[13]}
@@ -185,7 +185,7 @@ sleep 1
 host 13 "$port13" || not_ok "host 13 restarts on port $port13"
 wait $soak
 check "mint_soak through host 13 killed and restarted exits 0" test $? = 0
-soak_check "kill and restart" "$work/restart.out" 250 3500000000
+soak_check "kill and restart" "$work/restart.out" 250 4500000000
 check "host 13 answered again after its restart ($late_13 calls in the last 1.5 s)" \
 	test "$late_13" -gt 0
 
