@@ -28,8 +28,8 @@
 #include <unistd.h>
 
 #include <curl/curl.h>
-#include <json-c/json.h>
 
+#include "answer.h"
 #include "idgen_client.h"
 
 #define EXPORT	__attribute__((visibility("default")))
@@ -354,85 +354,6 @@ static void xfer_end(struct xfer *x)
 	free(x);
 }
 
-/* ---- answers ---------------------------------------------------------- */
-
-/*
- * Check a 200 answer: one JSON object (nothing after it but blanks) with
- * "ids", exactly want strings of canonical decimal IDs, strictly
- * increasing, and "layout_version", an integer: the version of the layout
- * in force at the first ID.  Other members are let through (the service
- * may add some).  NULL when good (ids filled), else what is wrong.
- */
-static const char *check_answer(const struct idgen_client *c, const char *body,
-				size_t len, unsigned int want, uint64_t *ids)
-{
-	struct json_tokener *tok;
-	struct json_object *obj, *arr, *ver;
-	const char *why = NULL;
-	size_t end, i;
-
-	tok = json_tokener_new();
-	if (!tok)
-		return "out of memory";
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-	obj = json_tokener_parse_ex(tok, body, (int)len);
-	end = json_tokener_get_parse_end(tok);
-	if (!obj || json_tokener_get_error(tok) != json_tokener_success) {
-		why = "not JSON";
-		goto out;
-	}
-	while (end < len && strchr(" \t\r\n", body[end]) && body[end])
-		end++;
-	if (end != len) {
-		why = "not JSON: something after the object";
-		goto out;
-	}
-	if (!json_object_is_type(obj, json_type_object)) {
-		why = "not a JSON object";
-		goto out;
-	}
-	if (!json_object_object_get_ex(obj, "ids", &arr) ||
-	    !json_object_is_type(arr, json_type_array)) {
-		why = "no \"ids\" array";
-		goto out;
-	}
-	if (json_object_array_length(arr) != want) {
-		why = "a wrong number of IDs";
-		goto out;
-	}
-	for (i = 0; i < want; i++) {
-		struct json_object *e = json_object_array_get_idx(arr, i);
-		const char *s;
-
-		if (!json_object_is_type(e, json_type_string)) {
-			why = "an ID that is not a string";
-			goto out;
-		}
-		s = json_object_get_string(e);
-		if (strlen(s) != (size_t)json_object_get_string_len(e) ||
-		    idgen_parse_id(s, &ids[i])) {
-			why = "an ID that is not canonical decimal";
-			goto out;
-		}
-		if (i && ids[i] <= ids[i - 1]) {
-			why = "IDs not strictly increasing";
-			goto out;
-		}
-	}
-	if (!json_object_object_get_ex(obj, "layout_version", &ver) ||
-	    !json_object_is_type(ver, json_type_int)) {
-		why = "no integer \"layout_version\"";
-		goto out;
-	}
-	if (json_object_get_int64(ver) !=
-	    idgen_layout_at(c->o.layouts, ids[0] >> LIBIDGEN_NODE_SEQ_BITS)->version)
-		why = "a layout_version other than the one in force for its IDs";
-out:
-	json_object_put(obj);
-	json_tokener_free(tok);
-	return why;
-}
-
 /* ---- requests ----------------------------------------------------------- */
 
 /*
@@ -597,7 +518,8 @@ static void try_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint64
 		BUMP(c, http_errors);
 		goto failed;
 	}
-	bad = check_answer(c, x->body ? x->body : "", x->len, r->want, r->ids);
+	bad = idgen_answer_check(c->o.layouts, x->body ? x->body : "", x->len, r->want,
+				  r->ids);
 	if (bad) {
 		snprintf(why, sizeof(why), "bad answer: %s", bad);
 		BUMP(c, bad_answers);
