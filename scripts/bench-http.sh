@@ -347,7 +347,10 @@ GNUPLOT
 # In place of the section a run before wrote, or after the guest's report.
 results=$out/results.md
 [ -f "$results" ] || echo "# idgen benchmarks" >"$results"
-sed -i '/^## HTTP: idgen-httpd on the host/,$d' "$results"
+# (Its own section only: scripts/bench-client.sh's may follow it.)
+awk -v h="## HTTP: idgen-httpd on the host" '$0 == h { skip = 1; next }
+	skip && /^## / { skip = 0 } !skip' "$results" >"$work/results.md"
+cp "$work/results.md" "$results"
 sed -i -e :a -e '/^\n*$/{$d;N;ba' -e '}' "$results"	# no trailing blank lines
 { echo; cat "$section"; } >>"$results"
 echo "wrote the HTTP section of $results, $out/http.dat, $out/http.png"

@@ -5,7 +5,8 @@
 # the same conditions.  Writes docs/bench/results.md (the report, with the
 # date, kernel and machine), docs/bench/batch.dat and docs/bench/batch.png
 # (ns per ID against batch size for every contender); then, on the host,
-# idgen-httpd's HTTP figures (scripts/bench-http.sh).  Run as root.
+# idgen-httpd's HTTP figures (scripts/bench-http.sh) and libidgen-client's
+# (scripts/bench-client.sh).  Run as root.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -81,5 +82,8 @@ GNUPLOT
 # The HTTP service, on the host: its section follows the guest's.
 echo "== benchmarking idgen-httpd on the host (about 2 minutes)"
 IDGEN_SKIP_DEPS=1 scripts/bench-http.sh | grep '^=='
+# The smart client, on the host: its section follows.
+echo "== benchmarking libidgen-client on the host (about 2 minutes)"
+IDGEN_SKIP_DEPS=1 scripts/bench-client.sh | grep '^=='
 echo "wrote $out/results.md, $out/batch.dat, $out/batch.png, $out/http.dat, $out/http.png"
 cat "$out/results.md"

@@ -146,6 +146,9 @@ IDGEN_ETCD_ALSO=$etcd_also IDGEN_ETCD_ALSO_DAEMON=$([ "$matrix" = --matrix ] && 
 # idgen-httpd: every route and bad input against the simulated generator,
 # its JSON through Node, readiness, limits, configuration.
 tap "idgen-httpd" httpd.log tests/httpd/run.sh
+# libidgen-client: balancing, retries on another host, the buffer, against
+# idgen-httpd --device sim hosts frozen, killed and faked; valgrind, ASan.
+tap "libidgen-client" client.log tests/client/run.sh
 # The lease protocol's model, searched by spin, and its mutants.
 tap "lease model" lease-model.log tests/model/run.sh
 

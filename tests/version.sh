@@ -3,7 +3,8 @@
 #
 # version.sh: the tree has one version, VERSION, and every place that
 # states one agrees with it: dkms.conf's PACKAGE_VERSION, debian/changelog,
-# `idgenctl --version`, libidgen's idgen.pc, and the MODULE_VERSION of
+# `idgenctl --version`, libidgen's idgen.pc and
+# libidgen-client's idgen-client.pc, and the MODULE_VERSION of
 # every idgen.ko built under build/ (scripts/build-module.sh).  Prints TAP.
 set -uo pipefail
 
@@ -30,8 +31,9 @@ same "dkms.conf PACKAGE_VERSION" "$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' d
 same "debian/changelog" "$(dpkg-parsechangelog -S Version 2>/dev/null)"
 make -s -C helper/idgenctl >/dev/null 2>&1
 same "idgenctl --version" "$(helper/idgenctl/idgenctl --version 2>/dev/null | sed -n 's/^idgenctl //p')"
-make -s -C lib idgen.pc >/dev/null 2>&1
+make -s -C lib idgen.pc idgen-client.pc >/dev/null 2>&1
 same "lib/idgen.pc" "$(sed -n 's/^Version: //p' lib/idgen.pc)"
+same "lib/idgen-client.pc" "$(sed -n 's/^Version: //p' lib/idgen-client.pc)"
 found=0
 for ko in build/*/kmod/idgen.ko; do
 	[ -f "$ko" ] || continue

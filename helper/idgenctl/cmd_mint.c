@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * idgenctl mint [-n N] [--raw | --json]
+ * idgenctl mint [--remote URL[,URL...]] [-n N] [--raw | --json]
  *
  * One read() of N IDs through libidgen, printed one per line and decoded,
- * bare with --raw, or as JSON with the IDs as strings.
+ * bare with --raw, or as JSON with the IDs as strings.  With --remote, the
+ * IDs come from idgen-httpd hosts through libidgen-client instead of the
+ * device, and are decoded here the same way.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -11,11 +13,46 @@
 #include <string.h>
 
 #include "args.h"
+#include "idgen_client.h"
 #include "idgenctl.h"
 
 #define MINT_MAX	(1U << 20)
+/* The most IDs one POST /v1/ids:next gives. */
+#define REMOTE_BATCH	10000
+/* A command waits longer than an application would. */
+#define REMOTE_DEADLINE_MS	1000
 
-static const char mint_usage[] = "mint [-n N] [--raw | --json]";
+static const char mint_usage[] = "mint [--remote URL[,URL...]] [-n N] [--raw | --json]";
+
+/* n IDs from the hosts at remote, in batches; 0, or 1 after reporting. */
+static int mint_remote(const char *remote, uint64_t *ids, uint64_t n)
+{
+	struct idgen_client_options o;
+	struct idgen_client *c;
+	uint64_t got = 0;
+	ssize_t r;
+
+	idgen_client_options_init(&o);
+	o.buffer_size = 0;
+	o.deadline_ms = REMOTE_DEADLINE_MS;
+	o.layouts = layouts;
+	if (idgen_client_new(remote, &o, &c)) {
+		fprintf(stderr, "%s: mint --remote: %s\n", PROG_NAME, idgen_client_last_error());
+		return 1;
+	}
+	while (got < n) {
+		r = idgen_client_next_n(c, ids + got, n - got < REMOTE_BATCH ? n - got : REMOTE_BATCH);
+		if (r < 0) {
+			fprintf(stderr, "%s: mint --remote: %s\n", PROG_NAME,
+				idgen_client_last_error());
+			idgen_client_free(c);
+			return 1;
+		}
+		got += r;
+	}
+	idgen_client_free(c);
+	return 0;
+}
 
 /*
  * The module mints with the layout it reports; the layouts table decodes
@@ -39,7 +76,8 @@ int mint_main(int argc, char *argv[])
 {
 	struct idgen_decoded *dec = NULL;
 	struct idgen_layout dev_layout;
-	int i, fd, raw = 0, json = 0, seen_n = 0, ret = 1;
+	int i, fd = -1, raw = 0, json = 0, seen_n = 0, ret = 1;
+	const char *remote = NULL;
 	uint64_t n = 1, *ids = NULL;
 	ssize_t got;
 	size_t k;
@@ -54,6 +92,12 @@ int mint_main(int argc, char *argv[])
 		} else if (!strcmp(argv[i], "--json")) {
 			if (json++)
 				return bad_usage(mint_usage, "--json given twice");
+		} else if (!strcmp(argv[i], "--remote")) {
+			if (remote)
+				return bad_usage(mint_usage, "--remote given twice");
+			if (i + 1 == argc)
+				return bad_usage(mint_usage, "--remote needs URL[,URL...]");
+			remote = argv[++i];
 		} else if (!strcmp(argv[i], "-n")) {
 			if (seen_n++)
 				return bad_usage(mint_usage, "-n given twice");
@@ -68,10 +112,12 @@ int mint_main(int argc, char *argv[])
 	if (raw && json)
 		return bad_usage(mint_usage, "--raw and --json exclude each other");
 
-	fd = device_open();
-	if (fd < 0)
-		return 1;
-	if (!raw) {
+	if (!remote) {
+		fd = device_open();
+		if (fd < 0)
+			return 1;
+	}
+	if (!raw && !remote) {
 		ret = idgen_device_layout(fd, &dev_layout);
 		if (ret) {
 			report_errno("IDGEN_IOC_GET_STATE", -ret);
@@ -86,7 +132,13 @@ int mint_main(int argc, char *argv[])
 		report_errno("mint", ENOMEM);
 		goto out;
 	}
-	got = idgen_mint(fd, ids, n);
+	if (remote) {
+		if (mint_remote(remote, ids, n))
+			goto out;
+		got = n;
+	} else {
+		got = idgen_mint(fd, ids, n);
+	}
 	if (got < 0) {
 		report_errno("mint", -got);
 		goto out;
@@ -97,7 +149,7 @@ int mint_main(int argc, char *argv[])
 			continue;
 		}
 		idgen_decode(ids[k], layouts, &dec[k]);
-		if (!k || k + 1 == (size_t)got)
+		if (!remote && (!k || k + 1 == (size_t)got))
 			check_layout(&dev_layout, &dec[k]);
 		if (!json)
 			print_decoded(&dec[k]);
@@ -118,6 +170,7 @@ int mint_main(int argc, char *argv[])
 out:
 	free(dec);
 	free(ids);
-	idgen_close(fd);
+	if (fd >= 0)
+		idgen_close(fd);
 	return ret;
 }

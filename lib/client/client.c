@@ -1,0 +1,1283 @@
+// SPDX-License-Identifier: LGPL-2.1-or-later
+/*
+ * libidgen-client: IDs from a fleet of idgen-httpd hosts (idgen_client.h).
+ *
+ * One event-loop thread owns the libcurl multi handle, every transfer and
+ * every host's health; application threads hand it requests through a
+ * queue under the client's lock and wait on a condition variable.  Only
+ * the loop thread touches curl, so no transfer needs a thread of its own.
+ *
+ * A request (a call without a buffer, or a refill of the buffer) is one or
+ * more tries, each a POST /v1/ids:next to one host.  The first valid
+ * answer completes the request and cancels its other tries, so an answer
+ * that comes later is never read: no ID is delivered twice.
+ */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* asprintf() */
+#endif
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <curl/curl.h>
+
+#include "answer.h"
+#include "idgen_client.h"
+
+#define EXPORT	__attribute__((visibility("default")))
+
+#define COUNT_MAX	10000	/* the service's count limit */
+#define REASON_LEN	160
+#define LOOK_NS		1000000ULL	/* the loop's look at a busy buffer */
+#define BUSY_NS		1000000000ULL	/* busy: a buffer call within this long */
+#define ERR_LEN		(IDGEN_CLIENT_MAX_HOSTS * 48 + 256)
+
+/* Counters: bumped by the loop and by callers, without the lock. */
+#define BUMP(c, field)	__atomic_add_fetch(&(c)->st.field, 1, __ATOMIC_RELAXED)
+#define ADD(c, field, v) __atomic_add_fetch(&(c)->st.field, (v), __ATOMIC_RELAXED)
+
+/* Why a request's try on a host failed (or why the host was skipped). */
+struct reason {
+	char text[REASON_LEN];	/* "" while the host was not tried */
+	bool definite;		/* an answer or an error, not a timeout */
+};
+
+struct host {
+	char *base, *next_url, *ready_url;
+	/* Loop thread only, but healthy is read by idgen_client_stats(). */
+	int healthy;
+	char why[REASON_LEN];	/* why it is skipped, while !healthy */
+	unsigned int in_flight;	/* tries running on it */
+	struct xfer *probe;	/* the /readyz probe running, or NULL */
+	uint64_t next_probe_ns;
+};
+
+struct request;
+
+/* One HTTP transfer: a try of a request, or a probe of a host. */
+struct xfer {
+	struct idgen_client *c;
+	unsigned int hi;		/* the host */
+	struct request *req;		/* NULL for a probe */
+	struct xfer *next;		/* the request's other tries */
+	CURL *easy;
+	char *body;
+	size_t len, cap, max;		/* the answer so far, and its limit */
+	uint64_t start_ns;
+	bool timed_out;			/* past the per-try timeout, counted */
+	bool too_long;			/* the answer passed max */
+};
+
+struct request {
+	unsigned int want;
+	uint64_t *ids;			/* want of them, filled on success */
+	bool refill;			/* for the buffer, not for a caller */
+	uint64_t start_ns, deadline_ns;
+	uint64_t hedge_ns;		/* when the newest try times out */
+	uint64_t round_ns;		/* every host failed: try again then */
+	uint64_t tried;			/* hosts tried this round, a bit each */
+	unsigned int rounds;		/* rounds over every host, past the first */
+	unsigned int ntries;
+	struct xfer *tries;		/* running */
+	struct request *next;		/* queue, then the loop's active list */
+	struct reason reasons[IDGEN_CLIENT_MAX_HOSTS];
+	/* Set by the loop under the lock; the caller waits for done. */
+	bool done;
+	int result;
+	char err[ERR_LEN];
+	pthread_cond_t cond;
+};
+
+/* A caller waiting for an ID the buffer did not have. */
+struct waiter {
+	uint64_t id;
+	bool done;		/* id is set */
+	struct waiter *next;
+};
+
+struct idgen_client {
+	struct idgen_client_options o;
+	unsigned int nhosts;
+	struct host hosts[IDGEN_CLIENT_MAX_HOSTS];
+	uint64_t per_try_ns, deadline_ns, health_ns;
+	char caller_json[96];		/* ",\"caller\":\"...\"" or "" */
+
+	pthread_t thread;
+	CURLM *multi;
+	struct curl_slist *headers;
+	int timer_fd;
+
+	pthread_mutex_t lock;
+	/* Under lock: */
+	struct request *queue, **queue_tail;
+	bool stop;
+	pthread_cond_t buf_cond;	/* the buffer got IDs, or a refill failed */
+	uint64_t *buf;
+	size_t head, count;
+	struct request *refill_req;	/* the one refill, reused */
+	bool looking;			/* the loop looks every LOOK_NS */
+	bool in_loop;			/* maybe_refill() called by the loop */
+	uint64_t last_take_ns;		/* the last call on the buffer */
+	size_t refill_cap;		/* the most IDs it takes */
+	struct waiter *waiters, **waiters_tail;	/* first come, first served */
+	size_t nwaiters;
+	bool refilling;
+	uint64_t refill_start_ns;
+	unsigned long refill_gen;	/* refills finished */
+	int refill_result;
+	char refill_err[ERR_LEN];
+
+	/* Loop thread only: */
+	struct request *active;
+	CURL *pool[16];
+	unsigned int npool;
+	uint64_t rng;
+
+	struct idgen_client_stats st;
+};
+
+static __thread char last_error[ERR_LEN];
+
+EXPORT const char *idgen_client_last_error(void)
+{
+	return last_error;
+}
+
+static void set_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void set_error(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(last_error, sizeof(last_error), fmt, ap);
+	va_end(ap);
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+EXPORT void idgen_client_options_init(struct idgen_client_options *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->size = sizeof(*o);
+	o->per_try_ms = 2;
+	o->deadline_ms = 100;
+	o->buffer_size = 32;
+	o->refill_mark = IDGEN_CLIENT_REFILL_HALF;
+	o->max_age_ms = 1000;
+	o->health_check_ms = 500;
+}
+
+/* ---- hosts ------------------------------------------------------------ */
+
+static bool host_usable(const struct host *h)
+{
+	return __atomic_load_n(&h->healthy, __ATOMIC_RELAXED);
+}
+
+/*
+ * Skip h from now on.  After a failed try (soon), look again in 50 ms: a
+ * try that timed out on a loaded machine should not keep a good host out
+ * for a whole period.  After a failed probe, at the next period.
+ */
+static void host_down(struct idgen_client *c, struct host *h, uint64_t now,
+		      const char *why, bool soon)
+{
+	snprintf(h->why, sizeof(h->why), "%s", why);
+	__atomic_store_n(&h->healthy, 0, __ATOMIC_RELAXED);
+	if (soon && h->next_probe_ns > now + 50000000ULL && c->health_ns > 50000000ULL)
+		h->next_probe_ns = now + 50000000ULL;
+}
+
+static void host_up(struct host *h)
+{
+	h->why[0] = '\0';
+	__atomic_store_n(&h->healthy, 1, __ATOMIC_RELAXED);
+}
+
+static uint64_t next_rand(struct idgen_client *c)
+{
+	/* xorshift64: the balancing only needs it to spread. */
+	c->rng ^= c->rng << 13;
+	c->rng ^= c->rng >> 7;
+	c->rng ^= c->rng << 17;
+	return c->rng;
+}
+
+/*
+ * The host for a request's next try: of the hosts not tried this round,
+ * the healthy ones by the power of two choices on in-flight tries; an
+ * unhealthy one only when no healthy one is left.  -1 when every host was
+ * tried this round.
+ */
+static int pick_host(struct idgen_client *c, struct request *r)
+{
+	unsigned int cand[IDGEN_CLIENT_MAX_HOSTS], ncand = 0, nsick = 0;
+	unsigned int sick[IDGEN_CLIENT_MAX_HOSTS], i, a, b;
+
+	for (i = 0; i < c->nhosts; i++) {
+		if (r->tried & (1ULL << i))
+			continue;
+		if (host_usable(&c->hosts[i]))
+			cand[ncand++] = i;
+		else
+			sick[nsick++] = i;
+	}
+	if (ncand) {
+		/* Each unhealthy host passed over, and why, for the error. */
+		for (i = 0; i < nsick; i++) {
+			struct reason *re = &r->reasons[sick[i]];
+
+			BUMP(c, hosts_skipped);
+			if (!re->text[0])
+				snprintf(re->text, sizeof(re->text), "skipped: %s",
+					 c->hosts[sick[i]].why);
+		}
+		a = cand[next_rand(c) % ncand];
+		if (ncand == 1)
+			return a;
+		do
+			b = cand[next_rand(c) % ncand];
+		while (b == a);
+		return c->hosts[b].in_flight < c->hosts[a].in_flight ? b : a;
+	}
+	if (nsick)
+		return sick[next_rand(c) % nsick];
+	return -1;
+}
+
+/* ---- transfers ---------------------------------------------------------- */
+
+static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
+{
+	struct xfer *x = arg;
+	size_t n = size * nmemb;
+	char *p;
+
+	if (x->len + n > x->max) {
+		x->too_long = true;	/* no good answer is that long */
+		return 0;
+	}
+	if (x->len + n + 1 > x->cap) {
+		size_t cap = x->cap ? x->cap : 256;
+
+		while (cap < x->len + n + 1)
+			cap *= 2;
+		p = realloc(x->body, cap);
+		if (!p)
+			return 0;
+		x->body = p;
+		x->cap = cap;
+	}
+	memcpy(x->body + x->len, data, n);
+	x->len += n;
+	x->body[x->len] = '\0';
+	return n;
+}
+
+/* A transfer on host hi: a try of r with its POST body, or a probe. */
+static struct xfer *xfer_start(struct idgen_client *c, unsigned int hi,
+			       struct request *r, uint64_t now, uint64_t timeout_ns)
+{
+	struct host *h = &c->hosts[hi];
+	struct xfer *x = calloc(1, sizeof(*x));
+	char post[160];
+	long ms = (long)((timeout_ns + 999999) / 1000000);
+
+	if (!x)
+		return NULL;
+	x->easy = c->npool ? c->pool[--c->npool] : curl_easy_init();
+	if (!x->easy) {
+		free(x);
+		return NULL;
+	}
+	x->c = c;
+	x->hi = hi;
+	x->req = r;
+	x->start_ns = now;
+	x->max = r ? 256 + (size_t)r->want * (LIBIDGEN_ID_STRLEN + 3) : 4096;
+	curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
+	curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(x->easy, CURLOPT_PROXY, "");
+	curl_easy_setopt(x->easy, CURLOPT_TCP_NODELAY, 1L);
+	curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_data);
+	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, ms > 0 ? ms : 1L);
+	curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS, ms > 0 ? ms : 1L);
+	if (r) {
+		snprintf(post, sizeof(post), "{\"count\":%u%s}", r->want, c->caller_json);
+		curl_easy_setopt(x->easy, CURLOPT_URL, h->next_url);
+		curl_easy_setopt(x->easy, CURLOPT_HTTPHEADER, c->headers);
+		curl_easy_setopt(x->easy, CURLOPT_COPYPOSTFIELDS, post);
+	} else {
+		curl_easy_setopt(x->easy, CURLOPT_URL, h->ready_url);
+		curl_easy_setopt(x->easy, CURLOPT_HTTPGET, 1L);
+	}
+	if (curl_multi_add_handle(c->multi, x->easy) != CURLM_OK) {
+		curl_easy_cleanup(x->easy);
+		free(x);
+		return NULL;
+	}
+	if (r)
+		h->in_flight++;
+	return x;
+}
+
+/* Take a transfer out of the multi handle and free it (cancels it). */
+static void xfer_end(struct xfer *x)
+{
+	struct idgen_client *c = x->c;
+
+	curl_multi_remove_handle(c->multi, x->easy);
+	if (x->req)
+		c->hosts[x->hi].in_flight--;
+	if (c->npool < sizeof(c->pool) / sizeof(c->pool[0])) {
+		curl_easy_reset(x->easy);
+		c->pool[c->npool++] = x->easy;
+	} else {
+		curl_easy_cleanup(x->easy);
+	}
+	free(x->body);
+	free(x);
+}
+
+/* ---- requests ----------------------------------------------------------- */
+
+/*
+ * What r reports for host hi: what the host said or did (refused, failed,
+ * answered badly) outranks a timeout, which may be the machine's.
+ */
+static void set_reason(struct request *r, unsigned int hi, bool definite,
+		       const char *why)
+{
+	struct reason *re = &r->reasons[hi];
+
+	if (definite || !re->definite) {
+		snprintf(re->text, sizeof(re->text), "%s", why);
+		re->definite = definite;
+	}
+}
+
+static void deliver_to_buffer(struct idgen_client *c, struct request *r);
+static bool maybe_refill(struct idgen_client *c);
+
+/* Cancel r's running tries and counts them as abandoned when it succeeded. */
+static void cancel_tries(struct idgen_client *c, struct request *r, bool won)
+{
+	struct xfer *x;
+
+	while ((x = r->tries)) {
+		r->tries = x->next;
+		if (won)
+			BUMP(c, abandoned);
+		xfer_end(x);
+	}
+}
+
+/* "no ID within the 100 ms deadline: HOST: WHY; HOST: WHY" */
+static void format_error(struct idgen_client *c, struct request *r, char *buf, size_t size)
+{
+	size_t len;
+	unsigned int i;
+	bool any = false;
+
+	len = snprintf(buf, size, "no ID within the %u ms deadline (%u %s):",
+		       c->o.deadline_ms, r->ntries, r->ntries == 1 ? "try" : "tries");
+	for (i = 0; i < c->nhosts && len < size; i++) {
+		const char *why = r->reasons[i].text;
+
+		if (!why[0])
+			why = c->hosts[i].healthy ? "not tried" : c->hosts[i].why;
+		len += snprintf(buf + len, size - len, "%s %s: %s", any ? ";" : "",
+				c->hosts[i].base, why);
+		any = true;
+	}
+}
+
+/* The request is over: hand its IDs or its error to whoever waits. */
+static void finish(struct idgen_client *c, struct request *r, int result)
+{
+	struct request **pp;
+
+	cancel_tries(c, r, !result);
+	for (pp = &c->active; *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			break;
+		}
+	if (r->refill) {
+		pthread_mutex_lock(&c->lock);
+		if (!result)
+			deliver_to_buffer(c, r);
+		else
+			format_error(c, r, c->refill_err, sizeof(c->refill_err));
+		/* Ready for the next refill (set up by maybe_refill()). */
+		memset(r->reasons, 0, sizeof(r->reasons));
+		r->tried = r->round_ns = r->hedge_ns = 0;
+		r->rounds = r->ntries = 0;
+		c->refill_result = result;
+		c->refilling = false;
+		c->refill_gen++;
+		/* (The loop looks at its queue before it sleeps again.) */
+		if (c->waiters || !result) {
+			c->in_loop = true;
+			maybe_refill(c);
+			c->in_loop = false;
+		}
+		pthread_cond_broadcast(&c->buf_cond);
+		pthread_mutex_unlock(&c->lock);
+		return;
+	}
+	if (result)
+		format_error(c, r, r->err, sizeof(r->err));
+	pthread_mutex_lock(&c->lock);
+	r->result = result;
+	r->done = true;
+	pthread_cond_signal(&r->cond);
+	pthread_mutex_unlock(&c->lock);
+	/* r belongs to its caller again. */
+}
+
+/*
+ * Start r's next try on a host it has not tried this round.  When every
+ * host was tried and none is running any more, a new round starts after
+ * a pause, a per-try timeout doubling each round up to 64 of them: hosts
+ * that refuse at once are not hammered.
+ */
+static void start_try(struct idgen_client *c, struct request *r, uint64_t now)
+{
+	struct xfer *x;
+	int hi;
+
+	hi = pick_host(c, r);
+	if (hi < 0) {
+		if (!r->tries && !r->round_ns)
+			r->round_ns = now + (c->per_try_ns << (r->rounds < 6 ? r->rounds : 6));
+		return;
+	}
+	r->tried |= 1ULL << hi;
+	x = xfer_start(c, hi, r, now, r->deadline_ns > now ? r->deadline_ns - now : 1);
+	if (!x) {
+		set_reason(r, hi, true, "could not start a transfer");
+		return;
+	}
+	x->next = r->tries;
+	r->tries = x;
+	if (r->ntries++)
+		BUMP(c, retries);
+	BUMP(c, tries);
+	r->hedge_ns = now + c->per_try_ns;
+}
+
+/* A try's outcome.  The try is already off r->tries. */
+static void try_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint64_t now)
+{
+	struct request *r = x->req;
+	struct host *h = &c->hosts[x->hi];
+	char why[REASON_LEN];
+	const char *bad;
+	bool definite = false;
+	long status = 0;
+
+	if (cc != CURLE_OK) {
+		long oserr = 0;
+
+		curl_easy_getinfo(x->easy, CURLINFO_OS_ERRNO, &oserr);
+		if (x->too_long) {
+			snprintf(why, sizeof(why), "bad answer: longer than %zu bytes", x->max);
+			BUMP(c, bad_answers);
+			definite = true;
+		} else if (cc == CURLE_OPERATION_TIMEDOUT) {
+			snprintf(why, sizeof(why), "timed out after %llu ms",
+				 (unsigned long long)((now - x->start_ns) / 1000000));
+		} else {
+			snprintf(why, sizeof(why), "%s%s%s", curl_easy_strerror(cc),
+				 oserr ? ": " : "", oserr ? strerror((int)oserr) : "");
+			BUMP(c, connect_errors);
+			definite = true;
+		}
+		goto failed;
+	}
+	definite = true;
+	curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (status != 200) {
+		snprintf(why, sizeof(why), "HTTP %ld from /v1/ids:next", status);
+		BUMP(c, http_errors);
+		goto failed;
+	}
+	bad = idgen_answer_check(c->o.layouts, x->body ? x->body : "", x->len, r->want,
+				  r->ids);
+	if (bad) {
+		snprintf(why, sizeof(why), "bad answer: %s", bad);
+		BUMP(c, bad_answers);
+		goto failed;
+	}
+	ADD(c, ids_received, r->want);
+	host_up(h);
+	xfer_end(x);
+	finish(c, r, 0);
+	return;
+
+failed:
+	set_reason(r, x->hi, definite, why);
+	host_down(c, h, now, why, true);
+	xfer_end(x);
+	/* At once on another host; a slow try of r may still answer. */
+	start_try(c, r, now);
+}
+
+static void probe_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint64_t now)
+{
+	struct host *h = &c->hosts[x->hi];
+	char why[REASON_LEN];
+	long status = 0;
+
+	h->probe = NULL;
+	if (cc == CURLE_OK)
+		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (status == 200) {
+		host_up(h);
+	} else {
+		BUMP(c, probes_failed);
+		if (cc == CURLE_OK)
+			snprintf(why, sizeof(why), "/readyz answered %ld", status);
+		else
+			snprintf(why, sizeof(why), "/readyz: %s", curl_easy_strerror(cc));
+		host_down(c, h, now, why, false);
+	}
+	xfer_end(x);
+}
+
+/* Probe each host whose time has come; a host is probed once at a time. */
+static void run_probes(struct idgen_client *c, uint64_t now)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->nhosts; i++) {
+		struct host *h = &c->hosts[i];
+		uint64_t timeout = c->health_ns < 1000000000ULL ? c->health_ns : 1000000000ULL;
+
+		if (h->probe || now < h->next_probe_ns)
+			continue;
+		h->next_probe_ns = now + c->health_ns;
+		h->probe = xfer_start(c, i, NULL, now, timeout < 100000000ULL ? 100000000ULL : timeout);
+		if (h->probe)
+			BUMP(c, probes);
+	}
+}
+
+/* Per-try timeouts, rounds and deadlines of the active requests. */
+static void run_timers(struct idgen_client *c, uint64_t now)
+{
+	struct request *r, *next;
+
+	for (r = c->active; r; r = next) {
+		next = r->next;
+		if (now >= r->deadline_ns) {
+			struct xfer *x;
+
+			for (x = r->tries; x; x = x->next) {
+				char why[REASON_LEN];
+
+				snprintf(why, sizeof(why), "timed out after %llu ms",
+					 (unsigned long long)((now - x->start_ns) / 1000000));
+				set_reason(r, x->hi, false, why);
+			}
+			finish(c, r, -ETIMEDOUT);
+			continue;
+		}
+		if (r->round_ns && now >= r->round_ns) {
+			r->round_ns = 0;
+			r->tried = 0;
+			r->rounds++;
+			start_try(c, r, now);
+		}
+		if (r->tries && now >= r->hedge_ns) {
+			/* The newest try is slow: its host is skipped from now on. */
+			struct xfer *x = r->tries;
+			char why[REASON_LEN];
+
+			if (!x->timed_out) {
+				x->timed_out = true;
+				BUMP(c, timeouts);
+				snprintf(why, sizeof(why), "timed out after %u ms", c->o.per_try_ms);
+				set_reason(r, x->hi, false, why);
+				host_down(c, &c->hosts[x->hi], now, why, true);
+			}
+			r->hedge_ns = UINT64_MAX;
+			start_try(c, r, now);
+		}
+	}
+}
+
+/* The earliest of the loop's own timers. */
+static uint64_t next_timer(struct idgen_client *c)
+{
+	uint64_t t = UINT64_MAX;
+	struct request *r;
+	unsigned int i;
+
+	for (r = c->active; r; r = r->next) {
+		if (r->deadline_ns < t)
+			t = r->deadline_ns;
+		if (r->tries && r->hedge_ns < t)
+			t = r->hedge_ns;
+		if (r->round_ns && r->round_ns < t)
+			t = r->round_ns;
+	}
+	for (i = 0; i < c->nhosts; i++)
+		if (!c->hosts[i].probe && c->hosts[i].next_probe_ns < t)
+			t = c->hosts[i].next_probe_ns;
+	return t;
+}
+
+static void *loop(void *arg)
+{
+	struct idgen_client *c = arg;
+	struct request *fresh, *r;
+	CURLMsg *msg;
+	bool looking;
+	int running, left;
+
+	for (;;) {
+		uint64_t now, t;
+		struct curl_waitfd wfd = { .fd = c->timer_fd, .events = CURL_WAIT_POLLIN };
+		struct itimerspec its = { 0 };
+		uint64_t expirations;
+
+		pthread_mutex_lock(&c->lock);
+		if (c->stop) {
+			pthread_mutex_unlock(&c->lock);
+			break;
+		}
+		if (c->o.buffer_size) {
+			/* A refill left for this look by a caller. */
+			c->in_loop = true;
+			maybe_refill(c);
+			c->in_loop = false;
+			c->looking = mono_ns() - c->last_take_ns < BUSY_NS;
+		}
+		fresh = c->queue;
+		c->queue = NULL;
+		c->queue_tail = &c->queue;
+		looking = c->looking;
+		pthread_mutex_unlock(&c->lock);
+
+		now = mono_ns();
+		while ((r = fresh)) {
+			fresh = r->next;
+			r->next = c->active;
+			c->active = r;
+			start_try(c, r, now);
+		}
+		curl_multi_perform(c->multi, &running);
+		while ((msg = curl_multi_info_read(c->multi, &left))) {
+			struct xfer *x, **pp;
+
+			if (msg->msg != CURLMSG_DONE)
+				continue;
+			curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+			now = mono_ns();
+			if (!x->req) {
+				probe_done(c, x, msg->data.result, now);
+				continue;
+			}
+			for (pp = &x->req->tries; *pp; pp = &(*pp)->next)
+				if (*pp == x) {
+					*pp = x->next;
+					break;
+				}
+			try_done(c, x, msg->data.result, now);
+		}
+		now = mono_ns();
+		run_timers(c, now);
+		run_probes(c, now);
+
+		/* A refill queued by the loop itself (finish()): no sleep. */
+		pthread_mutex_lock(&c->lock);
+		fresh = c->queue;
+		pthread_mutex_unlock(&c->lock);
+		if (fresh)
+			continue;
+
+		/* Sleep until curl, a timer of ours or a caller needs us. */
+		t = next_timer(c);
+		if (looking && t > now + LOOK_NS)
+			t = now + LOOK_NS;
+		if (t != UINT64_MAX) {
+			if (t <= now)
+				t = now + 1000;
+			its.it_value.tv_sec = t / 1000000000;
+			its.it_value.tv_nsec = t % 1000000000;
+		}
+		timerfd_settime(c->timer_fd, TFD_TIMER_ABSTIME, &its, NULL);
+		curl_multi_poll(c->multi, &wfd, 1, 1000, NULL);
+		now = mono_ns();
+		if (t != UINT64_MAX && now > t + 1000 &&
+		    (now - t) / 1000 > c->st.loop_late_max_us)
+			__atomic_store_n(&c->st.loop_late_max_us, (now - t) / 1000,
+					 __ATOMIC_RELAXED);
+		if (read(c->timer_fd, &expirations, sizeof(expirations)) < 0) {
+			/* EAGAIN: it had not fired. */
+		}
+	}
+
+	/* Stopping: no caller waits any more (idgen_client_free()'s rule). */
+	while ((r = c->active))
+		finish(c, r, -ECANCELED);
+	for (unsigned int i = 0; i < c->nhosts; i++)
+		if (c->hosts[i].probe) {
+			xfer_end(c->hosts[i].probe);
+			c->hosts[i].probe = NULL;
+		}
+	return NULL;
+}
+
+/* ---- the buffer (under c->lock) ------------------------------------------ */
+
+static uint64_t wall_unix_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec < 0 ? 0 : (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Drop the buffered IDs minted more than max_age_ms ago.  An ID's time
+ * field (bits 62..22) is the same in every layout.
+ */
+static void drop_stale(struct idgen_client *c)
+{
+	uint64_t now = wall_unix_ms(), oldest;
+	size_t i, kept = 0;
+
+	if (!c->count || now < LIBIDGEN_EPOCH_UNIX_MS + c->o.max_age_ms)
+		return;
+	oldest = now - LIBIDGEN_EPOCH_UNIX_MS - c->o.max_age_ms;
+	/* Answers of several hosts: not in order, so look at each. */
+	for (i = 0; i < c->count; i++) {
+		uint64_t id = c->buf[c->head + i];
+
+		if ((id >> LIBIDGEN_NODE_SEQ_BITS) >= oldest)
+			c->buf[c->head + kept++] = id;
+	}
+	if (kept != c->count) {
+		ADD(c, stale_dropped, c->count - kept);
+		c->count = kept;
+	}
+	if (!c->count)
+		c->head = 0;
+}
+
+/* Unlink w from the waiters (it gave up). */
+static void unwait(struct idgen_client *c, struct waiter *w)
+{
+	struct waiter **pp;
+
+	for (pp = &c->waiters; *pp; pp = &(*pp)->next)
+		if (*pp == w) {
+			*pp = w->next;
+			if (c->waiters_tail == &w->next)
+				c->waiters_tail = pp;
+			c->nwaiters--;
+			return;
+		}
+}
+
+/*
+ * A refill's IDs: first to the callers waiting, in the order they came
+ * (so none starves behind faster threads), the rest into the buffer.
+ * Should callers still wait, or the buffer be at its mark, refill again.
+ */
+static void deliver_to_buffer(struct idgen_client *c, struct request *r)
+{
+	size_t i = 0, room, n;
+	struct waiter *w;
+
+	while (i < r->want && (w = c->waiters)) {
+		c->waiters = w->next;
+		if (!c->waiters)
+			c->waiters_tail = &c->waiters;
+		c->nwaiters--;
+		w->id = r->ids[i++];
+		w->done = true;
+	}
+	if (c->head) {
+		memmove(c->buf, c->buf + c->head, c->count * sizeof(c->buf[0]));
+		c->head = 0;
+	}
+	/* Waiters that gave up leave more than room: those are gaps. */
+	room = c->o.buffer_size - c->count;
+	n = r->want - i < room ? r->want - i : room;
+	memcpy(c->buf + c->count, r->ids + i, n * sizeof(c->buf[0]));
+	c->count += n;
+}
+
+static void submit(struct idgen_client *c, struct request *r)
+{
+	r->next = NULL;
+	*c->queue_tail = r;
+	c->queue_tail = &r->next;
+}
+
+/*
+ * Start a refill if the buffer is at its mark or below, or callers wait,
+ * and none runs: for the room in the buffer and one ID per waiting caller
+ * (up to refill_cap).  The one refill request is allocated once: a buffer
+ * hit that starts a refill costs no allocation.  Returns whether the loop
+ * must be woken, which the caller does after unlocking (the loop takes
+ * the lock at once).
+ *
+ * Waking the loop costs the caller a system call and, on a busy machine,
+ * often more (the loop thread is scheduled in its place): with a buffer
+ * of 32 refilled at 16, that would be one call in 16.  So while callers
+ * keep coming the loop looks at the buffer every millisecond by itself
+ * (LOOK_NS), and a caller wakes it only when the buffer is down to half
+ * its mark or callers wait.
+ */
+static bool maybe_refill(struct idgen_client *c)
+{
+	struct request *r = c->refill_req;
+	size_t room = c->o.buffer_size - c->count + c->nwaiters;
+
+	if (room > c->refill_cap)
+		room = c->refill_cap;
+	if (c->refilling || (c->count > c->o.refill_mark && !c->nwaiters) || !room)
+		return false;
+	if (!c->in_loop && !c->nwaiters && c->count > c->o.refill_mark / 2 &&
+	    c->looking)
+		return false;	/* the loop's next look starts it */
+	r->want = room;
+	r->refill = true;
+	r->start_ns = mono_ns();
+	r->deadline_ns = r->start_ns + c->deadline_ns;
+	c->refilling = true;
+	c->refill_start_ns = r->start_ns;
+	BUMP(c, refills);
+	BUMP(c, requests);
+	submit(c, r);
+	return true;
+}
+
+/* Up to n fresh IDs from the buffer; *wake as for maybe_refill(). */
+static size_t take_buffered(struct idgen_client *c, uint64_t *ids, size_t n, bool *wake)
+{
+	size_t k = 0;
+
+	c->last_take_ns = mono_ns();
+	drop_stale(c);
+	while (k < n && c->count) {
+		ids[k++] = c->buf[c->head++];
+		if (!--c->count)
+			c->head = 0;
+	}
+	*wake = maybe_refill(c);
+	return k;
+}
+
+/* ---- calls -------------------------------------------------------------- */
+
+/* One request for n IDs straight into ids, waited for; 0 or -errno. */
+static int fetch(struct idgen_client *c, uint64_t *ids, size_t n)
+{
+	struct request *r = calloc(1, sizeof(*r));
+	pthread_condattr_t ca;
+	int ret;
+
+	if (!r) {
+		set_error("out of memory");
+		return -ENOMEM;
+	}
+	r->want = n;
+	r->ids = ids;
+	r->start_ns = mono_ns();
+	r->deadline_ns = r->start_ns + c->deadline_ns;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&r->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	BUMP(c, requests);
+	pthread_mutex_lock(&c->lock);
+	submit(c, r);
+	pthread_mutex_unlock(&c->lock);
+	curl_multi_wakeup(c->multi);
+
+	/* The loop always finishes a request, by its deadline at the latest. */
+	pthread_mutex_lock(&c->lock);
+	while (!r->done)
+		pthread_cond_wait(&r->cond, &c->lock);
+	pthread_mutex_unlock(&c->lock);
+	ret = r->result;
+	if (ret)
+		set_error("%s", r->err);
+	pthread_cond_destroy(&r->cond);
+	free(r);
+	return ret;
+}
+
+/*
+ * One ID from the buffer, or else handed over by a refill, waiting until
+ * the deadline.  A refill started about when this call began ends by its
+ * own deadline, which is this call's give or take the loop's lateness: it
+ * is waited for, so that its error (naming the hosts) is the one reported.
+ */
+static int take_one(struct idgen_client *c, uint64_t *id, bool *hit)
+{
+	uint64_t start = mono_ns(), deadline = start + c->deadline_ns;
+	struct timespec ts = { deadline / 1000000000, deadline % 1000000000 };
+	struct waiter w = { 0 };
+	unsigned long gen;
+	bool wake = false;
+	int rc = 0;
+
+	*hit = true;
+	pthread_mutex_lock(&c->lock);
+	if (!c->waiters && take_buffered(c, id, 1, &wake)) {
+		pthread_mutex_unlock(&c->lock);
+		if (wake)
+			curl_multi_wakeup(c->multi);
+		return 0;
+	}
+	*hit = false;
+	*c->waiters_tail = &w;
+	c->waiters_tail = &w.next;
+	c->nwaiters++;
+	if (maybe_refill(c) || wake) {
+		pthread_mutex_unlock(&c->lock);
+		curl_multi_wakeup(c->multi);
+		pthread_mutex_lock(&c->lock);
+	}
+	while (!w.done && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&c->buf_cond, &c->lock, &ts);
+	if (!w.done && c->refilling && c->refill_start_ns <= start + 10000000ULL) {
+		gen = c->refill_gen;
+		while (!w.done && gen == c->refill_gen)
+			pthread_cond_wait(&c->buf_cond, &c->lock);
+	}
+	if (!w.done) {
+		unwait(c, &w);
+		if (c->refill_gen && c->refill_result)
+			set_error("%s", c->refill_err);
+		else
+			set_error("no ID within the %u ms deadline: the buffer's refill had "
+				  "not answered", c->o.deadline_ms);
+	}
+	pthread_mutex_unlock(&c->lock);
+	if (!w.done)
+		return -ETIMEDOUT;
+	*id = w.id;
+	return 0;
+}
+
+EXPORT ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t n)
+{
+	size_t got = 0;
+	bool wake;
+	int ret;
+
+	BUMP(c, calls);
+	if (!n || n > COUNT_MAX) {
+		BUMP(c, calls_failed);
+		set_error("count %zu out of range (1 to %u)", n, COUNT_MAX);
+		return -EINVAL;
+	}
+	if (c->o.buffer_size) {
+		pthread_mutex_lock(&c->lock);
+		got = take_buffered(c, ids, n, &wake);
+		pthread_mutex_unlock(&c->lock);
+		if (wake)
+			curl_multi_wakeup(c->multi);
+		if (got == n) {
+			BUMP(c, buffer_hits);
+			return n;
+		}
+	}
+	ret = fetch(c, ids + got, n - got);
+	if (ret) {
+		if (got)
+			return got;
+		BUMP(c, calls_failed);
+		return ret;
+	}
+	return n;
+}
+
+EXPORT int idgen_client_next(struct idgen_client *c, uint64_t *id)
+{
+	bool hit;
+	int ret;
+
+	if (!c->o.buffer_size) {
+		ssize_t r = idgen_client_next_n(c, id, 1);
+
+		return r < 0 ? (int)r : 0;
+	}
+	BUMP(c, calls);
+	ret = take_one(c, id, &hit);
+	if (ret)
+		BUMP(c, calls_failed);
+	else if (hit)
+		BUMP(c, buffer_hits);
+	return ret;
+}
+
+EXPORT int idgen_client_stats(struct idgen_client *c, struct idgen_client_stats *s, size_t size)
+{
+	struct idgen_client_stats t;
+	uint64_t *dst = (uint64_t *)&t;
+	const uint64_t *src = (const uint64_t *)&c->st;
+	size_t i;
+
+	memset(&t, 0, sizeof(t));
+	for (i = 0; i < offsetof(struct idgen_client_stats, hosts) / sizeof(uint64_t); i++)
+		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
+	t.hosts = c->nhosts;
+	for (i = 0; i < c->nhosts; i++)
+		t.hosts_healthy += host_usable(&c->hosts[i]);
+	if (size > sizeof(t))
+		size = sizeof(t);
+	memcpy(s, &t, size);
+	return 0;
+}
+
+/* ---- setup -------------------------------------------------------------- */
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+static CURLcode curl_init_result;
+
+static void curl_init(void)
+{
+	curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+/* Split the endpoints into c->hosts; -EINVAL with the error set. */
+static int parse_endpoints(struct idgen_client *c, const char *endpoints)
+{
+	const char *p = endpoints;
+
+	if (!endpoints || !*endpoints) {
+		set_error("no endpoints: give base URLs, e.g. http://10.0.0.1:8080");
+		return -EINVAL;
+	}
+	for (;;) {
+		size_t len = strcspn(p, ",");
+		struct host *h;
+
+		while (len && p[len - 1] == '/')
+			len--;
+		if (c->nhosts == IDGEN_CLIENT_MAX_HOSTS) {
+			set_error("more than %d endpoints", IDGEN_CLIENT_MAX_HOSTS);
+			return -EINVAL;
+		}
+		if ((strncmp(p, "http://", 7) || len <= 7) &&
+		    (strncmp(p, "https://", 8) || len <= 8)) {
+			set_error("endpoint '%.*s' is not an http:// or https:// URL",
+				  (int)strcspn(p, ","), p);
+			return -EINVAL;
+		}
+		if (memchr(p, ' ', len) || memchr(p, '?', len) || memchr(p, '#', len)) {
+			set_error("endpoint '%.*s': want a base URL, without blanks, "
+				  "query or fragment", (int)len, p);
+			return -EINVAL;
+		}
+		h = &c->hosts[c->nhosts++];
+		if (asprintf(&h->base, "%.*s", (int)len, p) < 0 ||
+		    asprintf(&h->next_url, "%s/v1/ids:next", h->base) < 0 ||
+		    asprintf(&h->ready_url, "%s/readyz", h->base) < 0) {
+			set_error("out of memory");
+			return -ENOMEM;
+		}
+		h->healthy = 1;
+		p += strcspn(p, ",");
+		if (!*p)
+			return 0;
+		p++;
+	}
+}
+
+static int check_options(struct idgen_client *c, const struct idgen_client_options *o)
+{
+	struct idgen_client_options *m = &c->o;
+	size_t i;
+
+	idgen_client_options_init(m);
+	if (o) {
+		if (o->size < offsetof(struct idgen_client_options, caller)) {
+			set_error("options: size %zu: call idgen_client_options_init() first",
+				  o->size);
+			return -EINVAL;
+		}
+		memcpy(m, o, o->size < sizeof(*m) ? o->size : sizeof(*m));
+		m->size = sizeof(*m);
+	}
+	if (m->refill_mark == IDGEN_CLIENT_REFILL_HALF)
+		m->refill_mark = m->buffer_size / 2;
+	if (!m->per_try_ms || m->per_try_ms > 600000) {
+		set_error("options: per_try_ms %u out of range (1 to 600000)", m->per_try_ms);
+		return -EINVAL;
+	}
+	if (!m->deadline_ms || m->deadline_ms > 3600000) {
+		set_error("options: deadline_ms %u out of range (1 to 3600000)", m->deadline_ms);
+		return -EINVAL;
+	}
+	if (m->buffer_size > COUNT_MAX) {
+		set_error("options: buffer_size %u out of range (0 to %u)", m->buffer_size,
+			  COUNT_MAX);
+		return -EINVAL;
+	}
+	if (m->buffer_size && m->refill_mark >= m->buffer_size) {
+		set_error("options: refill_mark %u must be below buffer_size %u",
+			  m->refill_mark, m->buffer_size);
+		return -EINVAL;
+	}
+	if (!m->max_age_ms) {
+		set_error("options: max_age_ms must be at least 1");
+		return -EINVAL;
+	}
+	if (m->health_check_ms < 10 || m->health_check_ms > 3600000) {
+		set_error("options: health_check_ms %u out of range (10 to 3600000)",
+			  m->health_check_ms);
+		return -EINVAL;
+	}
+	if (m->caller) {
+		/* The service's rule: 1 to 64 of these, no escaping needed. */
+		size_t len = strlen(m->caller);
+
+		for (i = 0; i < len; i++)
+			if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+				    "0123456789._:-", m->caller[i]))
+				break;
+		if (!len || len > 64 || i < len) {
+			set_error("options: caller '%s': 1 to 64 letters, digits and ._:-",
+				  m->caller);
+			return -EINVAL;
+		}
+		snprintf(c->caller_json, sizeof(c->caller_json), ",\"caller\":\"%s\"",
+			 m->caller);
+		m->caller = NULL;	/* not kept: the caller's string may go */
+	}
+	m->layouts = o && o->size > offsetof(struct idgen_client_options, layouts) ?
+		     o->layouts : NULL;
+	c->per_try_ns = (uint64_t)m->per_try_ms * 1000000;
+	c->deadline_ns = (uint64_t)m->deadline_ms * 1000000;
+	c->health_ns = (uint64_t)m->health_check_ms * 1000000;
+	return 0;
+}
+
+static void client_free(struct idgen_client *c)
+{
+	unsigned int i;
+
+	for (i = 0; i < c->nhosts; i++) {
+		free(c->hosts[i].base);
+		free(c->hosts[i].next_url);
+		free(c->hosts[i].ready_url);
+	}
+	while (c->npool)
+		curl_easy_cleanup(c->pool[--c->npool]);
+	if (c->multi)
+		curl_multi_cleanup(c->multi);
+	curl_slist_free_all(c->headers);
+	if (c->timer_fd >= 0)
+		close(c->timer_fd);
+	pthread_cond_destroy(&c->buf_cond);
+	pthread_mutex_destroy(&c->lock);
+	if (c->refill_req)
+		free(c->refill_req->ids);
+	free(c->refill_req);
+	free(c->buf);
+	free(c);
+}
+
+EXPORT int idgen_client_new(const char *endpoints, const struct idgen_client_options *options,
+			    struct idgen_client **out)
+{
+	struct idgen_client *c;
+	pthread_condattr_t ca;
+	int ret;
+
+	last_error[0] = '\0';
+	pthread_once(&curl_once, curl_init);
+	if (curl_init_result != CURLE_OK) {
+		set_error("curl_global_init: %s", curl_easy_strerror(curl_init_result));
+		return -ENOMEM;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c) {
+		set_error("out of memory");
+		return -ENOMEM;
+	}
+	c->timer_fd = -1;
+	pthread_mutex_init(&c->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->buf_cond, &ca);
+	pthread_condattr_destroy(&ca);
+	c->queue_tail = &c->queue;
+	c->waiters_tail = &c->waiters;
+	c->rng = mono_ns() | 1;
+	ret = check_options(c, options);
+	if (!ret)
+		ret = parse_endpoints(c, endpoints);
+	if (ret) {
+		client_free(c);
+		return ret;
+	}
+	c->buf = calloc(c->o.buffer_size ? c->o.buffer_size : 1, sizeof(c->buf[0]));
+	if (c->o.buffer_size) {
+		c->refill_cap = c->o.buffer_size + 256 < COUNT_MAX ? c->o.buffer_size + 256 : COUNT_MAX;
+		c->refill_req = calloc(1, sizeof(*c->refill_req));
+		if (c->refill_req)
+			c->refill_req->ids = calloc(c->refill_cap, sizeof(uint64_t));
+		if (!c->refill_req || !c->refill_req->ids) {
+			set_error("out of memory");
+			client_free(c);
+			return -ENOMEM;
+		}
+	}
+	c->multi = curl_multi_init();
+	c->headers = curl_slist_append(NULL, "Content-Type: application/json");
+	if (c->headers)
+		c->headers = curl_slist_append(c->headers, "Expect:");
+	c->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (!c->buf || !c->multi || !c->headers || c->timer_fd < 0) {
+		set_error("out of memory (or no timerfd)");
+		client_free(c);
+		return -ENOMEM;
+	}
+	ret = pthread_create(&c->thread, NULL, loop, c);
+	if (ret) {
+		set_error("no event-loop thread: %s", strerror(ret));
+		client_free(c);
+		return -EAGAIN;
+	}
+	*out = c;
+	return 0;
+}
+
+EXPORT void idgen_client_free(struct idgen_client *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->lock);
+	c->stop = true;
+	pthread_mutex_unlock(&c->lock);
+	curl_multi_wakeup(c->multi);
+	pthread_join(c->thread, NULL);
+	/* Only the refill can be left in the queue: it is c->refill_req. */
+	client_free(c);
+}

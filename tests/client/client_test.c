@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * client_test MODE ARGS...: one scenario of libidgen-client, as TAP.
+ * tests/client/run.sh starts the hosts (idgen-httpd --device sim:W, each
+ * its own worker W, so an ID names the host that minted it) and freezes,
+ * kills or fakes them around these.
+ *
+ *   options
+ *       bad endpoints and options: -EINVAL and a message naming the fault
+ *   spread URLS CALLS
+ *       without a buffer: every call answered, every host a share
+ *   frozen URLS CALLS BOUND_MS FROZEN_WORKER
+ *       one host SIGSTOPped: every call answered within BOUND_MS, none by it
+ *   alldown URLS DEADLINE_MS SLACK_MS BUFFER WHY
+ *       every host down: -ETIMEDOUT after the deadline, within SLACK_MS of
+ *       it, the message naming every host and WHY
+ *   unique URLS TOTAL THREADS BUFFER
+ *       TOTAL IDs over THREADS threads: none twice, and each thread's IDs
+ *       of one host strictly increasing
+ *   stale URLS MAX_AGE_MS
+ *       with a buffer: no ID minted more than MAX_AGE_MS before its call
+ *   bad FAKE GOOD GOOD_WORKER CALLS WHY
+ *       FAKE answers badly: every call (of 4 IDs, so that order and
+ *       duplicates show) answered by GOOD alone; against FAKE alone, the
+ *       error names WHY
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "idgen.h"
+#include "idgen_client.h"
+
+static int ntests, failed;
+
+static void check(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%sok %d - ", cond ? "" : "not ", ++ntests);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	if (!cond)
+		failed = 1;
+}
+
+static int done(void)
+{
+	printf("1..%d\n", ntests);
+	return failed;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static unsigned int worker_of(uint64_t id)
+{
+	struct idgen_decoded d;
+
+	idgen_decode(id, NULL, &d);
+	return d.worker;
+}
+
+static unsigned long num(const char *s)
+{
+	return strtoul(s, NULL, 10);
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* How many IDs occur more than once. */
+static size_t duplicates(uint64_t *ids, size_t n)
+{
+	size_t i, dup = 0;
+
+	qsort(ids, n, sizeof(ids[0]), cmp_u64);
+	for (i = 1; i < n; i++)
+		dup += ids[i] == ids[i - 1];
+	return dup;
+}
+
+static void print_latencies(const char *what, uint64_t *ns, size_t n)
+{
+	if (!n)
+		return;
+	qsort(ns, n, sizeof(ns[0]), cmp_u64);
+	printf("# %s: %zu calls, latency p50 %.3f ms, p99 %.3f ms, p999 %.3f ms, max %.3f ms\n",
+	       what, n, ns[n / 2] / 1e6, ns[n * 99 / 100] / 1e6, ns[n * 999 / 1000] / 1e6,
+	       ns[n - 1] / 1e6);
+}
+
+static void print_stats(struct idgen_client *c)
+{
+	struct idgen_client_stats s;
+
+	idgen_client_stats(c, &s, sizeof(s));
+	printf("# stats: calls %" PRIu64 " failed %" PRIu64 " buffer_hits %" PRIu64
+	       " requests %" PRIu64 " tries %" PRIu64 " retries %" PRIu64 " timeouts %" PRIu64
+	       " skipped %" PRIu64 " connect_errors %" PRIu64 " http_errors %" PRIu64
+	       " bad_answers %" PRIu64 " abandoned %" PRIu64 " stale_dropped %" PRIu64
+	       " refills %" PRIu64 " probes %" PRIu64 "/%" PRIu64 " failed, healthy %u of %u,"
+	       " loop late by %" PRIu64 " us at worst\n",
+	       s.calls, s.calls_failed, s.buffer_hits, s.requests, s.tries, s.retries,
+	       s.timeouts, s.hosts_skipped, s.connect_errors, s.http_errors, s.bad_answers,
+	       s.abandoned, s.stale_dropped, s.refills, s.probes, s.probes_failed,
+	       s.hosts_healthy, s.hosts, s.loop_late_max_us);
+}
+
+static struct idgen_client *client(const char *urls, unsigned int buffer,
+				   unsigned int deadline_ms, unsigned int per_try_ms)
+{
+	struct idgen_client_options o;
+	struct idgen_client *c;
+
+	idgen_client_options_init(&o);
+	o.buffer_size = buffer;
+	if (deadline_ms)
+		o.deadline_ms = deadline_ms;
+	if (per_try_ms)
+		o.per_try_ms = per_try_ms;
+	if (idgen_client_new(urls, &o, &c)) {
+		printf("# idgen_client_new: %s\n", idgen_client_last_error());
+		exit(2);
+	}
+	return c;
+}
+
+/* ---- options ------------------------------------------------------------ */
+
+static void refused(const char *what, const char *urls, struct idgen_client_options *o,
+		    const char *says)
+{
+	struct idgen_client *c = NULL;
+	int ret = idgen_client_new(urls, o, &c);
+
+	check(ret == -EINVAL && strstr(idgen_client_last_error(), says),
+	      "%s: -EINVAL, \"%s\" (got %d, \"%s\")", what, says, ret,
+	      idgen_client_last_error());
+	idgen_client_free(c);
+}
+
+static int t_options(void)
+{
+	struct idgen_client_options o;
+	struct idgen_client *c;
+	uint64_t ids[2];
+
+	refused("no endpoints", "", NULL, "no endpoints");
+	refused("an ftp:// endpoint", "http://127.0.0.1:1,ftp://h", NULL,
+		"endpoint 'ftp://h' is not an http:// or https:// URL");
+	refused("an endpoint with a query", "http://h/?a", NULL, "without blanks, query");
+	refused("a bare scheme", "http://", NULL, "not an http:// or https:// URL");
+	idgen_client_options_init(&o);
+	o.per_try_ms = 0;
+	refused("per_try_ms 0", "http://h", &o, "per_try_ms 0 out of range");
+	idgen_client_options_init(&o);
+	o.buffer_size = 8;
+	o.refill_mark = 8;
+	refused("refill_mark at the buffer size", "http://h", &o,
+		"refill_mark 8 must be below buffer_size 8");
+	idgen_client_options_init(&o);
+	o.caller = "a b";
+	refused("a caller with a blank", "http://h", &o, "caller 'a b'");
+	idgen_client_options_init(&o);
+	o.size = 4;
+	refused("options not initialised", "http://h", &o, "idgen_client_options_init()");
+
+	idgen_client_options_init(&o);
+	o.buffer_size = 7;	/* the mark: half, 3 */
+	check(!idgen_client_new("http://127.0.0.1:1/", &o, &c),
+	      "a buffer of 7 with the default mark, a trailing slash: accepted");
+	check(idgen_client_next_n(c, ids, 0) == -EINVAL &&
+	      strstr(idgen_client_last_error(), "count 0 out of range"),
+	      "next_n(0): -EINVAL (\"%s\")", idgen_client_last_error());
+	check(idgen_client_next_n(c, ids, 10001) == -EINVAL, "next_n(10001): -EINVAL");
+	idgen_client_free(c);
+	return done();
+}
+
+/* ---- spread, frozen ----------------------------------------------------- */
+
+static int t_spread(const char *urls, size_t calls, long bound_ms, long frozen)
+{
+	/* A deadline past the bound: a slow call shows in the bound's check. */
+	struct idgen_client *c = client(urls, 0, 1000, 0);
+	uint64_t *ids = calloc(calls, sizeof(*ids)), *lat = calloc(calls, sizeof(*lat));
+	size_t per_worker[128] = { 0 }, ok = 0, i, n = 0, nhosts = 1, w;
+	struct idgen_client_stats s;
+	const char *p;
+	int ret;
+
+	for (p = urls; *p; p++)
+		nhosts += *p == ',';
+	for (i = 0; i < calls; i++) {
+		uint64_t t0 = mono_ns();
+
+		ret = idgen_client_next(c, &ids[n]);
+		lat[i] = mono_ns() - t0;
+		if (ret) {
+			printf("# call %zu: %s\n", i, idgen_client_last_error());
+			continue;
+		}
+		per_worker[worker_of(ids[n])]++;
+		n++;
+		ok++;
+	}
+	print_stats(c);
+	idgen_client_stats(c, &s, sizeof(s));
+	printf("# per worker:");
+	for (w = 0; w < 128; w++)
+		if (per_worker[w])
+			printf(" %zu: %zu", w, per_worker[w]);
+	printf("\n");
+	print_latencies(frozen >= 0 ? "one host frozen" : "all hosts up", lat, calls);
+	check(ok == calls, "%zu calls of %zu answered", ok, calls);
+	check(s.calls == calls && s.tries >= calls, "stats: %" PRIu64 " calls, %" PRIu64
+	      " tries", s.calls, s.tries);
+	if (frozen < 0) {
+		size_t hosts_used = 0;
+
+		for (w = 0; w < 128; w++)
+			hosts_used += per_worker[w] >= calls / nhosts / 4;
+		check(hosts_used == nhosts, "each of the %zu hosts answered at least a quarter "
+		      "of its even share", nhosts);
+	} else {
+		qsort(lat, calls, sizeof(lat[0]), cmp_u64);
+		check(!per_worker[frozen], "no ID from the frozen host (worker %ld)", frozen);
+		check(lat[calls - 1] <= (uint64_t)bound_ms * 1000000,
+		      "every call within %ld ms (the slowest: %.3f ms)", bound_ms,
+		      lat[calls - 1] / 1e6);
+		/*
+		 * Skipped once it timed out, not tried again and again: a third
+		 * of the calls would each wait out a timeout on it.
+		 */
+		check(s.hosts_skipped > 0 && s.timeouts < calls / 10,
+		      "the frozen host was skipped (%" PRIu64 " times), not tried again and "
+		      "again (%" PRIu64 " per-try timeouts in %zu calls)", s.hosts_skipped,
+		      s.timeouts, calls);
+	}
+	check(!duplicates(ids, n), "no ID twice among %zu", n);
+	idgen_client_free(c);
+	free(ids);
+	free(lat);
+	return done();
+}
+
+/* ---- every host down ---------------------------------------------------- */
+
+static int t_alldown(const char *urls, unsigned int deadline_ms, unsigned int slack_ms,
+		     unsigned int buffer, const char *why)
+{
+	struct idgen_client *c = client(urls, buffer, deadline_ms, 0);
+	struct idgen_client_stats s;
+	const char *err, *p;
+	char url[256];
+	uint64_t t0, t1, id;
+	int ret, named = 1;
+
+	t0 = mono_ns();
+	ret = idgen_client_next(c, &id);
+	t1 = mono_ns();
+	err = idgen_client_last_error();
+	printf("# %s\n", err);
+	check(ret == -ETIMEDOUT, "buffer %u: -ETIMEDOUT (got %d)", buffer, ret);
+	check(t1 - t0 >= (uint64_t)deadline_ms * 1000000 &&
+	      t1 - t0 <= (uint64_t)(deadline_ms + slack_ms) * 1000000,
+	      "... after the %u ms deadline, within %u ms of it (%.1f ms)", deadline_ms,
+	      slack_ms, (t1 - t0) / 1e6);
+	for (p = urls; *p; p += strcspn(p, ",") + !!p[strcspn(p, ",")]) {
+		snprintf(url, sizeof(url), "%.*s: ", (int)strcspn(p, ","), p);
+		if (!strstr(err, url))
+			named = 0;
+	}
+	check(named && strstr(err, "no ID within the") && strstr(err, why),
+	      "... the message names every host and \"%s\"", why);
+	idgen_client_stats(c, &s, sizeof(s));
+	check(s.calls == 1 && s.calls_failed == 1, "stats: 1 call, 1 failed");
+	print_stats(c);
+	idgen_client_free(c);
+	return done();
+}
+
+/* ---- uniqueness and threads ------------------------------------------- */
+
+struct worker_arg {
+	struct idgen_client *c;
+	uint64_t *ids;
+	size_t n, got, errors, out_of_order;
+};
+
+static void *taker(void *arg)
+{
+	struct worker_arg *a = arg;
+	uint64_t last[128] = { 0 };
+	size_t i;
+
+	for (i = 0; i < a->n; i++) {
+		uint64_t id;
+		unsigned int w;
+
+		if (idgen_client_next(a->c, &id)) {
+			if (a->errors++ < 3)
+				printf("# %s\n", idgen_client_last_error());
+			continue;
+		}
+		w = worker_of(id);
+		if (id <= last[w])
+			a->out_of_order++;
+		last[w] = id;
+		a->ids[a->got++] = id;
+	}
+	return NULL;
+}
+
+static int t_unique(const char *urls, size_t total, unsigned int threads, unsigned int buffer)
+{
+	struct idgen_client *c = client(urls, buffer, 1000, 0);
+	struct worker_arg a[64];
+	struct idgen_client_stats s;
+	uint64_t *all = calloc(total, sizeof(*all)), t0;
+	size_t n = 0, errors = 0, ooo = 0, dup;
+	unsigned int t;
+
+	if (threads > 64)
+		threads = 64;
+	t0 = mono_ns();
+	for (t = 0; t < threads; t++) {
+		a[t] = (struct worker_arg){ .c = c, .ids = all + n, .n = total / threads };
+		n += a[t].n;
+	}
+	pthread_t th[64];
+
+	for (t = 0; t < threads; t++)
+		pthread_create(&th[t], NULL, taker, &a[t]);
+	n = 0;
+	for (t = 0; t < threads; t++) {
+		pthread_join(th[t], NULL);
+		errors += a[t].errors;
+		ooo += a[t].out_of_order;
+	}
+	/* The IDs each thread got, end to end. */
+	for (t = 0; t < threads; t++) {
+		memmove(all + n, a[t].ids, a[t].got * sizeof(*all));
+		n += a[t].got;
+	}
+	printf("# %zu IDs in %.2f s over %u threads, buffer %u\n", n, (mono_ns() - t0) / 1e9,
+	       threads, buffer);
+	print_stats(c);
+	idgen_client_stats(c, &s, sizeof(s));
+	check(!errors && n == total / threads * threads, "%u threads, buffer %u: all %zu calls "
+	      "answered (%zu failed)", threads, buffer, total / threads * threads, errors);
+	dup = duplicates(all, n);
+	check(!dup, "... no ID twice among %zu (%zu duplicates)", n, dup);
+	check(!ooo, "... each thread's IDs of one host strictly increasing (%zu out of order)", ooo);
+	if (buffer)
+		check(s.buffer_hits > 0 && s.refills > 0,
+		      "... the buffer answered (%" PRIu64 " hits, %" PRIu64 " refills)",
+		      s.buffer_hits, s.refills);
+	idgen_client_free(c);
+	free(all);
+	return done();
+}
+
+/* ---- the age bound ------------------------------------------------------ */
+
+static int t_stale(const char *urls, unsigned int max_age_ms)
+{
+	struct idgen_client_options o;
+	struct idgen_client_stats s;
+	struct idgen_client *c;
+	unsigned int i, too_old = 0, errors = 0, worst = 0;
+
+	idgen_client_options_init(&o);
+	o.buffer_size = 64;
+	o.max_age_ms = max_age_ms;
+	o.deadline_ms = 1000;
+	if (idgen_client_new(urls, &o, &c))
+		return 2;
+	srand(1);
+	for (i = 0; i < 40; i++) {
+		uint64_t start = wall_ms(), id, minted;
+		struct idgen_decoded d;
+
+		if (idgen_client_next(c, &id)) {
+			printf("# %s\n", idgen_client_last_error());
+			errors++;
+			continue;
+		}
+		idgen_decode(id, NULL, &d);
+		minted = d.unix_ms;
+		if (minted + max_age_ms < start)
+			too_old++;
+		if (start > minted && start - minted > worst)
+			worst = start - minted;
+		/* Now and then past the bound, now and then within it. */
+		usleep((rand() % (3 * max_age_ms)) * 1000);
+	}
+	print_stats(c);
+	idgen_client_stats(c, &s, sizeof(s));
+	check(!errors, "40 calls with sleeps of up to %u ms: all answered", 3 * max_age_ms);
+	check(!too_old, "... none minted more than %u ms before its call (the oldest: %u ms; "
+	      "%u too old)", max_age_ms, worst, too_old);
+	check(s.stale_dropped > 0, "... stale IDs were dropped and counted (%" PRIu64 ")",
+	      s.stale_dropped);
+	idgen_client_free(c);
+	return done();
+}
+
+/* ---- bad answers -------------------------------------------------------- */
+
+static int t_bad(const char *fake, const char *good, unsigned int good_worker, size_t calls,
+		 const char *why)
+{
+	char urls[512];
+	struct idgen_client *c;
+	struct idgen_client_stats s;
+	size_t i, k, ok = 0, foreign = 0;
+	uint64_t ids[4];
+	int ret;
+
+	snprintf(urls, sizeof(urls), "%s,%s", fake, good);
+	/* Python answers in milliseconds: a per-try timeout it can meet. */
+	c = client(urls, 0, 2000, 200);
+	for (i = 0; i < calls; i++) {
+		if (idgen_client_next_n(c, ids, 4) != 4) {
+			printf("# %s\n", idgen_client_last_error());
+			continue;
+		}
+		ok++;
+		for (k = 0; k < 4; k++)
+			foreign += worker_of(ids[k]) != good_worker;
+	}
+	print_stats(c);
+	idgen_client_stats(c, &s, sizeof(s));
+	check(ok == calls, "%s: %zu calls of %zu answered", why, ok, calls);
+	check(!foreign, "... none with the fake's IDs (%zu)", foreign);
+	check(s.bad_answers + s.http_errors + s.connect_errors + s.timeouts > 0,
+	      "... the fake was tried and refused (%" PRIu64 " bad answers, %" PRIu64
+	      " HTTP errors, %" PRIu64 " timeouts)", s.bad_answers, s.http_errors, s.timeouts);
+	idgen_client_free(c);
+
+	c = client(fake, 0, 1000, 200);
+	ret = idgen_client_next_n(c, ids, 4);
+	printf("# %s\n", idgen_client_last_error());
+	check(ret == -ETIMEDOUT && strstr(idgen_client_last_error(), why),
+	      "... the fake alone: -ETIMEDOUT, \"%s\" (got %d)", why, ret);
+	idgen_client_free(c);
+	return done();
+}
+
+int main(int argc, char *argv[])
+{
+	const char *m = argc > 1 ? argv[1] : "";
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(m, "options"))
+		return t_options();
+	if (!strcmp(m, "spread") && argc == 4)
+		return t_spread(argv[2], num(argv[3]), 0, -1);
+	if (!strcmp(m, "frozen") && argc == 6)
+		return t_spread(argv[2], num(argv[3]), num(argv[4]), num(argv[5]));
+	if (!strcmp(m, "alldown") && argc == 7)
+		return t_alldown(argv[2], num(argv[3]), num(argv[4]), num(argv[5]), argv[6]);
+	if (!strcmp(m, "unique") && argc == 6)
+		return t_unique(argv[2], num(argv[3]), num(argv[4]), num(argv[5]));
+	if (!strcmp(m, "stale") && argc == 4)
+		return t_stale(argv[2], num(argv[3]));
+	if (!strcmp(m, "bad") && argc == 7)
+		return t_bad(argv[2], argv[3], num(argv[4]), num(argv[5]), argv[6]);
+	fprintf(stderr, "client_test: unknown mode or wrong arguments (see the source)\n");
+	return 2;
+}
