@@ -3,7 +3,9 @@
 #
 # run.sh [bookworm|trixie]: the Debian packages, from source to a purged
 # host, on Debian 12 (the default) or 13.  Prints TAP.
-#   - dpkg-buildpackage -us -uc -b on a clean copy of the tree; lintian
+#   - dpkg-buildpackage -us -uc -b on a clean copy of the tree (idgen-dkms,
+#     idgen-tools, libidgen0, libidgen-dev, libidgen-client0,
+#     libidgen-client-dev); lintian
 #     finds no errors
 #   - installed with apt into a fresh Debian root (a copy of a cached
 #     one made by scripts/build-root.sh with dkms, the stock kernel and its
@@ -20,14 +22,18 @@ set -uo pipefail
 
 suite=${1:-bookworm}
 # The root's packages besides dkms and the kernel: idgen-tools' libraries
-# (trixie's carry the 64-bit time_t names), so that the install needs no
-# download; and the kernel the guest boots, as run-guest.sh names it.
+# (trixie's carry the 64-bit time_t names) and what libidgen-client-dev
+# depends on, so that the install needs no download and the purge leaves
+# nothing it pulled in; and the kernel the guest boots, as run-guest.sh
+# names it.
 case $suite in
 bookworm)
-	libs=(libcurl4 libjson-c5 libmicrohttpd12 libnl-genl-3-200 libssl3)
+	libs=(libcurl4 libjson-c5 libmicrohttpd12 libnl-genl-3-200 libssl3
+	      libcurl4-openssl-dev libjson-c-dev pkgconf)
 	;;
 trixie)
-	libs=(libcurl4t64 libjson-c5 libmicrohttpd12t64 libnl-genl-3-200 libssl3t64)
+	libs=(libcurl4t64 libjson-c5 libmicrohttpd12t64 libnl-genl-3-200 libssl3t64
+	      libcurl4-openssl-dev libjson-c-dev pkgconf)
 	;;
 *)
 	echo "usage: $0 [bookworm|trixie]" >&2
@@ -84,7 +90,7 @@ install_debs() {
 	mkdir -p "$root/tmp/debs" && cp "${debs[@]}" "$root/tmp/debs/" &&
 		in_root apt-get -q install -y "${in_debs[@]}"
 }
-tap_step "apt install of the four packages into the root" install_debs || bail
+tap_step "apt install of the ${#debs[@]} packages into the root" install_debs || bail
 
 # Compressed as the kernel's own modules are (trixie's dkms: .ko.xz).
 ko=
@@ -94,9 +100,43 @@ done
 check "DKMS built and installed idgen.ko for the root's kernel $kver (${ko##*/})" test -n "$ko"
 check "dkms status: idgen $(cat "$top/VERSION") installed for $kver" \
 	sh -c "chroot '$root' dkms status idgen | grep -q '$kver.*installed'"
-for page in man8/idgend.8 man8/idgenctl.8 man8/idgen-httpd.8 man3/libidgen.3; do
+for page in man8/idgend.8 man8/idgenctl.8 man8/idgen-httpd.8 man3/libidgen.3 \
+	man3/idgen_client.3; do
 	check "the man page $page is installed" test -f "$root/usr/share/man/$page.gz"
 done
+# A program of the user's, built against the installed libidgen-client
+# with pkg-config and run: a fleet whose one host refuses connections
+# gives -ETIMEDOUT and names the host.
+client_program() {
+	cat >"$root/tmp/client.c" <<-'EOF'
+	#include <errno.h>
+	#include <stdio.h>
+	#include <string.h>
+	#include <idgen_client.h>
+
+	int main(void)
+	{
+		struct idgen_client_options o;
+		struct idgen_client *c;
+		uint64_t id;
+		int err;
+
+		idgen_client_options_init(&o);
+		o.buffer_size = 0;
+		o.deadline_ms = 200;
+		if (idgen_client_new("http://127.0.0.1:9", &o, &c))
+			return 2;
+		err = idgen_client_next(c, &id);
+		printf("%d %s\n", err, idgen_client_last_error());
+		idgen_client_free(c);
+		return err == -ETIMEDOUT && strstr(idgen_client_last_error(), "127.0.0.1:9") ? 0 : 1;
+	}
+	EOF
+	in_root sh -c 'cc -Wall -Werror -o /tmp/client /tmp/client.c $(pkg-config --cflags --libs idgen-client) &&
+		ldd /tmp/client | grep -q "libidgen-client.so.0 => /usr/lib/" && /tmp/client'
+}
+tap_step "a program built with pkg-config idgen-client runs on the installed library" client_program
+
 for unit in idgend.service idgen-httpd.service; do
 	# --man=no: a minimal root has no man(1); the pages are checked below.
 	tap_step "systemd-analyze verify $unit" \
@@ -153,10 +193,11 @@ fi
 # --- purge -------------------------------------------------------------------
 
 purge() {
-	in_root apt-get -q purge -y idgen-dkms idgen-tools libidgen-dev libidgen0 &&
-		rm -rf "$root/tmp/debs"
+	in_root apt-get -q purge -y idgen-dkms idgen-tools libidgen-client-dev \
+		libidgen-client0 libidgen-dev libidgen0 &&
+		rm -rf "$root/tmp/debs" "$root"/tmp/client*
 }
-tap_step "apt purge of the four packages" purge
+tap_step "apt purge of the six packages" purge
 check "purge took idgen out of DKMS" \
 	sh -c "! chroot '$root' dkms status idgen | grep -q ."
 # What dpkg, apt and dkms keep of their own (logs, status, caches) aside,
