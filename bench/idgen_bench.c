@@ -9,10 +9,18 @@
  *
  * Figures are medians of rounds; latencies come with p50/p99/p999.
  * Nothing here is asserted: goals are printed as ratios.
+ *
+ * idgen_bench --icount [CALLS] instead counts instructions: it runs each
+ * measured call CALLS times (default 1000) between the markers of
+ * bench/icount/marker.h, at SCHED_FIFO, for the guest to run under QEMU
+ * with the bench/icount plugin, which writes the counts; this program
+ * prints only what each marker tag measures ("ICOUNT-TAG" lines) and the
+ * conditions that change the counts ("ICOUNT-ENV" lines).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,10 +29,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/utsname.h>
 
 #include <linux/idgen.h>
 
 #include "idgen.h"
+#include "icount/marker.h"
 
 #define ROUNDS		7
 #define LAT_SAMPLES	20000
@@ -351,6 +361,149 @@ static void goal(const char *what, double ratio, double bound, int at_most)
 	       bound, met ? "met" : "**missed**");
 }
 
+/* ------------------------------------------------ instruction counts */
+
+static void check_len(ssize_t r, size_t len, const char *what)
+{
+	if (r != (ssize_t)len) {
+		fprintf(stderr, "idgen_bench: %s: %s\n", what,
+			r < 0 ? strerror(errno) : "short read");
+		exit(1);
+	}
+}
+
+static void check_take(int err)
+{
+	if (err) {
+		fprintf(stderr, "idgen_bench: libidgen buffer: %s\n", idgen_strerror(-err));
+		exit(1);
+	}
+}
+
+/* Unmarked calls first, so that what is counted runs warm. */
+#define WARMUP	50
+
+/*
+ * COUNT(tag, calls, pause_us, call, check): run @call @calls times between
+ * the markers of @tag (a constant), each after @pause_us microseconds of
+ * sleep (outside the markers), and @check after each, outside too.
+ */
+#define COUNT(tag, calls, pause_us, call, check) do {			\
+	int i_;								\
+	for (i_ = 0; i_ < WARMUP + (calls); i_++) {			\
+		if (pause_us)						\
+			usleep(pause_us);				\
+		if (i_ < WARMUP) {					\
+			call;						\
+		} else {						\
+			ICOUNT_BEGIN(tag);				\
+			call;						\
+			ICOUNT_END(tag);				\
+		}							\
+		check;							\
+	}								\
+} while (0)
+
+static void tag(int t, int ids, int bytes, const char *what)
+{
+	printf("ICOUNT-TAG %d %d %d %s\n", t, ids, bytes, what);
+}
+
+static void print_env(void)
+{
+	char line[512] = "", model[256] = "";
+	struct utsname u;
+	FILE *f;
+
+	uname(&u);
+	printf("ICOUNT-ENV kernel %s %s\n", u.release, u.version);
+	f = fopen("/proc/cmdline", "r");
+	if (f) {
+		if (fgets(line, sizeof(line), f))
+			line[strcspn(line, "\n")] = 0;
+		fclose(f);
+	}
+	printf("ICOUNT-ENV cmdline %s\n", line);
+	f = fopen("/proc/cpuinfo", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+			snprintf(model, sizeof(model), "%s", strchr(line, ':') + 2);
+			model[strcspn(model, "\n")] = 0;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	printf("ICOUNT-ENV cpu %s, %ld online\n", model, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+/*
+ * The calls of the instruction-count table.  Reads of many IDs sleep
+ * first, so that the generator has caught up with the clock and no read
+ * waits for it: a read's cost is counted, not the node's ceiling.
+ */
+static int count_instructions(int calls)
+{
+	static uint64_t buf[MAX_BATCH];
+	struct sched_param sp = { .sched_priority = 50 };
+	int idgen, zero, uuid, few = calls / 4 > 20 ? calls / 4 : 20;
+	volatile uint64_t sink = 0;
+	ssize_t r = 0;
+	uint64_t id;
+	int err = 0;
+
+	/* Kernel threads busy after boot would preempt the calls otherwise. */
+	if (sched_setscheduler(0, SCHED_FIFO, &sp)) {
+		fprintf(stderr, "idgen_bench: SCHED_FIFO: %s\n", strerror(errno));
+		return 1;
+	}
+	idgen = open_or_die("/dev/idgen");
+	zero = open_or_die("/dev/zero");
+	uuid = open_or_die("/proc/sys/kernel/random/uuid");
+	read_or_die(idgen, buf, 8, "/dev/idgen (is a lease set?)");
+	if (idgen_buffer_new(idgen, 1024, 10, &buffer)) {
+		fprintf(stderr, "idgen_bench: cannot make a libidgen buffer\n");
+		return 1;
+	}
+	print_env();
+
+	tag(1, 0, 0, "the markers alone (nothing between them)");
+	COUNT(1, calls, 0, (void)0, (void)0);
+	tag(2, 0, 8, "read 8 B of /dev/zero");
+	COUNT(2, calls, 0, r = read(zero, buf, 8), check_len(r, 8, "/dev/zero"));
+	tag(3, 0, 4096, "read 4096 B of /dev/zero");
+	COUNT(3, calls, 0, r = read(zero, buf, 4096), check_len(r, 4096, "/dev/zero"));
+	tag(4, 0, 0, "getppid()");
+	COUNT(4, calls, 0, r = getppid(), (void)0);
+	tag(5, 0, 37, "pread /proc/sys/kernel/random/uuid");
+	COUNT(5, calls, 0, r = pread(uuid, buf, 64, 0), check_len(r, 37, "uuid"));
+
+	tag(10, 1, 8, "read 1 ID of /dev/idgen");
+	COUNT(10, calls, 0, r = read(idgen, buf, 8), check_len(r, 8, "/dev/idgen"));
+	tag(11, 2, 16, "read 2 IDs of /dev/idgen");
+	COUNT(11, calls, 0, r = read(idgen, buf, 16), check_len(r, 16, "/dev/idgen"));
+	tag(12, 8, 64, "read 8 IDs of /dev/idgen");
+	COUNT(12, calls, 0, r = read(idgen, buf, 64), check_len(r, 64, "/dev/idgen"));
+	tag(13, 64, 512, "read 64 IDs of /dev/idgen");
+	COUNT(13, calls, 200, r = read(idgen, buf, 512), check_len(r, 512, "/dev/idgen"));
+	tag(14, 512, 4096, "read 512 IDs of /dev/idgen");
+	COUNT(14, few, 1000, r = read(idgen, buf, 4096), check_len(r, 4096, "/dev/idgen"));
+	tag(15, 4096, 32768, "read 4096 IDs of /dev/idgen");
+	COUNT(15, few, 3000, r = read(idgen, buf, 32768), check_len(r, 32768, "/dev/idgen"));
+
+	tag(20, 1, 0, "in-process lock-free, 1 ID");
+	COUNT(20, calls, 0, sink += lockfree_next(), (void)0);
+	tag(21, 1, 0, "in-process mutex, 1 ID");
+	COUNT(21, calls, 0, sink += mutex_next(), (void)0);
+	tag(22, 1, 0, "libidgen buffer (1024 IDs, 10 ms age bound), 1 ID");
+	COUNT(22, calls, 0, err = idgen_buffer_take(buffer, &id),
+	      check_take(err));
+	(void)sink;
+	(void)id;
+	idgen_buffer_free(buffer);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static uint64_t buf[MAX_BATCH];
@@ -359,8 +512,18 @@ int main(int argc, char **argv)
 	double one_reader, tp[5];
 	int idgen, zero, uuid, n, t;
 
+	if (argc >= 2 && !strcmp(argv[1], "--icount")) {
+		char *end = NULL;
+		long calls = argc == 3 ? strtol(argv[2], &end, 10) : 1000;
+
+		if (argc > 3 || (end && (*end || calls < 1 || calls > 1000000))) {
+			fprintf(stderr, "usage: %s --icount [CALLS (1..1000000)]\n", argv[0]);
+			return 2;
+		}
+		return count_instructions((int)calls);
+	}
 	if (argc != 1) {
-		fprintf(stderr, "usage: %s\n", argv[0]);
+		fprintf(stderr, "usage: %s [--icount [CALLS]]\n", argv[0]);
 		return 2;
 	}
 	idgen = open_or_die("/dev/idgen");
