@@ -167,6 +167,13 @@ if [ ${#kernels[@]} -gt 0 ]; then
 		tests/vm/run-guest.sh --timeout "${IDGEN_GUEST_TIMEOUT:-900}" "$k" \
 		tests/vm/compat32-suite.sh "build/$k/kmod/idgen.ko"
 fi
+# The instruction counts of `make bench` are exact or worth nothing: the
+# benchmark's calls counted twice (two short boots of the newest installed
+# kernel under bench/icount's plugin), every per-call mode must agree.
+if [ ${#kernels[@]} -gt 0 ]; then
+	k=${kernels[${#kernels[@]} - 1]}
+	tap "instruction counts, $k" "icount-$k.log" tests/vm/icount-determinism.sh "$k"
+fi
 # The device tests on each other kernel that boots (the arm64 ones are
 # only cross-built).
 for k in "${others[@]}"; do

@@ -17,8 +17,9 @@
  * layout (nokaslr) and they repeat.  One vCPU: the counters are shared.
  *
  * At exit, for each tag, one line to FILE (tab-separated):
- *   C tag calls mode min mode_kernel min_kernel mode_user min_user mean
- * (mode: the most frequent count; ties go to the smaller).  With
+ *   C tag calls mode min mode_kernel min_kernel mode_user min_user mean at_mode
+ * (mode: the most frequent count, ties to the smaller; at_mode: how many
+ * calls counted it).  With
  * profile=TAG (repeatable), also where the kernel instructions of that
  * tag's calls went, summed over its calls, by translation block (the
  * host names them by function, bench/icount/profile.sh):
@@ -213,8 +214,11 @@ static int cmp_u64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* Mode (the smaller of equals) and minimum of @v, sorted in place. */
-static void mode_min(uint64_t *v, size_t n, uint64_t *mode, uint64_t *min)
+/*
+ * Mode (the smaller of equals), how many times it occurs, and minimum of
+ * @v, sorted in place.
+ */
+static size_t mode_min(uint64_t *v, size_t n, uint64_t *mode, uint64_t *min)
 {
 	size_t i, run = 0, best = 0;
 
@@ -228,6 +232,7 @@ static void mode_min(uint64_t *v, size_t n, uint64_t *mode, uint64_t *min)
 			*mode = v[i];
 		}
 	}
+	return best;
 }
 
 static void report_profile(FILE *f, unsigned int tag)
@@ -244,6 +249,7 @@ static void report_profile(FILE *f, unsigned int tag)
 static void on_exit_report(qemu_plugin_id_t id, void *udata)
 {
 	uint64_t *tot, *k, *u, mode, min, kmode, kmin, umode, umin;
+	size_t at_mode;
 	FILE *f = fopen(out_path, "w");
 	unsigned int tag;
 	double sum;
@@ -255,7 +261,7 @@ static void on_exit_report(qemu_plugin_id_t id, void *udata)
 		fprintf(stderr, "icount: %s: %s\n", out_path, strerror(errno));
 		return;
 	}
-	fprintf(f, "# C tag calls mode min mode_kernel min_kernel mode_user min_user mean\n");
+	fprintf(f, "# C tag calls mode min mode_kernel min_kernel mode_user min_user mean at_mode\n");
 	for (tag = 0; tag < NTAGS; tag++) {
 		struct tag *t = &tags[tag];
 
@@ -273,12 +279,12 @@ static void on_exit_report(qemu_plugin_id_t id, void *udata)
 			tot[i] = k[i] + u[i];
 			sum += (double)tot[i];
 		}
-		mode_min(tot, t->n, &mode, &min);
+		at_mode = mode_min(tot, t->n, &mode, &min);
 		mode_min(k, t->n, &kmode, &kmin);
 		mode_min(u, t->n, &umode, &umin);
 		fprintf(f, "C\t%u\t%zu\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64
-			"\t%" PRIu64 "\t%" PRIu64 "\t%.1f\n", tag, t->n, mode, min,
-			kmode, kmin, umode, umin, sum / (double)t->n);
+			"\t%" PRIu64 "\t%" PRIu64 "\t%.1f\t%zu\n", tag, t->n, mode, min,
+			kmode, kmin, umode, umin, sum / (double)t->n, at_mode);
 		free(tot);
 		free(k);
 		free(u);
