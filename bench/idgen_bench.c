@@ -507,9 +507,9 @@ static int count_instructions(int calls)
 int main(int argc, char **argv)
 {
 	static uint64_t buf[MAX_BATCH];
-	struct lat l_idgen, l_zero, l_uuid, l_one, l_two;
+	struct lat l_idgen, l_zero, l_uuid, l_threads;
 	double idgen512 = 0, zero512 = 0, lockfree = 0, ceiling_ms, buffered;
-	double one_reader, tp[5];
+	double one_reader, tp[5], one_id[5];
 	int idgen, zero, uuid, n, t;
 
 	if (argc >= 2 && !strcmp(argv[1], "--icount")) {
@@ -593,22 +593,39 @@ int main(int argc, char **argv)
 	}
 	one_reader = tp[1];
 
-	printf("\n## Per-call latency of 1-ID reads under contention (ns)\n\n");
-	printf("| threads | p50 | p99 | p999 |\n|---|---|---|---|\n");
-	sleep_ms(1200);
-	run_readers(1, 0, 1.0, 1, &l_one);
-	sleep_ms(1200);
-	run_readers(2, 0, 1.0, 1, &l_two);
-	printf("| 1 | %.0f | %.0f | %.0f |\n", l_one.p50, l_one.p99, l_one.p999);
-	printf("| 2 | %.0f | %.0f | %.0f |\n\n", l_two.p50, l_two.p99, l_two.p999);
+	/*
+	 * Scaling where the syscall, not the node's ceiling, limits: 1-ID
+	 * reads from 1, 2 and 4 threads, each on its own file, stay far below
+	 * the ceiling, so the rate per thread shows what readers cost each
+	 * other (the guest has 2 vCPUs: 4 threads share them).
+	 */
+	printf("\n## 1-ID reads from 1, 2 and 4 threads (2 s each after 0.2 s of warm-up)\n\n");
+	printf("| threads | IDs/s per thread | IDs/s in all | p50 (ns) | p99 (ns) | p999 (ns) |\n");
+	printf("|---|---|---|---|---|---|\n");
+	for (t = 1; t <= 4; t *= 2) {
+		sleep_ms(1200);
+		one_id[t] = run_readers(t, 0.2, 2.0, 1, &l_threads) / t;
+		printf("| %d | %.0f | %.0f | %.0f | %.0f | %.0f |\n", t, one_id[t], one_id[t] * t,
+		       l_threads.p50, l_threads.p99, l_threads.p999);
+	}
+	printf("\n");
 
 	print_memory();
 
-	printf("## Goals\n\n| goal | measured | target | |\n|---|---|---|---|\n");
+	printf("## Goals, in time\n\n| goal | measured | target | |\n|---|---|---|---|\n");
 	goal("single-ID read p50 / /dev/zero p50", l_idgen.p50 / l_zero.p50, 1.3, 1);
 	goal("512-ID batch ns/ID / in-process lock-free ns/ID", idgen512 / lockfree, 1.0, 1);
 	goal("512-ID batch ns/ID / /dev/zero ns per 8 B", idgen512 / zero512, 2.0, 1);
 	goal("one reader / the node's ceiling", one_reader / ceiling_ms, 0.95, 0);
-	goal("two readers / one reader", tp[2] / tp[1], 0.95, 0);
+	goal("two readers / the node's ceiling", tp[2] / ceiling_ms, 0.95, 0);
+	/*
+	 * No target: on a shared 2-core host the guest's second vCPU is not
+	 * a core of its own.  Reported so that a change that makes readers
+	 * cost each other shows.
+	 */
+	printf("| 1-ID reads, IDs/s per thread: 2 threads / 1 thread | %.2f | (reported) | |\n",
+	       one_id[2] / one_id[1]);
+	printf("| 1-ID reads, IDs/s per thread: 4 threads / 1 thread | %.2f | (reported) | |\n",
+	       one_id[4] / one_id[1]);
 	return 0;
 }
