@@ -127,6 +127,14 @@ for k in "${kernels[@]}" "${others[@]}"; do
 done
 step "build the selftests" selftests-build.log make -s -C tests/selftests
 step "build the benchmark" bench-build.log make -s -C bench
+# make bench runs these in guests and on the host, not CI: a quoting slip
+# would only show at the next benchmark run.
+# shellcheck disable=SC2016 # expanded by the inner shell
+step "the benchmark's scripts parse" bench-parse.log sh -c '
+	sh -n bench/http_guest.sh &&
+	for f in scripts/bench.sh scripts/bench-http.sh scripts/icount.sh bench/icount/report.sh; do
+		bash -n "$f" || exit 1
+	done'
 step "build the 32-bit caller test" compat32-build.log make -s -C tests/vm
 step "build the fuzzer" fuzz-build.log make -s -C tests/fuzz
 tap "netlink spec" netlink-spec.log tests/netlink-spec.sh
