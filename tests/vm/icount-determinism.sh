@@ -20,6 +20,7 @@ work=build/icount-determinism
 # Tags that are not compared (bench/idgen_bench.c): the kernel's UUID.
 not_compared=" 5 "
 
+mkdir -p build
 echo "TAP version 13"
 echo "1..3"
 n=0
