@@ -625,7 +625,7 @@ int main(int argc, char **argv)
 	 */
 	printf("| 1-ID reads, IDs/s per thread: 2 threads / 1 thread | %.2f | (reported) | |\n",
 	       one_id[2] / one_id[1]);
-	printf("| 1-ID reads, IDs/s per thread: 4 threads / 1 thread | %.2f | (reported) | |\n",
+	printf("| 1-ID reads, IDs/s per thread: 4 threads / 1 thread | %.2f | (reported) | |\n\n",
 	       one_id[4] / one_id[1]);
 	return 0;
 }
