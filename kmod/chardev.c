@@ -180,12 +180,12 @@ fault:
 	return written;
 }
 
-static ssize_t idgen_read_iter(struct kiocb *iocb, struct iov_iter *to)
+/* Serve a read of @file into @to; @nowait: never sleep for the clock. */
+static ssize_t idgen_read_ids(struct file *file, bool nowait,
+			      struct iov_iter *to)
 {
-	struct idgen_gen *gen = idgen_file_gen(iocb->ki_filp);
-	struct idgen_share *share = idgen_file_share(iocb->ki_filp);
-	bool nowait = (iocb->ki_flags & IOCB_NOWAIT) ||
-		      (iocb->ki_filp->f_flags & O_NONBLOCK);
+	struct idgen_gen *gen = idgen_file_gen(file);
+	struct idgen_share *share = idgen_file_share(file);
 	size_t left = iov_iter_count(to);
 	ssize_t done = 0;
 	int err = 0;
@@ -232,6 +232,28 @@ static ssize_t idgen_read_iter(struct kiocb *iocb, struct iov_iter *to)
 	}
 	idgen_gen_count_refusal(gen, err);
 	return err;
+}
+
+static ssize_t idgen_read_iter(struct kiocb *iocb, struct iov_iter *to)
+{
+	return idgen_read_ids(iocb->ki_filp,
+			      (iocb->ki_flags & IOCB_NOWAIT) ||
+			      (iocb->ki_filp->f_flags & O_NONBLOCK), to);
+}
+
+/*
+ * read(2) itself, as drivers/char/mem.c has for /dev/zero beside its
+ * ->read_iter: without it, the VFS would set up a kiocb for the call and
+ * go through ->read_iter, which for one ID costs more than a tenth of
+ * what the module does.  The same path, on a ubuf iterator of its own.
+ */
+static ssize_t idgen_read(struct file *file, char __user *buf, size_t len,
+			  loff_t *ppos)
+{
+	struct iov_iter to;
+
+	iov_iter_ubuf(&to, ITER_DEST, buf, len);
+	return idgen_read_ids(file, file->f_flags & O_NONBLOCK, &to);
 }
 
 static __poll_t idgen_poll(struct file *file, poll_table *wait)
@@ -316,6 +338,7 @@ static const struct file_operations idgen_fops = {
 	.owner		= THIS_MODULE,
 	.open		= idgen_open,
 	.release	= idgen_release,
+	.read		= idgen_read,
 	.read_iter	= idgen_read_iter,
 	.poll		= idgen_poll,
 	.unlocked_ioctl	= idgen_ioctl,
