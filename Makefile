@@ -8,7 +8,9 @@
 # make check           every test, in QEMU guests (see README.md)
 # make matrix          the same on every kernel of the matrix (see README.md)
 # make demo            mint and decode IDs from a real /dev/idgen in a guest
-# make bench           benchmarks in a guest, then bench-http and bench-client; results in docs/bench/
+# make bench           benchmarks in a guest, in time and in instructions (a
+#                      QEMU plugin, bench/icount/), then bench-http and
+#                      bench-client; results in docs/bench/
 # make bench-http      idgen-httpd's HTTP benchmark on the host only
 # make bench-client    libidgen-client's benchmark on the host only
 # make fuzz            10^6 fuzzed calls and trinity against the module in a

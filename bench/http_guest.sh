@@ -42,5 +42,5 @@ END {
 	print "the first. idgen-httpd reads through one open file of /dev/idgen, which"
 	print "alone may take the whole node. Under TCG the HTTP path is emulated"
 	print "too: the host section below says what HTTP costs, and there the"
-	print "service delivers the node's ceiling."
+	print "service delivers the ceiling of the node."
 }' /tmp/wrk.out

@@ -9,10 +9,18 @@
  *
  * Figures are medians of rounds; latencies come with p50/p99/p999.
  * Nothing here is asserted: goals are printed as ratios.
+ *
+ * idgen_bench --icount [CALLS] instead counts instructions: it runs each
+ * measured call CALLS times (default 1000) between the markers of
+ * bench/icount/marker.h, at SCHED_FIFO, for the guest to run under QEMU
+ * with the bench/icount plugin, which writes the counts; this program
+ * prints only what each marker tag measures ("ICOUNT-TAG" lines) and the
+ * conditions that change the counts ("ICOUNT-ENV" lines).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,10 +29,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/utsname.h>
 
 #include <linux/idgen.h>
 
 #include "idgen.h"
+#include "icount/marker.h"
 
 #define ROUNDS		7
 #define LAT_SAMPLES	20000
@@ -351,16 +361,169 @@ static void goal(const char *what, double ratio, double bound, int at_most)
 	       bound, met ? "met" : "**missed**");
 }
 
+/* ------------------------------------------------ instruction counts */
+
+static void check_len(ssize_t r, size_t len, const char *what)
+{
+	if (r != (ssize_t)len) {
+		fprintf(stderr, "idgen_bench: %s: %s\n", what,
+			r < 0 ? strerror(errno) : "short read");
+		exit(1);
+	}
+}
+
+static void check_take(int err)
+{
+	if (err) {
+		fprintf(stderr, "idgen_bench: libidgen buffer: %s\n", idgen_strerror(-err));
+		exit(1);
+	}
+}
+
+/* Unmarked calls first, so that what is counted runs warm. */
+#define WARMUP	50
+
+/*
+ * COUNT(tag, calls, pause_us, call, check): run @call @calls times between
+ * the markers of @tag (a constant), each after @pause_us microseconds of
+ * sleep (outside the markers), and @check after each, outside too.
+ */
+#define COUNT(tag, calls, pause_us, call, check) do {			\
+	int i_;								\
+	for (i_ = 0; i_ < WARMUP + (calls); i_++) {			\
+		if (pause_us)						\
+			usleep(pause_us);				\
+		if (i_ < WARMUP) {					\
+			call;						\
+		} else {						\
+			ICOUNT_BEGIN(tag);				\
+			call;						\
+			ICOUNT_END(tag);				\
+		}							\
+		check;							\
+	}								\
+} while (0)
+
+static void tag(int t, int ids, int bytes, const char *what)
+{
+	printf("ICOUNT-TAG %d %d %d %s\n", t, ids, bytes, what);
+}
+
+static void print_env(void)
+{
+	char line[512] = "", model[256] = "";
+	struct utsname u;
+	FILE *f;
+
+	uname(&u);
+	printf("ICOUNT-ENV kernel %s %s\n", u.release, u.version);
+	f = fopen("/proc/cmdline", "r");
+	if (f) {
+		if (fgets(line, sizeof(line), f))
+			line[strcspn(line, "\n")] = 0;
+		fclose(f);
+	}
+	printf("ICOUNT-ENV cmdline %s\n", line);
+	f = fopen("/proc/cpuinfo", "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (!strncmp(line, "model name", 10) && strchr(line, ':')) {
+			snprintf(model, sizeof(model), "%s", strchr(line, ':') + 2);
+			model[strcspn(model, "\n")] = 0;
+			break;
+		}
+	}
+	if (f)
+		fclose(f);
+	printf("ICOUNT-ENV cpu %s, %ld online\n", model, sysconf(_SC_NPROCESSORS_ONLN));
+}
+
+/*
+ * The calls of the instruction-count table.  Reads of many IDs sleep
+ * first, so that the generator has caught up with the clock and no read
+ * waits for it: a read's cost is counted, not the node's ceiling.
+ */
+static int count_instructions(int calls)
+{
+	static uint64_t buf[MAX_BATCH];
+	struct sched_param sp = { .sched_priority = 50 };
+	int idgen, zero, uuid, few = calls / 4 > 20 ? calls / 4 : 20;
+	volatile uint64_t sink = 0;
+	ssize_t r = 0;
+	uint64_t id;
+	int err = 0;
+
+	/* Kernel threads busy after boot would preempt the calls otherwise. */
+	if (sched_setscheduler(0, SCHED_FIFO, &sp)) {
+		fprintf(stderr, "idgen_bench: SCHED_FIFO: %s\n", strerror(errno));
+		return 1;
+	}
+	idgen = open_or_die("/dev/idgen");
+	zero = open_or_die("/dev/zero");
+	uuid = open_or_die("/proc/sys/kernel/random/uuid");
+	read_or_die(idgen, buf, 8, "/dev/idgen (is a lease set?)");
+	if (idgen_buffer_new(idgen, 1024, 10, &buffer)) {
+		fprintf(stderr, "idgen_bench: cannot make a libidgen buffer\n");
+		return 1;
+	}
+	print_env();
+
+	tag(1, 0, 0, "the markers alone (nothing between them)");
+	COUNT(1, calls, 0, (void)0, (void)0);
+	tag(2, 0, 8, "read 8 B of /dev/zero");
+	COUNT(2, calls, 0, r = read(zero, buf, 8), check_len(r, 8, "/dev/zero"));
+	tag(3, 0, 4096, "read 4096 B of /dev/zero");
+	COUNT(3, calls, 0, r = read(zero, buf, 4096), check_len(r, 4096, "/dev/zero"));
+	tag(4, 0, 0, "getppid()");
+	COUNT(4, calls, 0, r = getppid(), (void)0);
+	tag(5, 0, 37, "pread /proc/sys/kernel/random/uuid");
+	COUNT(5, calls, 0, r = pread(uuid, buf, 64, 0), check_len(r, 37, "uuid"));
+
+	tag(10, 1, 8, "read 1 ID of /dev/idgen");
+	COUNT(10, calls, 0, r = read(idgen, buf, 8), check_len(r, 8, "/dev/idgen"));
+	tag(11, 2, 16, "read 2 IDs of /dev/idgen");
+	COUNT(11, calls, 0, r = read(idgen, buf, 16), check_len(r, 16, "/dev/idgen"));
+	tag(12, 8, 64, "read 8 IDs of /dev/idgen");
+	COUNT(12, calls, 0, r = read(idgen, buf, 64), check_len(r, 64, "/dev/idgen"));
+	tag(13, 64, 512, "read 64 IDs of /dev/idgen");
+	COUNT(13, calls, 200, r = read(idgen, buf, 512), check_len(r, 512, "/dev/idgen"));
+	tag(14, 512, 4096, "read 512 IDs of /dev/idgen");
+	COUNT(14, few, 1000, r = read(idgen, buf, 4096), check_len(r, 4096, "/dev/idgen"));
+	tag(15, 4096, 32768, "read 4096 IDs of /dev/idgen");
+	COUNT(15, few, 3000, r = read(idgen, buf, 32768), check_len(r, 32768, "/dev/idgen"));
+
+	tag(20, 1, 0, "in-process lock-free, 1 ID");
+	COUNT(20, calls, 0, sink += lockfree_next(), (void)0);
+	tag(21, 1, 0, "in-process mutex, 1 ID");
+	COUNT(21, calls, 0, sink += mutex_next(), (void)0);
+	tag(22, 1, 0, "libidgen buffer (1024 IDs, 10 ms age bound), 1 ID");
+	COUNT(22, calls, 0, err = idgen_buffer_take(buffer, &id),
+	      check_take(err));
+	(void)sink;
+	(void)id;
+	idgen_buffer_free(buffer);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static uint64_t buf[MAX_BATCH];
-	struct lat l_idgen, l_zero, l_uuid, l_one, l_two;
+	struct lat l_idgen, l_zero, l_uuid, l_threads;
 	double idgen512 = 0, zero512 = 0, lockfree = 0, ceiling_ms, buffered;
-	double one_reader, tp[5];
+	double one_reader, tp[5], one_id[5];
 	int idgen, zero, uuid, n, t;
 
+	if (argc >= 2 && !strcmp(argv[1], "--icount")) {
+		char *end = NULL;
+		long calls = argc == 3 ? strtol(argv[2], &end, 10) : 1000;
+
+		if (argc > 3 || (end && (*end || calls < 1 || calls > 1000000))) {
+			fprintf(stderr, "usage: %s --icount [CALLS (1..1000000)]\n", argv[0]);
+			return 2;
+		}
+		return count_instructions((int)calls);
+	}
 	if (argc != 1) {
-		fprintf(stderr, "usage: %s\n", argv[0]);
+		fprintf(stderr, "usage: %s [--icount [CALLS]]\n", argv[0]);
 		return 2;
 	}
 	idgen = open_or_die("/dev/idgen");
@@ -430,22 +593,39 @@ int main(int argc, char **argv)
 	}
 	one_reader = tp[1];
 
-	printf("\n## Per-call latency of 1-ID reads under contention (ns)\n\n");
-	printf("| threads | p50 | p99 | p999 |\n|---|---|---|---|\n");
-	sleep_ms(1200);
-	run_readers(1, 0, 1.0, 1, &l_one);
-	sleep_ms(1200);
-	run_readers(2, 0, 1.0, 1, &l_two);
-	printf("| 1 | %.0f | %.0f | %.0f |\n", l_one.p50, l_one.p99, l_one.p999);
-	printf("| 2 | %.0f | %.0f | %.0f |\n\n", l_two.p50, l_two.p99, l_two.p999);
+	/*
+	 * Scaling where the syscall, not the node's ceiling, limits: 1-ID
+	 * reads from 1, 2 and 4 threads, each on its own file, stay far below
+	 * the ceiling, so the rate per thread shows what readers cost each
+	 * other (the guest has 2 vCPUs: 4 threads share them).
+	 */
+	printf("\n## 1-ID reads from 1, 2 and 4 threads (2 s each after 0.2 s of warm-up)\n\n");
+	printf("| threads | IDs/s per thread | IDs/s in all | p50 (ns) | p99 (ns) | p999 (ns) |\n");
+	printf("|---|---|---|---|---|---|\n");
+	for (t = 1; t <= 4; t *= 2) {
+		sleep_ms(1200);
+		one_id[t] = run_readers(t, 0.2, 2.0, 1, &l_threads) / t;
+		printf("| %d | %.0f | %.0f | %.0f | %.0f | %.0f |\n", t, one_id[t], one_id[t] * t,
+		       l_threads.p50, l_threads.p99, l_threads.p999);
+	}
+	printf("\n");
 
 	print_memory();
 
-	printf("## Goals\n\n| goal | measured | target | |\n|---|---|---|---|\n");
+	printf("## Goals, in time\n\n| goal | measured | target | |\n|---|---|---|---|\n");
 	goal("single-ID read p50 / /dev/zero p50", l_idgen.p50 / l_zero.p50, 1.3, 1);
 	goal("512-ID batch ns/ID / in-process lock-free ns/ID", idgen512 / lockfree, 1.0, 1);
 	goal("512-ID batch ns/ID / /dev/zero ns per 8 B", idgen512 / zero512, 2.0, 1);
 	goal("one reader / the node's ceiling", one_reader / ceiling_ms, 0.95, 0);
-	goal("two readers / one reader", tp[2] / tp[1], 0.95, 0);
+	goal("two readers / the node's ceiling", tp[2] / ceiling_ms, 0.95, 0);
+	/*
+	 * No target: on a shared 2-core host the guest's second vCPU is not
+	 * a core of its own.  Reported so that a change that makes readers
+	 * cost each other shows.
+	 */
+	printf("| 1-ID reads, IDs/s per thread: 2 threads / 1 thread | %.2f | (reported) | |\n",
+	       one_id[2] / one_id[1]);
+	printf("| 1-ID reads, IDs/s per thread: 4 threads / 1 thread | %.2f | (reported) | |\n\n",
+	       one_id[4] / one_id[1]);
 	return 0;
 }

@@ -52,6 +52,10 @@ trap cleanup EXIT
 uptime_start=$(uptime)
 
 # ---- the servers ----------------------------------------------------------
+# The log exists before the server starts: the loop below may read it
+# before the shell forked for the server has opened it (sed failing on a
+# missing file would end the script under set -e).
+: >"$work/httpd.log"
 taskset -c "$server_cpu" helper/httpd/idgen-httpd --listen 127.0.0.1:0 --device sim:1 \
 	--clock-check no --threads 1 --max-connections-per-ip 1024 >"$work/httpd.log" 2>&1 &
 httpd_pid=$!

@@ -21,6 +21,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 
 #include "idgen_util.h"
@@ -296,6 +297,87 @@ TEST_F(leased, read_straddling_fault_is_short)
 	/* The next read works and is above what was delivered. */
 	next = read_checked(_metadata, self->fd, &self->st, ids[2], 8);
 	EXPECT_LT(ids[2], next);
+	munmap(map, 2 * page);
+}
+
+/*
+ * A read(2) buffer is written in place, eight IDs a store round: a fault
+ * at any place of a round, or in a later batch, still returns exactly the
+ * IDs before it.
+ */
+TEST_F(leased, read_fault_anywhere_returns_the_ids_before)
+{
+	/* Every place in a round, a round's edges, a batch's (512 IDs). */
+	static const size_t befores[] = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 15, 16, 17,
+					  511, 512, 513, 515, 519 };
+	long page = sysconf(_SC_PAGESIZE);
+	__u64 *ids, prev = 0;
+	const char *why;
+	size_t b, n;
+	char *map;
+	ssize_t r;
+
+	map = mmap(NULL, 3 * page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(0, mprotect(map + 2 * page, page, PROT_NONE));
+	for (b = 0; b < sizeof(befores) / sizeof(befores[0]); b++) {
+		n = befores[b];
+		ids = (__u64 *)(map + 2 * page) - n;
+		memset(ids, JUNK, n * sizeof(*ids));
+		r = read(self->fd, ids, (n + 10) * sizeof(*ids));
+		ASSERT_EQ((ssize_t)(n * sizeof(*ids)), r)
+			TH_LOG("%zu IDs before the hole: read returned %zd (%s)", n, r,
+			       r < 0 ? strerror(errno) : "count");
+		ASSERT_EQ(n, check_batch(ids, n, prev, &self->st,
+					 wall_idgen_ms() - SLACK_MS,
+					 wall_idgen_ms() + SLACK_MS, &why))
+			TH_LOG("%zu IDs before the hole: %s", n, why);
+		prev = ids[n - 1];
+	}
+	munmap(map, 3 * page);
+}
+
+/*
+ * readv() gets IDs composed and copied, not written in place: across its
+ * buffers they increase, and a fault ends it after the IDs before it.
+ */
+TEST_F(leased, readv_ids_increase_across_buffers)
+{
+	long page = sysconf(_SC_PAGESIZE);
+	static __u64 a[1], b[100], c[700];
+	static __u64 all[801];
+	struct iovec iov[3] = {
+		{ a, sizeof(a) }, { b, sizeof(b) }, { c, sizeof(c) },
+	};
+	__u64 *tail;
+	const char *why;
+	char *map;
+	ssize_t r;
+
+	r = readv(self->fd, iov, 3);
+	ASSERT_EQ((ssize_t)sizeof(all), r) TH_LOG("readv: %s", r < 0 ? strerror(errno) : "short");
+	memcpy(all, a, sizeof(a));
+	memcpy(all + 1, b, sizeof(b));
+	memcpy(all + 101, c, sizeof(c));
+	ASSERT_EQ(801, check_batch(all, 801, 0, &self->st, wall_idgen_ms() - SLACK_MS,
+				   wall_idgen_ms() + SLACK_MS, &why)) TH_LOG("%s", why);
+
+	map = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(0, mprotect(map + page, page, PROT_NONE));
+	tail = (__u64 *)(map + page) - 3;
+	iov[0] = (struct iovec){ a, sizeof(a) };
+	iov[1] = (struct iovec){ tail, 10 * sizeof(*tail) };
+	r = readv(self->fd, iov, 2);
+	ASSERT_EQ(4 * (ssize_t)sizeof(__u64), r)
+		TH_LOG("readv across a PROT_NONE page returned %zd (%s)", r,
+		       r < 0 ? strerror(errno) : "count");
+	ASSERT_LT(all[800], a[0]);
+	ASSERT_LT(a[0], tail[0]);
+	ASSERT_EQ(3, check_batch(tail, 3, a[0], &self->st, wall_idgen_ms() - SLACK_MS,
+				 wall_idgen_ms() + SLACK_MS, &why)) TH_LOG("%s", why);
 	munmap(map, 2 * page);
 }
 

@@ -3,8 +3,9 @@
 #
 # Usage:
 #   tests/vm/run-guest.sh [--timeout SECS] [--smp N] [--mem MB] [--log FILE]
-#                         [--hostfwd tcp:127.0.0.1:HOSTPORT-:GUESTPORT]...
-#                         [--monitor PATH] KVER COMMAND [ARG...]
+#                         [--hostfwd tcp:127.0.0.1:HOSTPORT-:GUESTPORT]... [--monitor PATH]
+#                         [--cpu MODEL] [--append ARGS] [--plugin SO[,ARG...]]
+#                         KVER COMMAND [ARG...]
 #
 # Boots /boot/vmlinuz-KVER under QEMU (TCG, no KVM) with a small busybox
 # initramfs; KVER may also name a kernel of the matrix that
@@ -49,6 +50,12 @@
 #   130  interrupted (INT/TERM/HUP); QEMU is stopped
 # A message saying which is printed on stderr.
 #
+# --cpu MODEL is QEMU's -cpu (default: QEMU's own, qemu64); --append ARGS adds
+# to the kernel command line (say nokaslr); --plugin loads a TCG plugin
+# (QEMU's -plugin SO,ARG...).  The instruction counts of scripts/bench.sh
+# need all three: a fixed CPU model and kernel layout, and the counting
+# plugin (bench/icount/).
+#
 # Note: the guest command's own output shares the console, so a command
 # that prints one of the problem strings (e.g. "WARNING:") fails the run.
 #
@@ -66,6 +73,9 @@ custom_image=
 expect_alloc_failures=
 hostfwds=()
 monitor_path=
+cpu_model=
+extra_append=
+plugin=
 
 # Strings that mean the kernel is unhappy; any of them on the console fails
 # the run. Matched as fixed strings, case-sensitively.
@@ -97,7 +107,8 @@ usage() {
     cat >&2 <<EOF
 usage: $prog [--timeout SECS] [--smp N] [--mem MB] [--log FILE] [--image BZIMAGE]
        [--expect-alloc-failures] [--hostfwd tcp:127.0.0.1:HOSTPORT-:GUESTPORT]...
-       [--monitor PATH] KVER COMMAND [ARG...]
+       [--monitor PATH] [--cpu MODEL] [--append ARGS] [--plugin SO[,ARG...]]
+       KVER COMMAND [ARG...]
 Runs COMMAND inside a QEMU guest booted from /boot/vmlinuz-KVER, from the
 image of a kernel that scripts/fetch-kernels.sh unpacked (KVER is then its
 matrix name: sid, trixie-rt, ...), or from BZIMAGE (a kernel with virtio, 9p and its console built in; KVER then only
@@ -106,6 +117,8 @@ console are expected (fault injection) and do not fail the run.
 --hostfwd: a network card on QEMU's user network, eth0 10.0.2.15, the host's
 127.0.0.1:HOSTPORT forwarded to its GUESTPORT; the host's loopback is 10.0.2.2
 from inside (repeatable).  --monitor PATH: QEMU's monitor on a unix socket.
+--cpu: QEMU's -cpu model; --append: more kernel command line;
+--plugin: a TCG plugin and its arguments (QEMU's -plugin).
 EOF
     exit 2
 }
@@ -124,7 +137,7 @@ while (($#)); do
             expect_alloc_failures=1
             shift
             ;;
-        --timeout | --smp | --mem | --log | --image | --hostfwd | --monitor)
+        --timeout | --smp | --mem | --log | --image | --hostfwd | --monitor | --cpu | --append | --plugin)
             (($# >= 2)) || usage
             case $1 in
                 --hostfwd)
@@ -140,6 +153,9 @@ while (($#)); do
                     ;;
                 --monitor) monitor_path=$2 ;;
                 --image) custom_image=$2 ;;
+                --cpu) cpu_model=$2 ;;
+                --append) extra_append+=" $2" ;;
+                --plugin) plugin=$2 ;;
                 --timeout) need_int "$1" "$2" && timeout_secs=$2 ;;
                 --smp) need_int "$1" "$2" && smp=$2 ;;
                 --mem) need_int "$1" "$2" && mem=$2 ;;
@@ -431,6 +447,7 @@ append+=" no_timer_check"
 # ACPI's PCI routing (_PRT) can run into the AML loop timeout and leave
 # virtio without an interrupt: route PCI interrupts from the BIOS table.
 [[ -z $custom_image ]] || append+=" pci=noacpi"
+append+=$extra_append
 qemu=(
     qemu-system-x86_64 -accel tcg -nographic -no-reboot
     -smp "$smp" -m "$mem"
@@ -439,6 +456,8 @@ qemu=(
     -rtc base=utc
     -virtfs 'local,path=/,mount_tag=hostroot,security_model=none,readonly=on,multidevs=remap'
 )
+[[ -z $cpu_model ]] || qemu+=(-cpu "$cpu_model")
+[[ -z $plugin ]] || qemu+=(-plugin "$plugin")
 
 # A network card only if asked for: QEMU's user network (no host privileges),
 # each forward from the host's loopback.

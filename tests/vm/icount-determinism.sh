@@ -1,0 +1,74 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# icount-determinism.sh KVER: the instruction counts of the benchmark are
+# exact, or they are worth nothing as a measure.  Counts the benchmark's
+# calls twice (scripts/icount.sh, 200 calls per measure, two boots of
+# KVER) and fails if a per-call mode differs between the runs, for the
+# total, the kernel's or the user's instructions.  Prints TAP.
+#
+# The kernel's UUID (pread of /proc/sys/kernel/random/uuid) is shown but
+# not compared: its count varies from call to call by a few instructions
+# (no value holds even half of the calls), so its mode may move.
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top" || exit 1
+kver=${1:?usage: icount-determinism.sh KVER}
+calls=${IDGEN_ICOUNT_CALLS:-200}
+work=build/icount-determinism
+# Tags that are not compared (bench/idgen_bench.c): the kernel's UUID.
+not_compared=" 5 "
+
+mkdir -p build
+echo "TAP version 13"
+echo "1..3"
+n=0
+runs_ok=1
+for run in 1 2; do
+	n=$((n + 1))
+	if scripts/icount.sh --calls "$calls" "$kver" "$work/$run" >"$work-$run.log" 2>&1; then
+		echo "ok $n - count run $run of the benchmark's calls on $kver"
+	else
+		sed 's/^/# /' "$work-$run.log" | tail -n 30
+		echo "not ok $n - count run $run of the benchmark's calls on $kver"
+		runs_ok=
+	fi
+done
+
+n=$((n + 1))
+if [[ -z $runs_ok ]]; then
+	echo "not ok $n - per-call modes identical in both runs (a run failed)"
+	exit 1
+fi
+# tag, calls, mode, kernel mode, user mode; and the measure's name.
+modes() {
+	awk -F'\t' '$1 == "C" { print $2, $4, $6, $8 }' "$work/$1/counts.txt"
+}
+names=$(grep -a '^ICOUNT-TAG ' "$work/1/console.log" | cut -d' ' -f2,5-)
+differ=0 compared=0
+while read -r tag m1 k1 u1; do
+	name=$(awk -v t="$tag" '$1 == t { $1 = ""; print substr($0, 2) }' <<<"$names")
+	read -r _ m2 k2 u2 < <(modes 2 | awk -v t="$tag" '$1 == t')
+	line="$name: run 1 $m1 ($k1 kernel, $u1 user), run 2 ${m2:-none} (${k2:-?} kernel, ${u2:-?} user)"
+	if [[ $not_compared == *" $tag "* ]]; then
+		echo "# not compared: $line"
+	elif [[ $m1 == "${m2:-}" && $k1 == "${k2:-}" && $u1 == "${u2:-}" ]]; then
+		echo "# same: $line"
+		compared=$((compared + 1))
+	else
+		echo "# DIFFERS: $line"
+		differ=$((differ + 1))
+	fi
+done < <(modes 1)
+# Every measure of the second run was in the first.
+if [[ $(modes 1 | wc -l) != "$(modes 2 | wc -l)" ]]; then
+	echo "# the runs counted different sets of measures"
+	differ=$((differ + 1))
+fi
+if ((differ == 0 && compared >= 10)); then
+	echo "ok $n - per-call modes identical in both runs ($compared measures)"
+else
+	echo "not ok $n - per-call modes identical in both runs ($differ differ, $compared compared)"
+	exit 1
+fi
