@@ -132,7 +132,8 @@ step "build the benchmark" bench-build.log make -s -C bench
 # shellcheck disable=SC2016 # expanded by the inner shell
 step "the benchmark's scripts parse" bench-parse.log sh -c '
 	sh -n bench/http_guest.sh &&
-	for f in scripts/bench.sh scripts/bench-http.sh scripts/icount.sh bench/icount/report.sh; do
+	for f in scripts/bench.sh scripts/bench-http.sh scripts/bench-client.sh scripts/icount.sh \
+		bench/icount/report.sh; do
 		bash -n "$f" || exit 1
 	done'
 step "build the 32-bit caller test" compat32-build.log make -s -C tests/vm

@@ -22,18 +22,18 @@ set -uo pipefail
 
 suite=${1:-bookworm}
 # The root's packages besides dkms and the kernel: idgen-tools' libraries
-# (trixie's carry the 64-bit time_t names) and what libidgen-client-dev
-# depends on, so that the install needs no download and the purge leaves
+# (trixie's carry the 64-bit time_t names), and a C compiler's libc headers
+# with what libidgen-dev and libidgen-client-dev depend on, so that the install needs no download and the purge leaves
 # nothing it pulled in; and the kernel the guest boots, as run-guest.sh
 # names it.
 case $suite in
 bookworm)
 	libs=(libcurl4 libjson-c5 libmicrohttpd12 libnl-genl-3-200 libssl3
-	      libcurl4-openssl-dev libjson-c-dev pkgconf)
+	      libc6-dev libssl-dev libcurl4-openssl-dev libjson-c-dev pkgconf)
 	;;
 trixie)
 	libs=(libcurl4t64 libjson-c5 libmicrohttpd12t64 libnl-genl-3-200 libssl3t64
-	      libcurl4-openssl-dev libjson-c-dev pkgconf)
+	      libc6-dev libssl-dev libcurl4-openssl-dev libjson-c-dev pkgconf)
 	;;
 *)
 	echo "usage: $0 [bookworm|trixie]" >&2
@@ -132,8 +132,10 @@ client_program() {
 		return err == -ETIMEDOUT && strstr(idgen_client_last_error(), "127.0.0.1:9") ? 0 : 1;
 	}
 	EOF
+	# (Merged /usr: the loader may name /lib for /usr/lib.)
 	in_root sh -c 'cc -Wall -Werror -o /tmp/client /tmp/client.c $(pkg-config --cflags --libs idgen-client) &&
-		ldd /tmp/client | grep -q "libidgen-client.so.0 => /usr/lib/" && /tmp/client'
+		ldd /tmp/client | tee /dev/stderr | grep -Eq "libidgen-client\.so\.0 => (/usr)?/lib/" &&
+		/tmp/client'
 }
 tap_step "a program built with pkg-config idgen-client runs on the installed library" client_program
 
