@@ -39,6 +39,17 @@
 #define LOOK_NS		1000000ULL	/* the loop's look at a busy buffer */
 #define BUSY_NS		1000000000ULL	/* busy: a buffer call within this long */
 #define ERR_LEN		(IDGEN_CLIENT_MAX_HOSTS * 48 + 256)
+/*
+ * How long a /readyz probe that connected may wait for its answer.  A
+ * frozen host (SIGSTOP, a stopped VM) still accepts connections in its
+ * kernel: a probe given up and sent again every period would leave one
+ * more connection in its backlog each time, and the host, thawed, would
+ * find them all at once (past its max_connections_per_ip).  So the probe
+ * waits, the host stays skipped meanwhile, and the answer it gives on its
+ * thaw brings it back at once.  TCP keepalive ends it sooner on a host
+ * that is gone.
+ */
+#define PROBE_PATIENCE_NS	30000000000ULL
 
 /* Counters: bumped by the loop and by callers, without the lock. */
 #define BUMP(c, field)	__atomic_add_fetch(&(c)->st.field, 1, __ATOMIC_RELAXED)
@@ -220,31 +231,44 @@ static uint64_t next_rand(struct idgen_client *c)
 /*
  * The host for a request's next try: of the hosts not tried this round,
  * the healthy ones by the power of two choices on in-flight tries; an
- * unhealthy one only when no healthy one is left.  -1 when every host was
- * tried this round.
+ * unhealthy one only when no healthy one is left, and only while nothing
+ * runs on it (no try, no probe): a frozen host gets one connection at a
+ * time, not one per call.  -1 when there is no such host.
  */
 static int pick_host(struct idgen_client *c, struct request *r)
 {
-	unsigned int cand[IDGEN_CLIENT_MAX_HOSTS], ncand = 0, nsick = 0;
-	unsigned int sick[IDGEN_CLIENT_MAX_HOSTS], i, a, b;
+	unsigned int cand[IDGEN_CLIENT_MAX_HOSTS], ncand = 0, nsick = 0, nbusy = 0;
+	unsigned int sick[IDGEN_CLIENT_MAX_HOSTS], busy[IDGEN_CLIENT_MAX_HOSTS], i, a, b;
 
 	for (i = 0; i < c->nhosts; i++) {
 		if (r->tried & (1ULL << i))
 			continue;
 		if (host_usable(&c->hosts[i]))
 			cand[ncand++] = i;
+		else if (c->hosts[i].probe || c->hosts[i].in_flight)
+			busy[nbusy++] = i;
 		else
 			sick[nsick++] = i;
 	}
+	for (i = 0; !ncand && !nsick && i < nbusy; i++) {
+		struct reason *re = &r->reasons[busy[i]];
+		struct host *h = &c->hosts[busy[i]];
+
+		BUMP(c, hosts_skipped);
+		if (!re->text[0])
+			snprintf(re->text, sizeof(re->text), "skipped: %s (%s)", h->why,
+				 h->probe ? "its probe has not answered" : "a try runs on it");
+	}
 	if (ncand) {
 		/* Each unhealthy host passed over, and why, for the error. */
-		for (i = 0; i < nsick; i++) {
-			struct reason *re = &r->reasons[sick[i]];
+		for (i = 0; i < nsick + nbusy; i++) {
+			unsigned int hi = i < nsick ? sick[i] : busy[i - nsick];
+			struct reason *re = &r->reasons[hi];
 
 			BUMP(c, hosts_skipped);
 			if (!re->text[0])
 				snprintf(re->text, sizeof(re->text), "skipped: %s",
-					 c->hosts[sick[i]].why);
+					 c->hosts[hi].why);
 		}
 		a = cand[next_rand(c) % ncand];
 		if (ncand == 1)
@@ -288,7 +312,11 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-/* A transfer on host hi: a try of r with its POST body, or a probe. */
+/*
+ * A transfer on host hi: a try of r with its POST body, or a probe.  It
+ * must connect within timeout_ns, and end within it too for a try; a
+ * probe may wait PROBE_PATIENCE_NS for its answer.
+ */
 static struct xfer *xfer_start(struct idgen_client *c, unsigned int hi,
 			       struct request *r, uint64_t now, uint64_t timeout_ns)
 {
@@ -296,6 +324,7 @@ static struct xfer *xfer_start(struct idgen_client *c, unsigned int hi,
 	struct xfer *x = calloc(1, sizeof(*x));
 	char post[160];
 	long ms = (long)((timeout_ns + 999999) / 1000000);
+	long total_ms = r ? ms : (long)(PROBE_PATIENCE_NS / 1000000);
 
 	if (!x)
 		return NULL;
@@ -315,7 +344,7 @@ static struct xfer *xfer_start(struct idgen_client *c, unsigned int hi,
 	curl_easy_setopt(x->easy, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
-	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, ms > 0 ? ms : 1L);
+	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, total_ms > 0 ? total_ms : 1L);
 	curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS, ms > 0 ? ms : 1L);
 	if (r) {
 		snprintf(post, sizeof(post), "{\"count\":%u%s}", r->want, c->caller_json);
@@ -325,6 +354,10 @@ static struct xfer *xfer_start(struct idgen_client *c, unsigned int hi,
 	} else {
 		curl_easy_setopt(x->easy, CURLOPT_URL, h->ready_url);
 		curl_easy_setopt(x->easy, CURLOPT_HTTPGET, 1L);
+		/* A host gone (not frozen) ends the patient probe in seconds. */
+		curl_easy_setopt(x->easy, CURLOPT_TCP_KEEPALIVE, 1L);
+		curl_easy_setopt(x->easy, CURLOPT_TCP_KEEPIDLE, 1L);
+		curl_easy_setopt(x->easy, CURLOPT_TCP_KEEPINTVL, 1L);
 	}
 	if (curl_multi_add_handle(c->multi, x->easy) != CURLM_OK) {
 		curl_easy_cleanup(x->easy);
@@ -561,19 +594,40 @@ static void probe_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint
 	xfer_end(x);
 }
 
-/* Probe each host whose time has come; a host is probed once at a time. */
+/* How long a probe may take before its host is skipped: a period, 0.1 to 1 s. */
+static uint64_t probe_timeout_ns(const struct idgen_client *c)
+{
+	uint64_t t = c->health_ns < 1000000000ULL ? c->health_ns : 1000000000ULL;
+
+	return t < 100000000ULL ? 100000000ULL : t;
+}
+
+/*
+ * Probe each host whose time has come; a host is probed once at a time.
+ * A probe not answered within probe_timeout_ns() skips its host, but runs
+ * on (PROBE_PATIENCE_NS): a new one would be one more connection.
+ */
 static void run_probes(struct idgen_client *c, uint64_t now)
 {
 	unsigned int i;
 
 	for (i = 0; i < c->nhosts; i++) {
 		struct host *h = &c->hosts[i];
-		uint64_t timeout = c->health_ns < 1000000000ULL ? c->health_ns : 1000000000ULL;
 
-		if (h->probe || now < h->next_probe_ns)
+		if (h->probe) {
+			if (host_usable(h) && now - h->probe->start_ns >= probe_timeout_ns(c)) {
+				char why[REASON_LEN];
+
+				snprintf(why, sizeof(why), "/readyz: no answer after %llu ms",
+					 (unsigned long long)(probe_timeout_ns(c) / 1000000));
+				host_down(c, h, now, why, false);
+			}
+			continue;
+		}
+		if (now < h->next_probe_ns)
 			continue;
 		h->next_probe_ns = now + c->health_ns;
-		h->probe = xfer_start(c, i, NULL, now, timeout < 100000000ULL ? 100000000ULL : timeout);
+		h->probe = xfer_start(c, i, NULL, now, probe_timeout_ns(c));
 		if (h->probe)
 			BUMP(c, probes);
 	}
@@ -638,9 +692,15 @@ static uint64_t next_timer(struct idgen_client *c)
 		if (r->round_ns && r->round_ns < t)
 			t = r->round_ns;
 	}
-	for (i = 0; i < c->nhosts; i++)
-		if (!c->hosts[i].probe && c->hosts[i].next_probe_ns < t)
-			t = c->hosts[i].next_probe_ns;
+	for (i = 0; i < c->nhosts; i++) {
+		const struct host *h = &c->hosts[i];
+		uint64_t when = h->probe ? h->probe->start_ns + probe_timeout_ns(c) :
+			h->next_probe_ns;
+
+		/* (A healthy host's probe: when it is late.) */
+		if ((!h->probe || host_usable(h)) && when < t)
+			t = when;
+	}
 	return t;
 }
 

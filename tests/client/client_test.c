@@ -19,6 +19,9 @@
  *       of one host strictly increasing
  *   stale URLS MAX_AGE_MS
  *       with a buffer: no ID minted more than MAX_AGE_MS before its call
+ *   hold URLS SECONDS HEALTH_MS
+ *       calls for SECONDS with /readyz probed every HEALTH_MS, buffer 32:
+ *       all answered (run.sh counts what reached a host frozen meanwhile)
  *   bad FAKE GOOD GOOD_WORKER CALLS WHY
  *       FAKE answers badly: every call (of 4 IDs, so that order and
  *       duplicates show) answered by GOOD alone; against FAKE alone, the
@@ -308,6 +311,38 @@ static int t_alldown(const char *urls, unsigned int deadline_ms, unsigned int sl
 	return done();
 }
 
+/* ---- calls for a while, probes coming fast ---------------------------- */
+
+static int t_hold(const char *urls, unsigned int seconds, unsigned int health_ms)
+{
+	struct idgen_client_options o;
+	struct idgen_client_stats s;
+	struct idgen_client *c;
+	uint64_t end = mono_ns() + (uint64_t)seconds * 1000000000, id;
+	size_t calls = 0, errors = 0;
+
+	idgen_client_options_init(&o);
+	o.health_check_ms = health_ms;
+	o.deadline_ms = 1000;
+	if (idgen_client_new(urls, &o, &c)) {
+		printf("# idgen_client_new: %s\n", idgen_client_last_error());
+		return 2;
+	}
+	while (mono_ns() < end) {
+		calls++;
+		if (idgen_client_next(c, &id) && errors++ < 3)
+			printf("# %s\n", idgen_client_last_error());
+		usleep(500);
+	}
+	print_stats(c);
+	idgen_client_stats(c, &s, sizeof(s));
+	check(!errors, "%zu calls over %u s, probes every %u ms: all answered (%zu failed)",
+	      calls, seconds, health_ms, errors);
+	check(s.probes > 0, "... hosts were probed (%" PRIu64 ")", s.probes);
+	idgen_client_free(c);
+	return done();
+}
+
 /* ---- uniqueness and threads ------------------------------------------- */
 
 struct worker_arg {
@@ -493,6 +528,8 @@ int main(int argc, char *argv[])
 		return t_unique(argv[2], num(argv[3]), num(argv[4]), num(argv[5]));
 	if (!strcmp(m, "stale") && argc == 4)
 		return t_stale(argv[2], num(argv[3]));
+	if (!strcmp(m, "hold") && argc == 5)
+		return t_hold(argv[2], num(argv[3]), num(argv[4]));
 	if (!strcmp(m, "bad") && argc == 7)
 		return t_bad(argv[2], argv[3], num(argv[4]), num(argv[5]), argv[6]);
 	fprintf(stderr, "client_test: unknown mode or wrong arguments (see the source)\n");

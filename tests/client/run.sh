@@ -8,6 +8,8 @@
 #   - balancing: every host answers a share of the calls
 #   - one host SIGSTOPped, before and during a run: every call answered
 #     within a generous bound (the distribution printed), none by it
+#   - a host frozen while calls go on: at most a few connections wait for
+#     it, however often it is probed
 #   - a host killed, then restarted on its port: no call fails, and it
 #     answers again
 #   - every host down (refusing, then frozen): -ETIMEDOUT after the
@@ -173,6 +175,18 @@ check "mint_soak through a freeze of host 12 exits 0" test $? = 0
 soak_check "freeze mid-run" "$work/freeze.out" 250 3000000000
 check "host 12 answered again after its thaw ($late_12 calls in the last second)" \
 	test "$late_12" -gt 0
+
+# ---- a frozen host gets one connection at a time ---------------------------
+# Its kernel still accepts connections into the listening socket's backlog
+# (ss shows how many wait there as Recv-Q): each one the client gave up
+# would greet the host on its thaw, past its max_connections_per_ip.
+freeze 11
+tap_run "host 11 frozen, probes every 20 ms" "$ct" hold "$urls" 3 20
+queued=$(ss -Hltn "sport = :${hport[11]}" | awk '{ print $2; exit }')
+check "... connections waiting for the frozen host: ${queued:-none listed}, at most 4" \
+	test "${queued:-99}" -le 4
+state 11
+thaw 11
 
 # ---- a host killed and restarted -----------------------------------------
 "$out/mint_soak" --remote "$urls" --seconds 6 --deadline-ms 1000 >"$work/restart.out" 2>&1 &
