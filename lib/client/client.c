@@ -192,6 +192,26 @@ EXPORT void idgen_client_options_init(struct idgen_client_options *o)
 	o->health_check_ms = 500;
 }
 
+static uint64_t wall_unix_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec < 0 ? 0 : (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Whether id was minted more than max_age_ms before now_ms (Unix ms).  An
+ * ID's time field (bits 62..22) is the same in every layout.
+ */
+static bool id_stale(const struct idgen_client *c, uint64_t id, uint64_t now_ms)
+{
+	if (now_ms < LIBIDGEN_EPOCH_UNIX_MS + c->o.max_age_ms)
+		return false;
+	return (id >> LIBIDGEN_NODE_SEQ_BITS) <
+	       now_ms - LIBIDGEN_EPOCH_UNIX_MS - c->o.max_age_ms;
+}
+
 /* ---- hosts ------------------------------------------------------------ */
 
 static bool host_usable(const struct host *h)
@@ -558,6 +578,17 @@ static void try_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint64
 		BUMP(c, bad_answers);
 		goto failed;
 	}
+	/*
+	 * A refill hands its IDs to waiting calls at once, past drop_stale():
+	 * the first, the oldest, must be within the bound (a host whose clock
+	 * lags, or an answer held up after its IDs were minted).
+	 */
+	if (r->refill && id_stale(c, r->ids[0], wall_unix_ms())) {
+		snprintf(why, sizeof(why), "bad answer: IDs minted more than max_age_ms "
+			 "(%u ms) ago", c->o.max_age_ms);
+		BUMP(c, bad_answers);
+		goto failed;
+	}
 	ADD(c, ids_received, r->want);
 	host_up(h);
 	xfer_end(x);
@@ -808,31 +839,19 @@ static void *loop(void *arg)
 
 /* ---- the buffer (under c->lock) ------------------------------------------ */
 
-static uint64_t wall_unix_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec < 0 ? 0 : (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/*
- * Drop the buffered IDs minted more than max_age_ms ago.  An ID's time
- * field (bits 62..22) is the same in every layout.
- */
+/* Drop the buffered IDs minted more than max_age_ms ago. */
 static void drop_stale(struct idgen_client *c)
 {
-	uint64_t now = wall_unix_ms(), oldest;
+	uint64_t now = wall_unix_ms();
 	size_t i, kept = 0;
 
-	if (!c->count || now < LIBIDGEN_EPOCH_UNIX_MS + c->o.max_age_ms)
+	if (!c->count)
 		return;
-	oldest = now - LIBIDGEN_EPOCH_UNIX_MS - c->o.max_age_ms;
 	/* Answers of several hosts: not in order, so look at each. */
 	for (i = 0; i < c->count; i++) {
 		uint64_t id = c->buf[c->head + i];
 
-		if ((id >> LIBIDGEN_NODE_SEQ_BITS) >= oldest)
+		if (!id_stale(c, id, now))
 			c->buf[c->head + kept++] = id;
 	}
 	if (kept != c->count) {

@@ -26,6 +26,9 @@
  *       FAKE answers badly: every call (of 4 IDs, so that order and
  *       duplicates show) answered by GOOD alone; against FAKE alone, the
  *       error names WHY
+ *   badbuf FAKE GOOD GOOD_WORKER CALLS WHY
+ *       the same with a buffer of 8 and idgen_client_next(): none of the
+ *       fake's IDs reaches a call, none older than max_age_ms (1000)
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -511,6 +514,60 @@ static int t_bad(const char *fake, const char *good, unsigned int good_worker, s
 	return done();
 }
 
+static int t_badbuf(const char *fake, const char *good, unsigned int good_worker,
+		    size_t calls, const char *why)
+{
+	struct idgen_client_options o;
+	struct idgen_client_stats s;
+	struct idgen_client *c;
+	size_t i, ok = 0, foreign = 0, too_old = 0;
+	char urls[512];
+	uint64_t id;
+	int ret;
+
+	snprintf(urls, sizeof(urls), "%s,%s", fake, good);
+	idgen_client_options_init(&o);
+	o.buffer_size = 8;
+	o.per_try_ms = 200;	/* Python answers in milliseconds */
+	o.deadline_ms = 2000;
+	o.health_check_ms = 10;	/* the fake back soon, and tried again */
+	if (idgen_client_new(urls, &o, &c))
+		return 2;
+	for (i = 0; i < calls; i++) {
+		uint64_t start = wall_ms();
+		struct idgen_decoded d;
+
+		if (idgen_client_next(c, &id)) {
+			printf("# %s\n", idgen_client_last_error());
+			continue;
+		}
+		ok++;
+		idgen_decode(id, NULL, &d);
+		foreign += d.worker != good_worker;
+		too_old += d.unix_ms + o.max_age_ms < start;
+		usleep(1000);
+	}
+	print_stats(c);
+	idgen_client_stats(c, &s, sizeof(s));
+	check(ok == calls, "%s, buffer 8: %zu calls of %zu answered", why, ok, calls);
+	check(!foreign, "... none with the fake's IDs (%zu)", foreign);
+	check(!too_old, "... none minted more than %u ms before its call (%zu)", o.max_age_ms,
+	      too_old);
+	check(s.bad_answers + s.http_errors + s.timeouts > 0,
+	      "... the fake was tried and refused (%" PRIu64 " bad answers)", s.bad_answers);
+	idgen_client_free(c);
+
+	o.health_check_ms = 500;
+	if (idgen_client_new(fake, &o, &c))
+		return 2;
+	ret = idgen_client_next(c, &id);
+	printf("# %s\n", idgen_client_last_error());
+	check(ret == -ETIMEDOUT && strstr(idgen_client_last_error(), why),
+	      "... the fake alone: -ETIMEDOUT, \"%s\" (got %d)", why, ret);
+	idgen_client_free(c);
+	return done();
+}
+
 int main(int argc, char *argv[])
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -530,6 +587,8 @@ int main(int argc, char *argv[])
 		return t_stale(argv[2], num(argv[3]));
 	if (!strcmp(m, "hold") && argc == 5)
 		return t_hold(argv[2], num(argv[3]), num(argv[4]));
+	if (!strcmp(m, "badbuf") && argc == 7)
+		return t_badbuf(argv[2], argv[3], num(argv[4]), num(argv[5]), argv[6]);
 	if (!strcmp(m, "bad") && argc == 7)
 		return t_bad(argv[2], argv[3], num(argv[4]), num(argv[5]), argv[6]);
 	fprintf(stderr, "client_test: unknown mode or wrong arguments (see the source)\n");

@@ -18,8 +18,9 @@
 #     twice, each thread's IDs of one host strictly increasing
 #   - the buffer's age bound, with sleeps past it
 #   - bad answers from fake_server.py (not JSON, numbers, duplicates, out
-#     of order, a wrong count, a wrong layout version, too long, 503...):
-#     refused, and the call answered by the good host
+#     of order, a wrong count, a wrong layout version, too long, 503,
+#     IDs older than the buffer's bound...): refused, and the call answered
+#     by the good host
 #   - idgenctl mint --remote
 #   - the scenarios under valgrind, and built with ASan and UBSan
 set -uo pipefail
@@ -250,6 +251,11 @@ if [ -n "$fport" ]; then
 		mode "${m%%:*}"
 		tap_run "fake answers ${m%%:*}" "$ct" bad "$fake" "$(url 12)" 12 20 "${m#*:}"
 	done
+	# Old IDs (a lagging clock, an answer held up): with a buffer, a refill
+	# hands its IDs to waiting calls at once, and must not hand those.
+	mode old
+	tap_run "fake answers old IDs, buffer 8" "$ct" badbuf "$fake" "$(url 12)" 12 200 \
+		"minted more than max_age_ms"
 	# The check above can fail: a fake that answers well gets its IDs through.
 	mode good
 	"$ct" bad "$fake" "$(url 12)" 12 20 "bad answer" >"$work/control.out" 2>&1
