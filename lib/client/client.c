@@ -116,6 +116,7 @@ struct waiter {
 
 struct idgen_client {
 	struct idgen_client_options o;
+	unsigned long forks;		/* forks_seen when it was made */
 	unsigned int nhosts;
 	struct host hosts[IDGEN_CLIENT_MAX_HOSTS];
 	uint64_t per_try_ns, deadline_ns, health_ns;
@@ -170,6 +171,28 @@ static void set_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(last_error, sizeof(last_error), fmt, ap);
 	va_end(ap);
+}
+
+/*
+ * fork()s this process came through, counted in each child.  A child has
+ * a copy of the buffer, whose IDs its parent hands out too, and no event
+ * loop: a client made before the fork refuses to serve in the child.
+ */
+static unsigned long forks_seen;
+
+static void count_fork(void)
+{
+	__atomic_add_fetch(&forks_seen, 1, __ATOMIC_RELAXED);
+}
+
+/* -ECHILD with the error set if c was made before this process's fork(). */
+static int check_process(const struct idgen_client *c)
+{
+	if (__atomic_load_n(&forks_seen, __ATOMIC_RELAXED) == c->forks)
+		return 0;
+	set_error("this client was made before fork(): its IDs are the parent's; "
+		  "make a new one in this process");
+	return -ECHILD;
 }
 
 static uint64_t mono_ns(void)
@@ -1068,6 +1091,9 @@ EXPORT ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t
 	bool wake;
 	int ret;
 
+	ret = check_process(c);
+	if (ret)
+		return ret;
 	BUMP(c, calls);
 	if (!n || n > COUNT_MAX) {
 		BUMP(c, calls_failed);
@@ -1100,6 +1126,9 @@ EXPORT int idgen_client_next(struct idgen_client *c, uint64_t *id)
 	bool hit;
 	int ret;
 
+	ret = check_process(c);
+	if (ret)
+		return ret;
 	if (!c->o.buffer_size) {
 		ssize_t r = idgen_client_next_n(c, id, 1);
 
@@ -1141,6 +1170,7 @@ static CURLcode curl_init_result;
 static void curl_init(void)
 {
 	curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+	pthread_atfork(NULL, NULL, count_fork);
 }
 
 /* Split the endpoints into c->hosts; -EINVAL with the error set. */
@@ -1309,6 +1339,7 @@ EXPORT int idgen_client_new(const char *endpoints, const struct idgen_client_opt
 	c->queue_tail = &c->queue;
 	c->waiters_tail = &c->waiters;
 	c->rng = mono_ns() | 1;
+	c->forks = __atomic_load_n(&forks_seen, __ATOMIC_RELAXED);
 	ret = check_options(c, options);
 	if (!ret)
 		ret = parse_endpoints(c, endpoints);
@@ -1351,6 +1382,12 @@ EXPORT int idgen_client_new(const char *endpoints, const struct idgen_client_opt
 EXPORT void idgen_client_free(struct idgen_client *c)
 {
 	if (!c)
+		return;
+	/*
+	 * In a child of a fork(): no loop to stop, and its lock may have been
+	 * held by a thread that is not here.  Left as it is.
+	 */
+	if (check_process(c))
 		return;
 	pthread_mutex_lock(&c->lock);
 	c->stop = true;

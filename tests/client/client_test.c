@@ -22,6 +22,9 @@
  *   hold URLS SECONDS HEALTH_MS
  *       calls for SECONDS with /readyz probed every HEALTH_MS, buffer 32:
  *       all answered (run.sh counts what reached a host frozen meanwhile)
+ *   fork URLS
+ *       a client with its buffer full, then fork(): the child's calls
+ *       fail with -ECHILD, no ID of the child's is one of the parent's
  *   bad FAKE GOOD GOOD_WORKER CALLS WHY
  *       FAKE answers badly: every call (of 4 IDs, so that order and
  *       duplicates show) answered by GOOD alone; against FAKE alone, the
@@ -39,6 +42,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "idgen.h"
 #include "idgen_client.h"
@@ -568,6 +572,79 @@ static int t_badbuf(const char *fake, const char *good, unsigned int good_worker
 	return done();
 }
 
+/* ---- fork --------------------------------------------------------------- */
+
+/* What the child saw, through a pipe. */
+struct fork_report {
+	int ret[4];
+	uint64_t ids[4];
+	char msg[256];
+};
+
+static int t_fork(const char *urls)
+{
+	struct idgen_client *c = client(urls, 32, 1000, 0);
+	uint64_t mine[40], theirs[4] = { 0 }, id;
+	int fds[2], status, i, k, ret, shared = 0;
+	char msg[256] = "";
+	ssize_t got;
+	pid_t pid;
+
+	/* The first call's refill fills the buffer too. */
+	check(!idgen_client_next(c, &id), "a call before fork(): answered");
+	usleep(50000);
+	if (pipe(fds))
+		return 2;
+	pid = fork();
+	if (pid < 0)
+		return 2;
+	if (!pid) {
+		struct fork_report out;
+
+		memset(&out, 0, sizeof(out));
+		for (i = 0; i < 4; i++)
+			out.ret[i] = idgen_client_next(c, &out.ids[i]);
+		snprintf(out.msg, sizeof(out.msg), "%s", idgen_client_last_error());
+		idgen_client_free(c);
+		if (write(fds[1], &out, sizeof(out)) != sizeof(out))
+			_exit(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	for (i = 0; i < 40; i++)
+		if (idgen_client_next(c, &mine[i]))
+			mine[i] = 0;
+	{
+		struct fork_report out;
+
+		got = read(fds[0], &out, sizeof(out));
+		waitpid(pid, &status, 0);
+		check(got == sizeof(out) && WIFEXITED(status) && !WEXITSTATUS(status),
+		      "the child reported and exited");
+		ret = got == sizeof(out) ? 0 : -1;
+		for (i = 0; got == sizeof(out) && i < 4; i++) {
+			if (out.ret[i] != -ECHILD)
+				ret = out.ret[i] ? out.ret[i] : 1;
+			if (!out.ret[i])
+				theirs[i] = out.ids[i];
+		}
+		if (got == sizeof(out))
+			snprintf(msg, sizeof(msg), "%s", out.msg);
+	}
+	close(fds[0]);
+	for (i = 0; i < 4; i++)
+		for (k = 0; k < 40; k++)
+			shared += theirs[i] && theirs[i] == mine[k];
+	check(!ret && strstr(msg, "fork()"), "the child's calls: -ECHILD, \"%s\" (got %d)", msg,
+	      ret);
+	check(!shared, "no ID the child got is one the parent got (%d)", shared);
+	for (i = 0, k = 0; i < 40; i++)
+		k += !mine[i];
+	check(!k, "the parent's 40 calls after the fork: answered (%d failed)", k);
+	idgen_client_free(c);
+	return done();
+}
+
 int main(int argc, char *argv[])
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -589,6 +666,8 @@ int main(int argc, char *argv[])
 		return t_hold(argv[2], num(argv[3]), num(argv[4]));
 	if (!strcmp(m, "badbuf") && argc == 7)
 		return t_badbuf(argv[2], argv[3], num(argv[4]), num(argv[5]), argv[6]);
+	if (!strcmp(m, "fork") && argc == 3)
+		return t_fork(argv[2]);
 	if (!strcmp(m, "bad") && argc == 7)
 		return t_bad(argv[2], argv[3], num(argv[4]), num(argv[5]), argv[6]);
 	fprintf(stderr, "client_test: unknown mode or wrong arguments (see the source)\n");

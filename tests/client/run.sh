@@ -17,6 +17,8 @@
 #   - 10^6 IDs over 8 threads with the buffer, and 8 threads without: none
 #     twice, each thread's IDs of one host strictly increasing
 #   - the buffer's age bound, with sleeps past it
+#   - a client made before fork() serves no call in the child (its buffer
+#     holds IDs the parent hands out)
 #   - bad answers from fake_server.py (not JSON, numbers, duplicates, out
 #     of order, a wrong count, a wrong layout version, too long, 503,
 #     IDs older than the buffer's bound...): refused, and the call answered
@@ -155,6 +157,7 @@ tap_run "spread" "$ct" spread "$urls" 3000
 tap_run "10^6 IDs, 8 threads, buffer 32" "$ct" unique "$urls" 1000000 8 32
 tap_run "8 threads, no buffer" "$ct" unique "$urls" 40000 8 0
 tap_run "age bound 50 ms" "$ct" stale "$urls" 50
+tap_run "fork" "$ct" fork "$urls"
 
 # ---- a frozen host ---------------------------------------------------------
 freeze 11
