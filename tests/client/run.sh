@@ -24,7 +24,8 @@
 #     IDs older than the buffer's bound...): refused, and the call answered
 #     by the good host
 #   - idgenctl mint --remote
-#   - the scenarios under valgrind, and built with ASan and UBSan
+#   - the scenarios under valgrind, built with ASan and UBSan, and with
+#     ThreadSanitizer
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -290,6 +291,16 @@ freeze 11
 tap_run "asan: host 11 frozen" "$asan" frozen "$urls" 1000 250 11
 state 11
 thaw 11
+# The event-loop thread and 8 callers under ThreadSanitizer: any data race
+# fails the run (exit code 66).
+if tap_step "build client_test under ThreadSanitizer (clang)" make -s -C "$here" OUT="$out" tsan; then
+	tsan=(env TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$out/client_test_tsan")
+	tap_run "tsan: 8 threads, buffer 32" "${tsan[@]}" unique "$urls" 100000 8 32
+	tap_run "tsan: 8 threads, no buffer" "${tsan[@]}" unique "$urls" 20000 8 0
+	freeze 11
+	tap_run "tsan: host 11 frozen" "${tsan[@]}" frozen "$urls" 1000 250 11
+	thaw 11
+fi
 [ -n "$fport" ] && { mode duplicate; tap_run "asan: bad answers" "$asan" bad "$fake" "$(url 12)" 12 20 "IDs not strictly increasing"; }
 
 # ---- every host down --------------------------------------------------------
