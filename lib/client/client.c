@@ -107,10 +107,10 @@ struct request {
 	pthread_cond_t cond;
 };
 
-/* A caller waiting for an ID the buffer did not have. */
+/* A caller waiting for IDs the buffer did not have. */
 struct waiter {
-	uint64_t id;
-	bool done;		/* id is set */
+	uint64_t *ids;
+	size_t want, got;	/* done when got == want */
 	struct waiter *next;
 };
 
@@ -140,7 +140,7 @@ struct idgen_client {
 	uint64_t last_take_ns;		/* the last call on the buffer */
 	size_t refill_cap;		/* the most IDs it takes */
 	struct waiter *waiters, **waiters_tail;	/* first come, first served */
-	size_t nwaiters;
+	size_t waiting;			/* the IDs they still want */
 	bool refilling;
 	uint64_t refill_start_ns;
 	unsigned long refill_gen;	/* refills finished */
@@ -895,7 +895,7 @@ static void unwait(struct idgen_client *c, struct waiter *w)
 			*pp = w->next;
 			if (c->waiters_tail == &w->next)
 				c->waiters_tail = pp;
-			c->nwaiters--;
+			c->waiting -= w->want - w->got;
 			return;
 		}
 }
@@ -904,6 +904,11 @@ static void unwait(struct idgen_client *c, struct waiter *w)
  * A refill's IDs: first to the callers waiting, in the order they came
  * (so none starves behind faster threads), the rest into the buffer.
  * Should callers still wait, or the buffer be at its mark, refill again.
+ *
+ * Every ID of the buffered client passes through here, refill after
+ * refill, in order (callers wait only while the buffer is empty): so the
+ * IDs one thread gets from one host are strictly increasing, even when a
+ * call takes some from the buffer and waits for the rest.
  */
 static void deliver_to_buffer(struct idgen_client *c, struct request *r)
 {
@@ -911,12 +916,16 @@ static void deliver_to_buffer(struct idgen_client *c, struct request *r)
 	struct waiter *w;
 
 	while (i < r->want && (w = c->waiters)) {
+		n = w->want - w->got < r->want - i ? w->want - w->got : r->want - i;
+		memcpy(w->ids + w->got, r->ids + i, n * sizeof(r->ids[0]));
+		w->got += n;
+		i += n;
+		c->waiting -= n;
+		if (w->got < w->want)
+			break;
 		c->waiters = w->next;
 		if (!c->waiters)
 			c->waiters_tail = &c->waiters;
-		c->nwaiters--;
-		w->id = r->ids[i++];
-		w->done = true;
 	}
 	if (c->head) {
 		memmove(c->buf, c->buf + c->head, c->count * sizeof(c->buf[0]));
@@ -938,7 +947,7 @@ static void submit(struct idgen_client *c, struct request *r)
 
 /*
  * Start a refill if the buffer is at its mark or below, or callers wait,
- * and none runs: for the room in the buffer and one ID per waiting caller
+ * and none runs: for the room in the buffer and the IDs callers wait for
  * (up to refill_cap).  The one refill request is allocated once: a buffer
  * hit that starts a refill costs no allocation.  Returns whether the loop
  * must be woken, which the caller does after unlocking (the loop takes
@@ -954,13 +963,13 @@ static void submit(struct idgen_client *c, struct request *r)
 static bool maybe_refill(struct idgen_client *c)
 {
 	struct request *r = c->refill_req;
-	size_t room = c->o.buffer_size - c->count + c->nwaiters;
+	size_t room = c->o.buffer_size - c->count + c->waiting;
 
 	if (room > c->refill_cap)
 		room = c->refill_cap;
-	if (c->refilling || (c->count > c->o.refill_mark && !c->nwaiters) || !room)
+	if (c->refilling || (c->count > c->o.refill_mark && !c->waiting) || !room)
 		return false;
-	if (!c->in_loop && !c->nwaiters && c->count > c->o.refill_mark / 2 &&
+	if (!c->in_loop && !c->waiting && c->count > c->o.refill_mark / 2 &&
 	    c->looking)
 		return false;	/* the loop's next look starts it */
 	r->want = room;
@@ -1032,63 +1041,68 @@ static int fetch(struct idgen_client *c, uint64_t *ids, size_t n)
 }
 
 /*
- * One ID from the buffer, or else handed over by a refill, waiting until
- * the deadline.  A refill started about when this call began ends by its
- * own deadline, which is this call's give or take the loop's lateness: it
- * is waited for, so that its error (naming the hosts) is the one reported.
+ * n IDs from the buffer, or else those it lacks handed over by refills,
+ * waiting until the deadline.  A refill started about when this call began
+ * ends by its own deadline, which is this call's give or take the loop's
+ * lateness: it is waited for, so that its error (naming the hosts) is the
+ * one reported.  Returns how many were written (fewer than n only when the
+ * deadline passed), or -ETIMEDOUT with none.
  */
-static int take_one(struct idgen_client *c, uint64_t *id, bool *hit)
+static ssize_t take(struct idgen_client *c, uint64_t *ids, size_t n, bool *hit)
 {
 	uint64_t start = mono_ns(), deadline = start + c->deadline_ns;
 	struct timespec ts = { deadline / 1000000000, deadline % 1000000000 };
 	struct waiter w = { 0 };
 	unsigned long gen;
 	bool wake = false;
+	size_t k = 0;
 	int rc = 0;
 
 	*hit = true;
 	pthread_mutex_lock(&c->lock);
-	if (!c->waiters && take_buffered(c, id, 1, &wake)) {
-		pthread_mutex_unlock(&c->lock);
-		if (wake)
-			curl_multi_wakeup(c->multi);
-		return 0;
+	/* (Callers wait only while the buffer is empty: they come first.) */
+	if (!c->waiters) {
+		k = take_buffered(c, ids, n, &wake);
+		if (k == n) {
+			pthread_mutex_unlock(&c->lock);
+			if (wake)
+				curl_multi_wakeup(c->multi);
+			return n;
+		}
 	}
 	*hit = false;
+	w.ids = ids + k;
+	w.want = n - k;
 	*c->waiters_tail = &w;
 	c->waiters_tail = &w.next;
-	c->nwaiters++;
+	c->waiting += w.want;
 	if (maybe_refill(c) || wake) {
 		pthread_mutex_unlock(&c->lock);
 		curl_multi_wakeup(c->multi);
 		pthread_mutex_lock(&c->lock);
 	}
-	while (!w.done && rc != ETIMEDOUT)
+	while (w.got < w.want && rc != ETIMEDOUT)
 		rc = pthread_cond_timedwait(&c->buf_cond, &c->lock, &ts);
-	if (!w.done && c->refilling && c->refill_start_ns <= start + 10000000ULL) {
+	if (w.got < w.want && c->refilling && c->refill_start_ns <= start + 10000000ULL) {
 		gen = c->refill_gen;
-		while (!w.done && gen == c->refill_gen)
+		while (w.got < w.want && gen == c->refill_gen)
 			pthread_cond_wait(&c->buf_cond, &c->lock);
 	}
-	if (!w.done) {
+	if (w.got < w.want) {
 		unwait(c, &w);
 		if (c->refill_gen && c->refill_result)
 			set_error("%s", c->refill_err);
 		else
-			set_error("no ID within the %u ms deadline: the buffer's refill had "
-				  "not answered", c->o.deadline_ms);
+			set_error("no ID within the %u ms deadline: the buffer's refill had not "
+				  "answered", c->o.deadline_ms);
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (!w.done)
-		return -ETIMEDOUT;
-	*id = w.id;
-	return 0;
+	k += w.got;
+	return k ? (ssize_t)k : -ETIMEDOUT;
 }
 
 EXPORT ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t n)
 {
-	size_t got = 0;
-	bool wake;
 	int ret;
 
 	ret = check_process(c);
@@ -1101,20 +1115,17 @@ EXPORT ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t
 		return -EINVAL;
 	}
 	if (c->o.buffer_size) {
-		pthread_mutex_lock(&c->lock);
-		got = take_buffered(c, ids, n, &wake);
-		pthread_mutex_unlock(&c->lock);
-		if (wake)
-			curl_multi_wakeup(c->multi);
-		if (got == n) {
+		bool hit;
+		ssize_t got = take(c, ids, n, &hit);
+
+		if (got < 0)
+			BUMP(c, calls_failed);
+		else if (hit)
 			BUMP(c, buffer_hits);
-			return n;
-		}
+		return got;
 	}
-	ret = fetch(c, ids + got, n - got);
+	ret = fetch(c, ids, n);
 	if (ret) {
-		if (got)
-			return got;
 		BUMP(c, calls_failed);
 		return ret;
 	}
@@ -1135,7 +1146,7 @@ EXPORT int idgen_client_next(struct idgen_client *c, uint64_t *id)
 		return r < 0 ? (int)r : 0;
 	}
 	BUMP(c, calls);
-	ret = take_one(c, id, &hit);
+	ret = take(c, id, 1, &hit) < 0 ? -ETIMEDOUT : 0;
 	if (ret)
 		BUMP(c, calls_failed);
 	else if (hit)
@@ -1349,7 +1360,8 @@ EXPORT int idgen_client_new(const char *endpoints, const struct idgen_client_opt
 	}
 	c->buf = calloc(c->o.buffer_size ? c->o.buffer_size : 1, sizeof(c->buf[0]));
 	if (c->o.buffer_size) {
-		c->refill_cap = c->o.buffer_size + 256 < COUNT_MAX ? c->o.buffer_size + 256 : COUNT_MAX;
+		/* Room for a buffer's worth and an idgen_client_next_n() of the most. */
+		c->refill_cap = COUNT_MAX;
 		c->refill_req = calloc(1, sizeof(*c->refill_req));
 		if (c->refill_req)
 			c->refill_req->ids = calloc(c->refill_cap, sizeof(uint64_t));

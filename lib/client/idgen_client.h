@@ -91,10 +91,11 @@ int idgen_client_next(struct idgen_client *c, uint64_t *id);
 
 /*
  * Up to n IDs (1 to 10000).  Without a buffer they are one host's answer,
- * strictly increasing.  Returns how many were written: n, or fewer only
- * when some came from the buffer and fetching the rest failed; or, with
- * none, a negative errno as for idgen_client_next() (-EINVAL for n out of
- * range).
+ * strictly increasing; with it, what the buffer holds and the rest from
+ * its refills, those of one host strictly increasing.  Returns how many
+ * were written: n, or fewer only when some were had and the deadline
+ * passed before the rest; or, with none, a negative errno as for
+ * idgen_client_next() (-EINVAL for n out of range).
  */
 ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t n);
 

@@ -14,9 +14,10 @@
  *   alldown URLS DEADLINE_MS SLACK_MS BUFFER WHY
  *       every host down: -ETIMEDOUT after the deadline, within SLACK_MS of
  *       it, the message naming every host and WHY
- *   unique URLS TOTAL THREADS BUFFER
- *       TOTAL IDs over THREADS threads: none twice, and each thread's IDs
- *       of one host strictly increasing
+ *   unique URLS TOTAL THREADS BUFFER [BATCH]
+ *       TOTAL IDs over THREADS threads (by idgen_client_next_n() of BATCH
+ *       when given): none twice, and each thread's IDs of one host
+ *       strictly increasing
  *   stale URLS MAX_AGE_MS
  *       with a buffer: no ID minted more than MAX_AGE_MS before its call
  *   hold URLS SECONDS HEALTH_MS
@@ -355,7 +356,7 @@ static int t_hold(const char *urls, unsigned int seconds, unsigned int health_ms
 struct worker_arg {
 	struct idgen_client *c;
 	uint64_t *ids;
-	size_t n, got, errors, out_of_order;
+	size_t n, batch, got, errors, out_of_order;
 };
 
 static void *taker(void *arg)
@@ -364,25 +365,35 @@ static void *taker(void *arg)
 	uint64_t last[128] = { 0 };
 	size_t i;
 
-	for (i = 0; i < a->n; i++) {
-		uint64_t id;
-		unsigned int w;
+	for (i = 0; i < a->n; i += a->batch) {
+		size_t want = a->n - i < a->batch ? a->n - i : a->batch, k;
+		uint64_t *ids = a->ids + a->got;
+		ssize_t got;
 
-		if (idgen_client_next(a->c, &id)) {
+		if (a->batch == 1)
+			got = idgen_client_next(a->c, ids) ? -1 : 1;
+		else
+			got = idgen_client_next_n(a->c, ids, want);
+		if (got != (ssize_t)want) {
 			if (a->errors++ < 3)
 				printf("# %s\n", idgen_client_last_error());
-			continue;
+			if (got < 0)
+				continue;
 		}
-		w = worker_of(id);
-		if (id <= last[w])
-			a->out_of_order++;
-		last[w] = id;
-		a->ids[a->got++] = id;
+		for (k = 0; k < (size_t)got; k++) {
+			unsigned int w = worker_of(ids[k]);
+
+			if (ids[k] <= last[w])
+				a->out_of_order++;
+			last[w] = ids[k];
+		}
+		a->got += got;
 	}
 	return NULL;
 }
 
-static int t_unique(const char *urls, size_t total, unsigned int threads, unsigned int buffer)
+static int t_unique(const char *urls, size_t total, unsigned int threads, unsigned int buffer,
+		    size_t batch)
 {
 	struct idgen_client *c = client(urls, buffer, 1000, 0);
 	struct worker_arg a[64];
@@ -395,7 +406,8 @@ static int t_unique(const char *urls, size_t total, unsigned int threads, unsign
 		threads = 64;
 	t0 = mono_ns();
 	for (t = 0; t < threads; t++) {
-		a[t] = (struct worker_arg){ .c = c, .ids = all + n, .n = total / threads };
+		a[t] = (struct worker_arg){ .c = c, .ids = all + n, .n = total / threads,
+					    .batch = batch ? batch : 1 };
 		n += a[t].n;
 	}
 	pthread_t th[64];
@@ -413,8 +425,8 @@ static int t_unique(const char *urls, size_t total, unsigned int threads, unsign
 		memmove(all + n, a[t].ids, a[t].got * sizeof(*all));
 		n += a[t].got;
 	}
-	printf("# %zu IDs in %.2f s over %u threads, buffer %u\n", n, (mono_ns() - t0) / 1e9,
-	       threads, buffer);
+	printf("# %zu IDs in %.2f s over %u threads, buffer %u, %zu a call\n", n,
+	       (mono_ns() - t0) / 1e9, threads, buffer, batch ? batch : 1);
 	print_stats(c);
 	idgen_client_stats(c, &s, sizeof(s));
 	check(!errors && n == total / threads * threads, "%u threads, buffer %u: all %zu calls "
@@ -658,8 +670,9 @@ int main(int argc, char *argv[])
 		return t_spread(argv[2], num(argv[3]), num(argv[4]), num(argv[5]));
 	if (!strcmp(m, "alldown") && argc == 7)
 		return t_alldown(argv[2], num(argv[3]), num(argv[4]), num(argv[5]), argv[6]);
-	if (!strcmp(m, "unique") && argc == 6)
-		return t_unique(argv[2], num(argv[3]), num(argv[4]), num(argv[5]));
+	if (!strcmp(m, "unique") && (argc == 6 || argc == 7))
+		return t_unique(argv[2], num(argv[3]), num(argv[4]), num(argv[5]),
+				argc == 7 ? num(argv[6]) : 1);
 	if (!strcmp(m, "stale") && argc == 4)
 		return t_stale(argv[2], num(argv[3]));
 	if (!strcmp(m, "hold") && argc == 5)

@@ -14,8 +14,9 @@
 #     answers again
 #   - every host down (refusing, then frozen): -ETIMEDOUT after the
 #     deadline, the message naming every host and why
-#   - 10^6 IDs over 8 threads with the buffer, and 8 threads without: none
-#     twice, each thread's IDs of one host strictly increasing
+#   - 10^6 IDs over 8 threads with the buffer, and 8 threads without, and
+#     by calls of 20 with the buffer: none twice, each thread's IDs of one
+#     host strictly increasing
 #   - the buffer's age bound, with sleeps past it
 #   - a client made before fork() serves no call in the child (its buffer
 #     holds IDs the parent hands out)
@@ -157,6 +158,9 @@ urls=$(url 11),$(url 12),$(url 13)
 tap_run "spread" "$ct" spread "$urls" 3000
 tap_run "10^6 IDs, 8 threads, buffer 32" "$ct" unique "$urls" 1000000 8 32
 tap_run "8 threads, no buffer" "$ct" unique "$urls" 40000 8 0
+# Calls of 20 with a buffer of 32: some from the buffer, the rest waited for.
+tap_run "8 threads, buffer 32, next_n(20)" "$ct" unique "$urls" 400000 8 32 20
+tap_run "one host, buffer 32, next_n(20)" "$ct" unique "$(url 11)" 40000 1 32 20
 tap_run "age bound 50 ms" "$ct" stale "$urls" 50
 tap_run "fork" "$ct" fork "$urls"
 
