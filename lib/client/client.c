@@ -608,7 +608,9 @@ static void try_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint64
 	 */
 	if (r->refill && id_stale(c, r->ids[0], wall_unix_ms())) {
 		snprintf(why, sizeof(why), "bad answer: IDs minted more than max_age_ms "
-			 "(%u ms) ago", c->o.max_age_ms);
+			 "(%u ms) ago, %llu ms by this machine's clock", c->o.max_age_ms,
+			 (unsigned long long)(wall_unix_ms() - LIBIDGEN_EPOCH_UNIX_MS -
+					      (r->ids[0] >> LIBIDGEN_NODE_SEQ_BITS)));
 		BUMP(c, bad_answers);
 		goto failed;
 	}
