@@ -429,8 +429,9 @@ static int t_unique(const char *urls, size_t total, unsigned int threads, unsign
 	       (mono_ns() - t0) / 1e9, threads, buffer, batch ? batch : 1);
 	print_stats(c);
 	idgen_client_stats(c, &s, sizeof(s));
-	check(!errors && n == total / threads * threads, "%u threads, buffer %u: all %zu calls "
-	      "answered (%zu failed)", threads, buffer, total / threads * threads, errors);
+	check(!errors && n == total / threads * threads, "%u threads, buffer %u: all %zu IDs had "
+	      "(%zu calls failed or came short)", threads, buffer, total / threads * threads,
+	      errors);
 	dup = duplicates(all, n);
 	check(!dup, "... no ID twice among %zu (%zu duplicates)", n, dup);
 	check(!ooo, "... each thread's IDs of one host strictly increasing (%zu out of order)", ooo);

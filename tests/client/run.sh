@@ -301,6 +301,7 @@ if tap_step "build client_test under ThreadSanitizer (clang)" make -s -C "$here"
 	tsan=(env TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$out/client_test_tsan")
 	tap_run "tsan: 8 threads, buffer 32" "${tsan[@]}" unique "$urls" 100000 8 32
 	tap_run "tsan: 8 threads, no buffer" "${tsan[@]}" unique "$urls" 20000 8 0
+	tap_run "tsan: 8 threads, buffer 32, next_n(20)" "${tsan[@]}" unique "$urls" 100000 8 32 20
 	freeze 11
 	tap_run "tsan: host 11 frozen" "${tsan[@]}" frozen "$urls" 1000 250 11
 	thaw 11
