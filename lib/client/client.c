@@ -39,6 +39,17 @@
 #define LOOK_NS		1000000ULL	/* the loop's look at a busy buffer */
 #define BUSY_NS		1000000000ULL	/* busy: a buffer call within this long */
 #define ERR_LEN		(IDGEN_CLIENT_MAX_HOSTS * 48 + 256)
+/*
+ * How long a /readyz probe that connected may wait for its answer.  A
+ * frozen host (SIGSTOP, a stopped VM) still accepts connections in its
+ * kernel: a probe given up and sent again every period would leave one
+ * more connection in its backlog each time, and the host, thawed, would
+ * find them all at once (past its max_connections_per_ip).  So the probe
+ * waits, the host stays skipped meanwhile, and the answer it gives on its
+ * thaw brings it back at once.  TCP keepalive ends it sooner on a host
+ * that is gone.
+ */
+#define PROBE_PATIENCE_NS	30000000000ULL
 
 /* Counters: bumped by the loop and by callers, without the lock. */
 #define BUMP(c, field)	__atomic_add_fetch(&(c)->st.field, 1, __ATOMIC_RELAXED)
@@ -96,15 +107,16 @@ struct request {
 	pthread_cond_t cond;
 };
 
-/* A caller waiting for an ID the buffer did not have. */
+/* A caller waiting for IDs the buffer did not have. */
 struct waiter {
-	uint64_t id;
-	bool done;		/* id is set */
+	uint64_t *ids;
+	size_t want, got;	/* done when got == want */
 	struct waiter *next;
 };
 
 struct idgen_client {
 	struct idgen_client_options o;
+	unsigned long forks;		/* forks_seen when it was made */
 	unsigned int nhosts;
 	struct host hosts[IDGEN_CLIENT_MAX_HOSTS];
 	uint64_t per_try_ns, deadline_ns, health_ns;
@@ -128,7 +140,7 @@ struct idgen_client {
 	uint64_t last_take_ns;		/* the last call on the buffer */
 	size_t refill_cap;		/* the most IDs it takes */
 	struct waiter *waiters, **waiters_tail;	/* first come, first served */
-	size_t nwaiters;
+	size_t waiting;			/* the IDs they still want */
 	bool refilling;
 	uint64_t refill_start_ns;
 	unsigned long refill_gen;	/* refills finished */
@@ -161,6 +173,28 @@ static void set_error(const char *fmt, ...)
 	va_end(ap);
 }
 
+/*
+ * fork()s this process came through, counted in each child.  A child has
+ * a copy of the buffer, whose IDs its parent hands out too, and no event
+ * loop: a client made before the fork refuses to serve in the child.
+ */
+static unsigned long forks_seen;
+
+static void count_fork(void)
+{
+	__atomic_add_fetch(&forks_seen, 1, __ATOMIC_RELAXED);
+}
+
+/* -ECHILD with the error set if c was made before this process's fork(). */
+static int check_process(const struct idgen_client *c)
+{
+	if (__atomic_load_n(&forks_seen, __ATOMIC_RELAXED) == c->forks)
+		return 0;
+	set_error("this client was made before fork(): its IDs are the parent's; "
+		  "make a new one in this process");
+	return -ECHILD;
+}
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -179,6 +213,26 @@ EXPORT void idgen_client_options_init(struct idgen_client_options *o)
 	o->refill_mark = IDGEN_CLIENT_REFILL_HALF;
 	o->max_age_ms = 1000;
 	o->health_check_ms = 500;
+}
+
+static uint64_t wall_unix_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return ts.tv_sec < 0 ? 0 : (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Whether id was minted more than max_age_ms before now_ms (Unix ms).  An
+ * ID's time field (bits 62..22) is the same in every layout.
+ */
+static bool id_stale(const struct idgen_client *c, uint64_t id, uint64_t now_ms)
+{
+	if (now_ms < LIBIDGEN_EPOCH_UNIX_MS + c->o.max_age_ms)
+		return false;
+	return (id >> LIBIDGEN_NODE_SEQ_BITS) <
+	       now_ms - LIBIDGEN_EPOCH_UNIX_MS - c->o.max_age_ms;
 }
 
 /* ---- hosts ------------------------------------------------------------ */
@@ -220,31 +274,44 @@ static uint64_t next_rand(struct idgen_client *c)
 /*
  * The host for a request's next try: of the hosts not tried this round,
  * the healthy ones by the power of two choices on in-flight tries; an
- * unhealthy one only when no healthy one is left.  -1 when every host was
- * tried this round.
+ * unhealthy one only when no healthy one is left, and only while nothing
+ * runs on it (no try, no probe): a frozen host gets one connection at a
+ * time, not one per call.  -1 when there is no such host.
  */
 static int pick_host(struct idgen_client *c, struct request *r)
 {
-	unsigned int cand[IDGEN_CLIENT_MAX_HOSTS], ncand = 0, nsick = 0;
-	unsigned int sick[IDGEN_CLIENT_MAX_HOSTS], i, a, b;
+	unsigned int cand[IDGEN_CLIENT_MAX_HOSTS], ncand = 0, nsick = 0, nbusy = 0;
+	unsigned int sick[IDGEN_CLIENT_MAX_HOSTS], busy[IDGEN_CLIENT_MAX_HOSTS], i, a, b;
 
 	for (i = 0; i < c->nhosts; i++) {
 		if (r->tried & (1ULL << i))
 			continue;
 		if (host_usable(&c->hosts[i]))
 			cand[ncand++] = i;
+		else if (c->hosts[i].probe || c->hosts[i].in_flight)
+			busy[nbusy++] = i;
 		else
 			sick[nsick++] = i;
 	}
+	for (i = 0; !ncand && !nsick && i < nbusy; i++) {
+		struct reason *re = &r->reasons[busy[i]];
+		struct host *h = &c->hosts[busy[i]];
+
+		BUMP(c, hosts_skipped);
+		if (!re->text[0])
+			snprintf(re->text, sizeof(re->text), "skipped: %s (%s)", h->why,
+				 h->probe ? "its probe has not answered" : "a try runs on it");
+	}
 	if (ncand) {
 		/* Each unhealthy host passed over, and why, for the error. */
-		for (i = 0; i < nsick; i++) {
-			struct reason *re = &r->reasons[sick[i]];
+		for (i = 0; i < nsick + nbusy; i++) {
+			unsigned int hi = i < nsick ? sick[i] : busy[i - nsick];
+			struct reason *re = &r->reasons[hi];
 
 			BUMP(c, hosts_skipped);
 			if (!re->text[0])
 				snprintf(re->text, sizeof(re->text), "skipped: %s",
-					 c->hosts[sick[i]].why);
+					 c->hosts[hi].why);
 		}
 		a = cand[next_rand(c) % ncand];
 		if (ncand == 1)
@@ -288,7 +355,11 @@ static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
 	return n;
 }
 
-/* A transfer on host hi: a try of r with its POST body, or a probe. */
+/*
+ * A transfer on host hi: a try of r with its POST body, or a probe.  It
+ * must connect within timeout_ns, and end within it too for a try; a
+ * probe may wait PROBE_PATIENCE_NS for its answer.
+ */
 static struct xfer *xfer_start(struct idgen_client *c, unsigned int hi,
 			       struct request *r, uint64_t now, uint64_t timeout_ns)
 {
@@ -296,6 +367,7 @@ static struct xfer *xfer_start(struct idgen_client *c, unsigned int hi,
 	struct xfer *x = calloc(1, sizeof(*x));
 	char post[160];
 	long ms = (long)((timeout_ns + 999999) / 1000000);
+	long total_ms = r ? ms : (long)(PROBE_PATIENCE_NS / 1000000);
 
 	if (!x)
 		return NULL;
@@ -315,7 +387,7 @@ static struct xfer *xfer_start(struct idgen_client *c, unsigned int hi,
 	curl_easy_setopt(x->easy, CURLOPT_TCP_NODELAY, 1L);
 	curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_data);
 	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
-	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, ms > 0 ? ms : 1L);
+	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, total_ms > 0 ? total_ms : 1L);
 	curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS, ms > 0 ? ms : 1L);
 	if (r) {
 		snprintf(post, sizeof(post), "{\"count\":%u%s}", r->want, c->caller_json);
@@ -325,6 +397,10 @@ static struct xfer *xfer_start(struct idgen_client *c, unsigned int hi,
 	} else {
 		curl_easy_setopt(x->easy, CURLOPT_URL, h->ready_url);
 		curl_easy_setopt(x->easy, CURLOPT_HTTPGET, 1L);
+		/* A host gone (not frozen) ends the patient probe in seconds. */
+		curl_easy_setopt(x->easy, CURLOPT_TCP_KEEPALIVE, 1L);
+		curl_easy_setopt(x->easy, CURLOPT_TCP_KEEPIDLE, 1L);
+		curl_easy_setopt(x->easy, CURLOPT_TCP_KEEPINTVL, 1L);
 	}
 	if (curl_multi_add_handle(c->multi, x->easy) != CURLM_OK) {
 		curl_easy_cleanup(x->easy);
@@ -525,6 +601,19 @@ static void try_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint64
 		BUMP(c, bad_answers);
 		goto failed;
 	}
+	/*
+	 * A refill hands its IDs to waiting calls at once, past drop_stale():
+	 * the first, the oldest, must be within the bound (a host whose clock
+	 * lags, or an answer held up after its IDs were minted).
+	 */
+	if (r->refill && id_stale(c, r->ids[0], wall_unix_ms())) {
+		snprintf(why, sizeof(why), "bad answer: IDs minted more than max_age_ms "
+			 "(%u ms) ago, %llu ms by this machine's clock", c->o.max_age_ms,
+			 (unsigned long long)(wall_unix_ms() - LIBIDGEN_EPOCH_UNIX_MS -
+					      (r->ids[0] >> LIBIDGEN_NODE_SEQ_BITS)));
+		BUMP(c, bad_answers);
+		goto failed;
+	}
 	ADD(c, ids_received, r->want);
 	host_up(h);
 	xfer_end(x);
@@ -561,19 +650,40 @@ static void probe_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint
 	xfer_end(x);
 }
 
-/* Probe each host whose time has come; a host is probed once at a time. */
+/* How long a probe may take before its host is skipped: a period, 0.1 to 1 s. */
+static uint64_t probe_timeout_ns(const struct idgen_client *c)
+{
+	uint64_t t = c->health_ns < 1000000000ULL ? c->health_ns : 1000000000ULL;
+
+	return t < 100000000ULL ? 100000000ULL : t;
+}
+
+/*
+ * Probe each host whose time has come; a host is probed once at a time.
+ * A probe not answered within probe_timeout_ns() skips its host, but runs
+ * on (PROBE_PATIENCE_NS): a new one would be one more connection.
+ */
 static void run_probes(struct idgen_client *c, uint64_t now)
 {
 	unsigned int i;
 
 	for (i = 0; i < c->nhosts; i++) {
 		struct host *h = &c->hosts[i];
-		uint64_t timeout = c->health_ns < 1000000000ULL ? c->health_ns : 1000000000ULL;
 
-		if (h->probe || now < h->next_probe_ns)
+		if (h->probe) {
+			if (host_usable(h) && now - h->probe->start_ns >= probe_timeout_ns(c)) {
+				char why[REASON_LEN];
+
+				snprintf(why, sizeof(why), "/readyz: no answer after %llu ms",
+					 (unsigned long long)(probe_timeout_ns(c) / 1000000));
+				host_down(c, h, now, why, false);
+			}
+			continue;
+		}
+		if (now < h->next_probe_ns)
 			continue;
 		h->next_probe_ns = now + c->health_ns;
-		h->probe = xfer_start(c, i, NULL, now, timeout < 100000000ULL ? 100000000ULL : timeout);
+		h->probe = xfer_start(c, i, NULL, now, probe_timeout_ns(c));
 		if (h->probe)
 			BUMP(c, probes);
 	}
@@ -638,9 +748,15 @@ static uint64_t next_timer(struct idgen_client *c)
 		if (r->round_ns && r->round_ns < t)
 			t = r->round_ns;
 	}
-	for (i = 0; i < c->nhosts; i++)
-		if (!c->hosts[i].probe && c->hosts[i].next_probe_ns < t)
-			t = c->hosts[i].next_probe_ns;
+	for (i = 0; i < c->nhosts; i++) {
+		const struct host *h = &c->hosts[i];
+		uint64_t when = h->probe ? h->probe->start_ns + probe_timeout_ns(c) :
+			h->next_probe_ns;
+
+		/* (A healthy host's probe: when it is late.) */
+		if ((!h->probe || host_usable(h)) && when < t)
+			t = when;
+	}
 	return t;
 }
 
@@ -748,31 +864,19 @@ static void *loop(void *arg)
 
 /* ---- the buffer (under c->lock) ------------------------------------------ */
 
-static uint64_t wall_unix_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec < 0 ? 0 : (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
-/*
- * Drop the buffered IDs minted more than max_age_ms ago.  An ID's time
- * field (bits 62..22) is the same in every layout.
- */
+/* Drop the buffered IDs minted more than max_age_ms ago. */
 static void drop_stale(struct idgen_client *c)
 {
-	uint64_t now = wall_unix_ms(), oldest;
+	uint64_t now = wall_unix_ms();
 	size_t i, kept = 0;
 
-	if (!c->count || now < LIBIDGEN_EPOCH_UNIX_MS + c->o.max_age_ms)
+	if (!c->count)
 		return;
-	oldest = now - LIBIDGEN_EPOCH_UNIX_MS - c->o.max_age_ms;
 	/* Answers of several hosts: not in order, so look at each. */
 	for (i = 0; i < c->count; i++) {
 		uint64_t id = c->buf[c->head + i];
 
-		if ((id >> LIBIDGEN_NODE_SEQ_BITS) >= oldest)
+		if (!id_stale(c, id, now))
 			c->buf[c->head + kept++] = id;
 	}
 	if (kept != c->count) {
@@ -793,7 +897,7 @@ static void unwait(struct idgen_client *c, struct waiter *w)
 			*pp = w->next;
 			if (c->waiters_tail == &w->next)
 				c->waiters_tail = pp;
-			c->nwaiters--;
+			c->waiting -= w->want - w->got;
 			return;
 		}
 }
@@ -802,6 +906,11 @@ static void unwait(struct idgen_client *c, struct waiter *w)
  * A refill's IDs: first to the callers waiting, in the order they came
  * (so none starves behind faster threads), the rest into the buffer.
  * Should callers still wait, or the buffer be at its mark, refill again.
+ *
+ * Every ID of the buffered client passes through here, refill after
+ * refill, in order (callers wait only while the buffer is empty): so the
+ * IDs one thread gets from one host are strictly increasing, even when a
+ * call takes some from the buffer and waits for the rest.
  */
 static void deliver_to_buffer(struct idgen_client *c, struct request *r)
 {
@@ -809,12 +918,16 @@ static void deliver_to_buffer(struct idgen_client *c, struct request *r)
 	struct waiter *w;
 
 	while (i < r->want && (w = c->waiters)) {
+		n = w->want - w->got < r->want - i ? w->want - w->got : r->want - i;
+		memcpy(w->ids + w->got, r->ids + i, n * sizeof(r->ids[0]));
+		w->got += n;
+		i += n;
+		c->waiting -= n;
+		if (w->got < w->want)
+			break;
 		c->waiters = w->next;
 		if (!c->waiters)
 			c->waiters_tail = &c->waiters;
-		c->nwaiters--;
-		w->id = r->ids[i++];
-		w->done = true;
 	}
 	if (c->head) {
 		memmove(c->buf, c->buf + c->head, c->count * sizeof(c->buf[0]));
@@ -836,7 +949,7 @@ static void submit(struct idgen_client *c, struct request *r)
 
 /*
  * Start a refill if the buffer is at its mark or below, or callers wait,
- * and none runs: for the room in the buffer and one ID per waiting caller
+ * and none runs: for the room in the buffer and the IDs callers wait for
  * (up to refill_cap).  The one refill request is allocated once: a buffer
  * hit that starts a refill costs no allocation.  Returns whether the loop
  * must be woken, which the caller does after unlocking (the loop takes
@@ -852,13 +965,13 @@ static void submit(struct idgen_client *c, struct request *r)
 static bool maybe_refill(struct idgen_client *c)
 {
 	struct request *r = c->refill_req;
-	size_t room = c->o.buffer_size - c->count + c->nwaiters;
+	size_t room = c->o.buffer_size - c->count + c->waiting;
 
 	if (room > c->refill_cap)
 		room = c->refill_cap;
-	if (c->refilling || (c->count > c->o.refill_mark && !c->nwaiters) || !room)
+	if (c->refilling || (c->count > c->o.refill_mark && !c->waiting) || !room)
 		return false;
-	if (!c->in_loop && !c->nwaiters && c->count > c->o.refill_mark / 2 &&
+	if (!c->in_loop && !c->waiting && c->count > c->o.refill_mark / 2 &&
 	    c->looking)
 		return false;	/* the loop's next look starts it */
 	r->want = room;
@@ -930,65 +1043,73 @@ static int fetch(struct idgen_client *c, uint64_t *ids, size_t n)
 }
 
 /*
- * One ID from the buffer, or else handed over by a refill, waiting until
- * the deadline.  A refill started about when this call began ends by its
- * own deadline, which is this call's give or take the loop's lateness: it
- * is waited for, so that its error (naming the hosts) is the one reported.
+ * n IDs from the buffer, or else those it lacks handed over by refills,
+ * waiting until the deadline.  A refill started about when this call began
+ * ends by its own deadline, which is this call's give or take the loop's
+ * lateness: it is waited for, so that its error (naming the hosts) is the
+ * one reported.  Returns how many were written (fewer than n only when the
+ * deadline passed), or -ETIMEDOUT with none.
  */
-static int take_one(struct idgen_client *c, uint64_t *id, bool *hit)
+static ssize_t take(struct idgen_client *c, uint64_t *ids, size_t n, bool *hit)
 {
 	uint64_t start = mono_ns(), deadline = start + c->deadline_ns;
 	struct timespec ts = { deadline / 1000000000, deadline % 1000000000 };
 	struct waiter w = { 0 };
 	unsigned long gen;
 	bool wake = false;
+	size_t k = 0;
 	int rc = 0;
 
 	*hit = true;
 	pthread_mutex_lock(&c->lock);
-	if (!c->waiters && take_buffered(c, id, 1, &wake)) {
-		pthread_mutex_unlock(&c->lock);
-		if (wake)
-			curl_multi_wakeup(c->multi);
-		return 0;
+	/* (Callers wait only while the buffer is empty: they come first.) */
+	if (!c->waiters) {
+		k = take_buffered(c, ids, n, &wake);
+		if (k == n) {
+			pthread_mutex_unlock(&c->lock);
+			if (wake)
+				curl_multi_wakeup(c->multi);
+			return n;
+		}
 	}
 	*hit = false;
+	w.ids = ids + k;
+	w.want = n - k;
 	*c->waiters_tail = &w;
 	c->waiters_tail = &w.next;
-	c->nwaiters++;
+	c->waiting += w.want;
 	if (maybe_refill(c) || wake) {
 		pthread_mutex_unlock(&c->lock);
 		curl_multi_wakeup(c->multi);
 		pthread_mutex_lock(&c->lock);
 	}
-	while (!w.done && rc != ETIMEDOUT)
+	while (w.got < w.want && rc != ETIMEDOUT)
 		rc = pthread_cond_timedwait(&c->buf_cond, &c->lock, &ts);
-	if (!w.done && c->refilling && c->refill_start_ns <= start + 10000000ULL) {
+	if (w.got < w.want && c->refilling && c->refill_start_ns <= start + 10000000ULL) {
 		gen = c->refill_gen;
-		while (!w.done && gen == c->refill_gen)
+		while (w.got < w.want && gen == c->refill_gen)
 			pthread_cond_wait(&c->buf_cond, &c->lock);
 	}
-	if (!w.done) {
+	if (w.got < w.want) {
 		unwait(c, &w);
 		if (c->refill_gen && c->refill_result)
 			set_error("%s", c->refill_err);
 		else
-			set_error("no ID within the %u ms deadline: the buffer's refill had "
-				  "not answered", c->o.deadline_ms);
+			set_error("no ID within the %u ms deadline: the buffer's refill had not "
+				  "answered", c->o.deadline_ms);
 	}
 	pthread_mutex_unlock(&c->lock);
-	if (!w.done)
-		return -ETIMEDOUT;
-	*id = w.id;
-	return 0;
+	k += w.got;
+	return k ? (ssize_t)k : -ETIMEDOUT;
 }
 
 EXPORT ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t n)
 {
-	size_t got = 0;
-	bool wake;
 	int ret;
 
+	ret = check_process(c);
+	if (ret)
+		return ret;
 	BUMP(c, calls);
 	if (!n || n > COUNT_MAX) {
 		BUMP(c, calls_failed);
@@ -996,20 +1117,17 @@ EXPORT ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t
 		return -EINVAL;
 	}
 	if (c->o.buffer_size) {
-		pthread_mutex_lock(&c->lock);
-		got = take_buffered(c, ids, n, &wake);
-		pthread_mutex_unlock(&c->lock);
-		if (wake)
-			curl_multi_wakeup(c->multi);
-		if (got == n) {
+		bool hit;
+		ssize_t got = take(c, ids, n, &hit);
+
+		if (got < 0)
+			BUMP(c, calls_failed);
+		else if (hit)
 			BUMP(c, buffer_hits);
-			return n;
-		}
+		return got;
 	}
-	ret = fetch(c, ids + got, n - got);
+	ret = fetch(c, ids, n);
 	if (ret) {
-		if (got)
-			return got;
 		BUMP(c, calls_failed);
 		return ret;
 	}
@@ -1021,13 +1139,16 @@ EXPORT int idgen_client_next(struct idgen_client *c, uint64_t *id)
 	bool hit;
 	int ret;
 
+	ret = check_process(c);
+	if (ret)
+		return ret;
 	if (!c->o.buffer_size) {
 		ssize_t r = idgen_client_next_n(c, id, 1);
 
 		return r < 0 ? (int)r : 0;
 	}
 	BUMP(c, calls);
-	ret = take_one(c, id, &hit);
+	ret = take(c, id, 1, &hit) < 0 ? -ETIMEDOUT : 0;
 	if (ret)
 		BUMP(c, calls_failed);
 	else if (hit)
@@ -1062,6 +1183,7 @@ static CURLcode curl_init_result;
 static void curl_init(void)
 {
 	curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
+	pthread_atfork(NULL, NULL, count_fork);
 }
 
 /* Split the endpoints into c->hosts; -EINVAL with the error set. */
@@ -1230,6 +1352,7 @@ EXPORT int idgen_client_new(const char *endpoints, const struct idgen_client_opt
 	c->queue_tail = &c->queue;
 	c->waiters_tail = &c->waiters;
 	c->rng = mono_ns() | 1;
+	c->forks = __atomic_load_n(&forks_seen, __ATOMIC_RELAXED);
 	ret = check_options(c, options);
 	if (!ret)
 		ret = parse_endpoints(c, endpoints);
@@ -1239,7 +1362,8 @@ EXPORT int idgen_client_new(const char *endpoints, const struct idgen_client_opt
 	}
 	c->buf = calloc(c->o.buffer_size ? c->o.buffer_size : 1, sizeof(c->buf[0]));
 	if (c->o.buffer_size) {
-		c->refill_cap = c->o.buffer_size + 256 < COUNT_MAX ? c->o.buffer_size + 256 : COUNT_MAX;
+		/* Room for a buffer's worth and an idgen_client_next_n() of the most. */
+		c->refill_cap = COUNT_MAX;
 		c->refill_req = calloc(1, sizeof(*c->refill_req));
 		if (c->refill_req)
 			c->refill_req->ids = calloc(c->refill_cap, sizeof(uint64_t));
@@ -1272,6 +1396,12 @@ EXPORT int idgen_client_new(const char *endpoints, const struct idgen_client_opt
 EXPORT void idgen_client_free(struct idgen_client *c)
 {
 	if (!c)
+		return;
+	/*
+	 * In a child of a fork(): no loop to stop, and its lock may have been
+	 * held by a thread that is not here.  Left as it is.
+	 */
+	if (check_process(c))
 		return;
 	pthread_mutex_lock(&c->lock);
 	c->stop = true;

@@ -24,7 +24,10 @@
  * Errors: functions return a negative errno value; the calling thread's
  * idgen_client_last_error() then says what happened, naming each host
  * tried and why it failed.  Thread safety: every function but
- * idgen_client_free() may be called from many threads at once.
+ * idgen_client_free() may be called from many threads at once.  A client
+ * serves only the process that made it: in a child of fork(), calls fail
+ * with -ECHILD (its buffer holds its parent's IDs) and idgen_client_free()
+ * does nothing.
  */
 #ifndef LIBIDGEN_CLIENT_H
 #define LIBIDGEN_CLIENT_H
@@ -81,16 +84,18 @@ int idgen_client_new(const char *endpoints, const struct idgen_client_options *o
 
 /*
  * One ID.  0, or when none could be had within the deadline -ETIMEDOUT
- * (idgen_client_last_error() names each host tried and why it failed).
+ * (idgen_client_last_error() names each host tried and why it failed);
+ * -ECHILD in a child of fork().
  */
 int idgen_client_next(struct idgen_client *c, uint64_t *id);
 
 /*
  * Up to n IDs (1 to 10000).  Without a buffer they are one host's answer,
- * strictly increasing.  Returns how many were written: n, or fewer only
- * when some came from the buffer and fetching the rest failed; or, with
- * none, a negative errno as for idgen_client_next() (-EINVAL for n out of
- * range).
+ * strictly increasing; with it, what the buffer holds and the rest from
+ * its refills, those of one host strictly increasing.  Returns how many
+ * were written: n, or fewer only when some were had and the deadline
+ * passed before the rest; or, with none, a negative errno as for
+ * idgen_client_next() (-EINVAL for n out of range).
  */
 ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t n);
 

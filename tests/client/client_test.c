@@ -14,15 +14,25 @@
  *   alldown URLS DEADLINE_MS SLACK_MS BUFFER WHY
  *       every host down: -ETIMEDOUT after the deadline, within SLACK_MS of
  *       it, the message naming every host and WHY
- *   unique URLS TOTAL THREADS BUFFER
- *       TOTAL IDs over THREADS threads: none twice, and each thread's IDs
- *       of one host strictly increasing
+ *   unique URLS TOTAL THREADS BUFFER [BATCH]
+ *       TOTAL IDs over THREADS threads (by idgen_client_next_n() of BATCH
+ *       when given): none twice, and each thread's IDs of one host
+ *       strictly increasing
  *   stale URLS MAX_AGE_MS
  *       with a buffer: no ID minted more than MAX_AGE_MS before its call
+ *   hold URLS SECONDS HEALTH_MS
+ *       calls for SECONDS with /readyz probed every HEALTH_MS, buffer 32:
+ *       all answered (run.sh counts what reached a host frozen meanwhile)
+ *   fork URLS
+ *       a client with its buffer full, then fork(): the child's calls
+ *       fail with -ECHILD, no ID of the child's is one of the parent's
  *   bad FAKE GOOD GOOD_WORKER CALLS WHY
  *       FAKE answers badly: every call (of 4 IDs, so that order and
  *       duplicates show) answered by GOOD alone; against FAKE alone, the
  *       error names WHY
+ *   badbuf FAKE GOOD GOOD_WORKER CALLS WHY
+ *       the same with a buffer of 8 and idgen_client_next(): none of the
+ *       fake's IDs reaches a call, none older than max_age_ms (1000)
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -33,6 +43,7 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "idgen.h"
 #include "idgen_client.h"
@@ -308,12 +319,44 @@ static int t_alldown(const char *urls, unsigned int deadline_ms, unsigned int sl
 	return done();
 }
 
+/* ---- calls for a while, probes coming fast ---------------------------- */
+
+static int t_hold(const char *urls, unsigned int seconds, unsigned int health_ms)
+{
+	struct idgen_client_options o;
+	struct idgen_client_stats s;
+	struct idgen_client *c;
+	uint64_t end = mono_ns() + (uint64_t)seconds * 1000000000, id;
+	size_t calls = 0, errors = 0;
+
+	idgen_client_options_init(&o);
+	o.health_check_ms = health_ms;
+	o.deadline_ms = 1000;
+	if (idgen_client_new(urls, &o, &c)) {
+		printf("# idgen_client_new: %s\n", idgen_client_last_error());
+		return 2;
+	}
+	while (mono_ns() < end) {
+		calls++;
+		if (idgen_client_next(c, &id) && errors++ < 3)
+			printf("# %s\n", idgen_client_last_error());
+		usleep(500);
+	}
+	print_stats(c);
+	idgen_client_stats(c, &s, sizeof(s));
+	check(!errors, "%zu calls over %u s, probes every %u ms: all answered (%zu failed)",
+	      calls, seconds, health_ms, errors);
+	check(s.probes > 0, "... hosts were probed (%" PRIu64 ")", s.probes);
+	idgen_client_free(c);
+	return done();
+}
+
 /* ---- uniqueness and threads ------------------------------------------- */
 
 struct worker_arg {
 	struct idgen_client *c;
 	uint64_t *ids;
-	size_t n, got, errors, out_of_order;
+	size_t n, batch, got, errors, out_of_order;
 };
 
 static void *taker(void *arg)
@@ -322,25 +365,35 @@ static void *taker(void *arg)
 	uint64_t last[128] = { 0 };
 	size_t i;
 
-	for (i = 0; i < a->n; i++) {
-		uint64_t id;
-		unsigned int w;
+	for (i = 0; i < a->n; i += a->batch) {
+		size_t want = a->n - i < a->batch ? a->n - i : a->batch, k;
+		uint64_t *ids = a->ids + a->got;
+		ssize_t got;
 
-		if (idgen_client_next(a->c, &id)) {
+		if (a->batch == 1)
+			got = idgen_client_next(a->c, ids) ? -1 : 1;
+		else
+			got = idgen_client_next_n(a->c, ids, want);
+		if (got != (ssize_t)want) {
 			if (a->errors++ < 3)
 				printf("# %s\n", idgen_client_last_error());
-			continue;
+			if (got < 0)
+				continue;
 		}
-		w = worker_of(id);
-		if (id <= last[w])
-			a->out_of_order++;
-		last[w] = id;
-		a->ids[a->got++] = id;
+		for (k = 0; k < (size_t)got; k++) {
+			unsigned int w = worker_of(ids[k]);
+
+			if (ids[k] <= last[w])
+				a->out_of_order++;
+			last[w] = ids[k];
+		}
+		a->got += got;
 	}
 	return NULL;
 }
 
-static int t_unique(const char *urls, size_t total, unsigned int threads, unsigned int buffer)
+static int t_unique(const char *urls, size_t total, unsigned int threads, unsigned int buffer,
+		    size_t batch)
 {
 	struct idgen_client *c = client(urls, buffer, 1000, 0);
 	struct worker_arg a[64];
@@ -353,7 +406,8 @@ static int t_unique(const char *urls, size_t total, unsigned int threads, unsign
 		threads = 64;
 	t0 = mono_ns();
 	for (t = 0; t < threads; t++) {
-		a[t] = (struct worker_arg){ .c = c, .ids = all + n, .n = total / threads };
+		a[t] = (struct worker_arg){ .c = c, .ids = all + n, .n = total / threads,
+					    .batch = batch ? batch : 1 };
 		n += a[t].n;
 	}
 	pthread_t th[64];
@@ -371,12 +425,13 @@ static int t_unique(const char *urls, size_t total, unsigned int threads, unsign
 		memmove(all + n, a[t].ids, a[t].got * sizeof(*all));
 		n += a[t].got;
 	}
-	printf("# %zu IDs in %.2f s over %u threads, buffer %u\n", n, (mono_ns() - t0) / 1e9,
-	       threads, buffer);
+	printf("# %zu IDs in %.2f s over %u threads, buffer %u, %zu a call\n", n,
+	       (mono_ns() - t0) / 1e9, threads, buffer, batch ? batch : 1);
 	print_stats(c);
 	idgen_client_stats(c, &s, sizeof(s));
-	check(!errors && n == total / threads * threads, "%u threads, buffer %u: all %zu calls "
-	      "answered (%zu failed)", threads, buffer, total / threads * threads, errors);
+	check(!errors && n == total / threads * threads, "%u threads, buffer %u: all %zu IDs had "
+	      "(%zu calls failed or came short)", threads, buffer, total / threads * threads,
+	      errors);
 	dup = duplicates(all, n);
 	check(!dup, "... no ID twice among %zu (%zu duplicates)", n, dup);
 	check(!ooo, "... each thread's IDs of one host strictly increasing (%zu out of order)", ooo);
@@ -476,6 +531,133 @@ static int t_bad(const char *fake, const char *good, unsigned int good_worker, s
 	return done();
 }
 
+static int t_badbuf(const char *fake, const char *good, unsigned int good_worker,
+		    size_t calls, const char *why)
+{
+	struct idgen_client_options o;
+	struct idgen_client_stats s;
+	struct idgen_client *c;
+	size_t i, ok = 0, foreign = 0, too_old = 0;
+	char urls[512];
+	uint64_t id;
+	int ret;
+
+	snprintf(urls, sizeof(urls), "%s,%s", fake, good);
+	idgen_client_options_init(&o);
+	o.buffer_size = 8;
+	o.per_try_ms = 200;	/* Python answers in milliseconds */
+	o.deadline_ms = 2000;
+	o.health_check_ms = 10;	/* the fake back soon, and tried again */
+	if (idgen_client_new(urls, &o, &c))
+		return 2;
+	for (i = 0; i < calls; i++) {
+		uint64_t start = wall_ms();
+		struct idgen_decoded d;
+
+		if (idgen_client_next(c, &id)) {
+			printf("# %s\n", idgen_client_last_error());
+			continue;
+		}
+		ok++;
+		idgen_decode(id, NULL, &d);
+		foreign += d.worker != good_worker;
+		too_old += d.unix_ms + o.max_age_ms < start;
+		usleep(1000);
+	}
+	print_stats(c);
+	idgen_client_stats(c, &s, sizeof(s));
+	check(ok == calls, "%s, buffer 8: %zu calls of %zu answered", why, ok, calls);
+	check(!foreign, "... none with the fake's IDs (%zu)", foreign);
+	check(!too_old, "... none minted more than %u ms before its call (%zu)", o.max_age_ms,
+	      too_old);
+	check(s.bad_answers + s.http_errors + s.timeouts > 0,
+	      "... the fake was tried and refused (%" PRIu64 " bad answers)", s.bad_answers);
+	idgen_client_free(c);
+
+	o.health_check_ms = 500;
+	if (idgen_client_new(fake, &o, &c))
+		return 2;
+	ret = idgen_client_next(c, &id);
+	printf("# %s\n", idgen_client_last_error());
+	check(ret == -ETIMEDOUT && strstr(idgen_client_last_error(), why),
+	      "... the fake alone: -ETIMEDOUT, \"%s\" (got %d)", why, ret);
+	idgen_client_free(c);
+	return done();
+}
+
+/* ---- fork --------------------------------------------------------------- */
+
+/* What the child saw, through a pipe. */
+struct fork_report {
+	int ret[4];
+	uint64_t ids[4];
+	char msg[256];
+};
+
+static int t_fork(const char *urls)
+{
+	struct idgen_client *c = client(urls, 32, 1000, 0);
+	uint64_t mine[40], theirs[4] = { 0 }, id;
+	int fds[2], status, i, k, ret, shared = 0;
+	char msg[256] = "";
+	ssize_t got;
+	pid_t pid;
+
+	/* The first call's refill fills the buffer too. */
+	check(!idgen_client_next(c, &id), "a call before fork(): answered");
+	usleep(50000);
+	if (pipe(fds))
+		return 2;
+	pid = fork();
+	if (pid < 0)
+		return 2;
+	if (!pid) {
+		struct fork_report out;
+
+		memset(&out, 0, sizeof(out));
+		for (i = 0; i < 4; i++)
+			out.ret[i] = idgen_client_next(c, &out.ids[i]);
+		snprintf(out.msg, sizeof(out.msg), "%s", idgen_client_last_error());
+		idgen_client_free(c);
+		if (write(fds[1], &out, sizeof(out)) != sizeof(out))
+			_exit(1);
+		_exit(0);
+	}
+	close(fds[1]);
+	for (i = 0; i < 40; i++)
+		if (idgen_client_next(c, &mine[i]))
+			mine[i] = 0;
+	{
+		struct fork_report out;
+
+		got = read(fds[0], &out, sizeof(out));
+		waitpid(pid, &status, 0);
+		check(got == sizeof(out) && WIFEXITED(status) && !WEXITSTATUS(status),
+		      "the child reported and exited");
+		ret = got == sizeof(out) ? 0 : -1;
+		for (i = 0; got == sizeof(out) && i < 4; i++) {
+			if (out.ret[i] != -ECHILD)
+				ret = out.ret[i] ? out.ret[i] : 1;
+			if (!out.ret[i])
+				theirs[i] = out.ids[i];
+		}
+		if (got == sizeof(out))
+			snprintf(msg, sizeof(msg), "%s", out.msg);
+	}
+	close(fds[0]);
+	for (i = 0; i < 4; i++)
+		for (k = 0; k < 40; k++)
+			shared += theirs[i] && theirs[i] == mine[k];
+	check(!ret && strstr(msg, "fork()"), "the child's calls: -ECHILD, \"%s\" (got %d)", msg,
+	      ret);
+	check(!shared, "no ID the child got is one the parent got (%d)", shared);
+	for (i = 0, k = 0; i < 40; i++)
+		k += !mine[i];
+	check(!k, "the parent's 40 calls after the fork: answered (%d failed)", k);
+	idgen_client_free(c);
+	return done();
+}
+
 int main(int argc, char *argv[])
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -489,10 +671,17 @@ int main(int argc, char *argv[])
 		return t_spread(argv[2], num(argv[3]), num(argv[4]), num(argv[5]));
 	if (!strcmp(m, "alldown") && argc == 7)
 		return t_alldown(argv[2], num(argv[3]), num(argv[4]), num(argv[5]), argv[6]);
-	if (!strcmp(m, "unique") && argc == 6)
-		return t_unique(argv[2], num(argv[3]), num(argv[4]), num(argv[5]));
+	if (!strcmp(m, "unique") && (argc == 6 || argc == 7))
+		return t_unique(argv[2], num(argv[3]), num(argv[4]), num(argv[5]),
+				argc == 7 ? num(argv[6]) : 1);
 	if (!strcmp(m, "stale") && argc == 4)
 		return t_stale(argv[2], num(argv[3]));
+	if (!strcmp(m, "hold") && argc == 5)
+		return t_hold(argv[2], num(argv[3]), num(argv[4]));
+	if (!strcmp(m, "badbuf") && argc == 7)
+		return t_badbuf(argv[2], argv[3], num(argv[4]), num(argv[5]), argv[6]);
+	if (!strcmp(m, "fork") && argc == 3)
+		return t_fork(argv[2]);
 	if (!strcmp(m, "bad") && argc == 7)
 		return t_bad(argv[2], argv[3], num(argv[4]), num(argv[5]), argv[6]);
 	fprintf(stderr, "client_test: unknown mode or wrong arguments (see the source)\n");

@@ -19,11 +19,11 @@ lock = threading.Lock()
 seq = 0
 
 
-def fresh_ids(n):
-    """n strictly increasing IDs of worker 99, minted now."""
+def fresh_ids(n, ago_ms=0):
+    """n strictly increasing IDs of worker 99, minted ago_ms before now."""
     global seq
     with lock:
-        ms = int(time.time() * 1000) - EPOCH_MS
+        ms = int(time.time() * 1000) - EPOCH_MS - ago_ms
         out = []
         for _ in range(n):
             seq = (seq + 1) % 4096
@@ -68,6 +68,9 @@ def answer(n):
         return 200, ""
     if mode == "huge":
         return 200, json.dumps({"ids": s, "layout_version": 1, "pad": "x" * 1000000})
+    if mode == "old":
+        # Well formed, but minted 3 s ago (a lagging clock, a held answer).
+        return 200, json.dumps({"ids": [str(i) for i in fresh_ids(n, 3000)], "layout_version": 1})
     if mode == "status503":
         return 503, json.dumps({"error": {"code": "unavailable", "message": "no lease"}})
     return 500, "unknown mode"

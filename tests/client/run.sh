@@ -8,18 +8,25 @@
 #   - balancing: every host answers a share of the calls
 #   - one host SIGSTOPped, before and during a run: every call answered
 #     within a generous bound (the distribution printed), none by it
+#   - a host frozen while calls go on: at most a few connections wait for
+#     it, however often it is probed
 #   - a host killed, then restarted on its port: no call fails, and it
 #     answers again
 #   - every host down (refusing, then frozen): -ETIMEDOUT after the
 #     deadline, the message naming every host and why
-#   - 10^6 IDs over 8 threads with the buffer, and 8 threads without: none
-#     twice, each thread's IDs of one host strictly increasing
+#   - 10^6 IDs over 8 threads with the buffer, and 8 threads without, and
+#     by calls of 20 with the buffer: none twice, each thread's IDs of one
+#     host strictly increasing
 #   - the buffer's age bound, with sleeps past it
+#   - a client made before fork() serves no call in the child (its buffer
+#     holds IDs the parent hands out)
 #   - bad answers from fake_server.py (not JSON, numbers, duplicates, out
-#     of order, a wrong count, a wrong layout version, too long, 503...):
-#     refused, and the call answered by the good host
+#     of order, a wrong count, a wrong layout version, too long, 503,
+#     IDs older than the buffer's bound...): refused, and the call answered
+#     by the good host
 #   - idgenctl mint --remote
-#   - the scenarios under valgrind, and built with ASan and UBSan
+#   - the scenarios under valgrind, built with ASan and UBSan, and with
+#     ThreadSanitizer
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -151,7 +158,11 @@ urls=$(url 11),$(url 12),$(url 13)
 tap_run "spread" "$ct" spread "$urls" 3000
 tap_run "10^6 IDs, 8 threads, buffer 32" "$ct" unique "$urls" 1000000 8 32
 tap_run "8 threads, no buffer" "$ct" unique "$urls" 40000 8 0
+# Calls of 20 with a buffer of 32: some from the buffer, the rest waited for.
+tap_run "8 threads, buffer 32, next_n(20)" "$ct" unique "$urls" 400000 8 32 20
+tap_run "one host, buffer 32, next_n(20)" "$ct" unique "$(url 11)" 40000 1 32 20
 tap_run "age bound 50 ms" "$ct" stale "$urls" 50
+tap_run "fork" "$ct" fork "$urls"
 
 # ---- a frozen host ---------------------------------------------------------
 freeze 11
@@ -173,6 +184,18 @@ check "mint_soak through a freeze of host 12 exits 0" test $? = 0
 soak_check "freeze mid-run" "$work/freeze.out" 250 3000000000
 check "host 12 answered again after its thaw ($late_12 calls in the last second)" \
 	test "$late_12" -gt 0
+
+# ---- a frozen host gets one connection at a time ---------------------------
+# Its kernel still accepts connections into the listening socket's backlog
+# (ss shows how many wait there as Recv-Q): each one the client gave up
+# would greet the host on its thaw, past its max_connections_per_ip.
+freeze 11
+tap_run "host 11 frozen, probes every 20 ms" "$ct" hold "$urls" 3 20
+queued=$(ss -Hltn "sport = :${hport[11]}" | awk '{ print $2; exit }')
+check "... connections waiting for the frozen host: ${queued:-none listed}, at most 4" \
+	test "${queued:-99}" -le 4
+state 11
+thaw 11
 
 # ---- a host killed and restarted -----------------------------------------
 "$out/mint_soak" --remote "$urls" --seconds 6 --deadline-ms 1000 >"$work/restart.out" 2>&1 &
@@ -236,6 +259,11 @@ if [ -n "$fport" ]; then
 		mode "${m%%:*}"
 		tap_run "fake answers ${m%%:*}" "$ct" bad "$fake" "$(url 12)" 12 20 "${m#*:}"
 	done
+	# Old IDs (a lagging clock, an answer held up): with a buffer, a refill
+	# hands its IDs to waiting calls at once, and must not hand those.
+	mode old
+	tap_run "fake answers old IDs, buffer 8" "$ct" badbuf "$fake" "$(url 12)" 12 200 \
+		"minted more than max_age_ms"
 	# The check above can fail: a fake that answers well gets its IDs through.
 	mode good
 	"$ct" bad "$fake" "$(url 12)" 12 20 "bad answer" >"$work/control.out" 2>&1
@@ -267,6 +295,17 @@ freeze 11
 tap_run "asan: host 11 frozen" "$asan" frozen "$urls" 1000 250 11
 state 11
 thaw 11
+# The event-loop thread and 8 callers under ThreadSanitizer: any data race
+# fails the run (exit code 66).
+if tap_step "build client_test under ThreadSanitizer (clang)" make -s -C "$here" OUT="$out" tsan; then
+	tsan=(env TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$out/client_test_tsan")
+	tap_run "tsan: 8 threads, buffer 32" "${tsan[@]}" unique "$urls" 100000 8 32
+	tap_run "tsan: 8 threads, no buffer" "${tsan[@]}" unique "$urls" 20000 8 0
+	tap_run "tsan: 8 threads, buffer 32, next_n(20)" "${tsan[@]}" unique "$urls" 100000 8 32 20
+	freeze 11
+	tap_run "tsan: host 11 frozen" "${tsan[@]}" frozen "$urls" 1000 250 11
+	thaw 11
+fi
 [ -n "$fport" ] && { mode duplicate; tap_run "asan: bad answers" "$asan" bad "$fake" "$(url 12)" 12 20 "IDs not strictly increasing"; }
 
 # ---- every host down --------------------------------------------------------

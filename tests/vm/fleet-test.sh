@@ -21,7 +21,9 @@
 #  - during the freeze minting went on, from B only; its worst call stayed
 #    retry-sized (under 1 s on this loaded TCG machine; the latency
 #    distributions before, during and after are printed)
-#  - after the thaw A answers calls again
+#  - after the thaw A answers calls again, and refuses no connection as
+#    past its limits (the client's tries and probes did not pile up in its
+#    backlog while it was frozen)
 #  - both guests stop cleanly (idgend releases its number, no kernel
 #    problem on either console)
 #
@@ -285,6 +287,11 @@ for g in a b; do
 	grep -aE '^(idgend|idgen-httpd): (warning|alert|notice|error|crit)' "$work/guest-$g.log" |
 		grep -v 'lease released' | sed "s/^/# guest ${g^^}: /"
 done
+# The client's tries and probes while A was frozen waited in A's backlog
+# for its thaw: a bounded few, not one per probe period (which A, thawed,
+# refused past its max_connections_per_ip).
+check "guest A refused no connection as past its limits after the thaw" \
+	test -z "$(grep -a 'connections refused' "$work/guest-a.log")"
 gnow=$(($(now_ms) - EPOCH_MS))
 check "both numbers released in etcd (valid_until no later than now)" \
 	test "$(valid_until "$wa")" -le "$gnow" -a "$(valid_until "$wb")" -le "$gnow"
