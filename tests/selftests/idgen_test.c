@@ -381,6 +381,59 @@ TEST_F(leased, readv_ids_increase_across_buffers)
 	munmap(map, 2 * page);
 }
 
+/*
+ * A buffer that is not 8-byte aligned, its fourth ID half in a PROT_NONE
+ * page: the ID that straddles the hole is not returned, whether the store
+ * that faulted wrote part of it (a copy) or nothing (a store of the whole
+ * ID).  By read(2), written in place; by a readv() of one buffer, through
+ * ->read_iter; by a readv() of two, composed and copied.
+ */
+TEST_F(leased, unaligned_read_fault_returns_whole_ids)
+{
+	static const char *const ways[] = { "read", "readv of 1", "readv of 2" };
+	long page = sysconf(_SC_PAGESIZE);
+	__u64 ids[4], first, prev = 0;
+	struct iovec iov[2];
+	const char *why;
+	size_t w, n;
+	char *map, *buf;
+	ssize_t r;
+
+	map = mmap(NULL, 2 * page, PROT_READ | PROT_WRITE,
+		   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ASSERT_NE(MAP_FAILED, map);
+	ASSERT_EQ(0, mprotect(map + page, page, PROT_NONE));
+	/* Room for 3 whole IDs and half of a fourth. */
+	buf = map + page - 3 * sizeof(__u64) - 4;
+	for (w = 0; w < 3; w++) {
+		memset(buf, JUNK, 3 * sizeof(__u64) + 4);
+		iov[0] = (struct iovec){ buf, 10 * sizeof(__u64) };
+		n = 3;
+		if (w == 0) {
+			r = read(self->fd, buf, 10 * sizeof(__u64));
+		} else if (w == 1) {
+			r = readv(self->fd, iov, 1);
+		} else {
+			iov[1] = iov[0];
+			iov[0] = (struct iovec){ &first, sizeof(first) };
+			r = readv(self->fd, iov, 2);
+			n = 4;
+		}
+		ASSERT_EQ((ssize_t)(n * sizeof(__u64)), r)
+			TH_LOG("%s across a PROT_NONE page, unaligned: returned %zd (%s)",
+			       ways[w], r, r < 0 ? strerror(errno) : "count");
+		if (n == 4)
+			ids[0] = first;
+		memcpy(ids + n - 3, buf, 3 * sizeof(__u64));
+		ASSERT_EQ(n, check_batch(ids, n, prev, &self->st,
+					 wall_idgen_ms() - SLACK_MS,
+					 wall_idgen_ms() + SLACK_MS, &why))
+			TH_LOG("%s: %s", ways[w], why);
+		prev = ids[n - 1];
+	}
+	munmap(map, 2 * page);
+}
+
 TEST_F(leased, read_after_revoke_enokey)
 {
 	struct idgen_state a, b;

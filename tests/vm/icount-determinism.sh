@@ -5,7 +5,10 @@
 # exact, or they are worth nothing as a measure.  Counts the benchmark's
 # calls twice (scripts/icount.sh, 200 calls per measure, two boots of
 # KVER) and fails if a per-call mode differs between the runs, for the
-# total, the kernel's or the user's instructions.  Prints TAP.
+# total, the kernel's or the user's instructions.  Equal modes prove
+# nothing if they are not counts of what ran (a plugin that counts
+# nothing is perfectly repeatable): the first run's counts must also look
+# like what bench/idgen_bench.c runs.  Prints TAP.
 #
 # The kernel's UUID (pread of /proc/sys/kernel/random/uuid) is shown but
 # not compared: its count varies from call to call by a few instructions
@@ -22,7 +25,7 @@ not_compared=" 5 "
 
 mkdir -p build
 echo "TAP version 13"
-echo "1..3"
+echo "1..4"
 n=0
 runs_ok=1
 for run in 1 2; do
@@ -39,6 +42,7 @@ done
 n=$((n + 1))
 if [[ -z $runs_ok ]]; then
 	echo "not ok $n - per-call modes identical in both runs (a run failed)"
+	echo "not ok $((n + 1)) - the counts are of what ran (a run failed)"
 	exit 1
 fi
 # tag, calls, mode, kernel mode, user mode; and the measure's name.
@@ -66,9 +70,47 @@ if [[ $(modes 1 | wc -l) != "$(modes 2 | wc -l)" ]]; then
 	echo "# the runs counted different sets of measures"
 	differ=$((differ + 1))
 fi
+rc=0
 if ((differ == 0 && compared >= 10)); then
 	echo "ok $n - per-call modes identical in both runs ($compared measures)"
 else
 	echo "not ok $n - per-call modes identical in both runs ($differ differ, $compared compared)"
-	exit 1
+	rc=1
 fi
+
+# Counts of what ran (tags of bench/idgen_bench.c): the markers alone are
+# the begin marker, one user instruction; each system call (2-5, 10-15)
+# runs kernel and user instructions; the in-process generators (20, 21)
+# never enter the kernel; a compared mode is what most calls counted, not
+# a value a few of them happened to share.
+n=$((n + 1))
+wrong=$(awk -F'\t' -v not_compared="$not_compared" '
+	$1 != "C" { next }
+	{ tag = $2; calls = $3; mode = $4; kmode = $6; umode = $8; at_mode = $11; seen[tag] = 1 }
+	tag == 1 && (mode != 1 || kmode != 0 || umode != 1) {
+		printf "# the markers alone: %d instructions (%d kernel, %d user), not 1 user one\n", mode, kmode, umode
+	}
+	((tag >= 2 && tag <= 5) || (tag >= 10 && tag <= 15)) && (kmode == 0 || umode == 0) {
+		printf "# tag %d, a system call: %d kernel and %d user instructions\n", tag, kmode, umode
+	}
+	(tag == 20 || tag == 21) && kmode != 0 {
+		printf "# tag %d, in-process: %d kernel instructions\n", tag, kmode
+	}
+	index(not_compared, " " tag " ") == 0 && 2 * at_mode < calls {
+		printf "# tag %d: its mode %d counted by %d of %d calls only\n", tag, mode, at_mode, calls
+	}
+	END {
+		split("1 2 3 4 10 11 12 13 14 15 20 21", want, " ")
+		for (i in want)
+			if (!(want[i] in seen))
+				printf "# tag %d: no count\n", want[i]
+	}
+' "$work/1/counts.txt")
+if [[ -z $wrong ]]; then
+	echo "ok $n - the counts are of what ran: 1 for the markers, kernel and user for each system call"
+else
+	echo "$wrong"
+	echo "not ok $n - the counts are of what ran: 1 for the markers, kernel and user for each system call"
+	rc=1
+fi
+exit "$rc"
