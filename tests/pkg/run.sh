@@ -22,18 +22,18 @@ set -uo pipefail
 
 suite=${1:-bookworm}
 # The root's packages besides dkms and the kernel: idgen-tools' libraries
-# (trixie's carry the 64-bit time_t names), and a C compiler's libc headers
-# with what libidgen-dev and libidgen-client-dev depend on, so that the install needs no download and the purge leaves
-# nothing it pulled in; and the kernel the guest boots, as run-guest.sh
-# names it.
+# (trixie's carry the 64-bit time_t names), and a C compiler and libc's
+# headers with what libidgen-dev and libidgen-client-dev depend on, so
+# that the install needs no download and the purge leaves nothing it
+# pulled in; and the kernel the guest boots, as run-guest.sh names it.
 case $suite in
 bookworm)
 	libs=(libcurl4 libjson-c5 libmicrohttpd12 libnl-genl-3-200 libssl3
-	      libc6-dev libssl-dev libcurl4-openssl-dev libjson-c-dev pkgconf)
+	      gcc libc6-dev libssl-dev libcurl4-openssl-dev libjson-c-dev pkgconf)
 	;;
 trixie)
 	libs=(libcurl4t64 libjson-c5 libmicrohttpd12t64 libnl-genl-3-200 libssl3t64
-	      libc6-dev libssl-dev libcurl4-openssl-dev libjson-c-dev pkgconf)
+	      gcc libc6-dev libssl-dev libcurl4-openssl-dev libjson-c-dev pkgconf)
 	;;
 *)
 	echo "usage: $0 [bookworm|trixie]" >&2
