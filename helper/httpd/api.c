@@ -120,6 +120,15 @@ bool api_caller_valid(const char *s, size_t len)
 	return true;
 }
 
+/* The index of the '"' closing the string whose '"' is at body[i], or len. */
+static size_t string_end(const char *body, size_t len, size_t i)
+{
+	for (i++; i < len && body[i] != '"'; i++)
+		if (body[i] == '\\')
+			i++;
+	return i < len ? i : len;
+}
+
 /*
  * What json-c's strict mode still lets through: a quote ' outside a
  * string ({'count':2} parses), NaN and Infinity, and a key given twice
@@ -130,7 +139,6 @@ bool api_caller_valid(const char *s, size_t len)
  */
 static bool strict_scan(const char *body, size_t len, size_t *keys)
 {
-	bool in_string = false, escaped = false;
 	char last = 0;		/* the last structural character */
 	unsigned int depth = 0;
 	size_t i;
@@ -139,15 +147,6 @@ static bool strict_scan(const char *body, size_t len, size_t *keys)
 	for (i = 0; i < len; i++) {
 		char ch = body[i];
 
-		if (in_string) {
-			if (escaped)
-				escaped = false;
-			else if (ch == '\\')
-				escaped = true;
-			else if (ch == '"')
-				in_string = false;
-			continue;
-		}
 		if ((ch | 0x20) >= 'a' && (ch | 0x20) <= 'z') {
 			size_t n = 0;
 
@@ -167,9 +166,9 @@ static bool strict_scan(const char *body, size_t len, size_t *keys)
 		case '\'':
 			return false;
 		case '"':
-			in_string = true;
 			if (depth == 1 && (last == '{' || last == ','))
 				(*keys)++;
+			i = string_end(body, len, i);
 			break;
 		case '{':
 		case '[':
@@ -198,21 +197,11 @@ static bool count_beyond_int64(const char *body, size_t len)
 {
 	static const char key[] = "\"count\"";
 	unsigned int depth = 0;
-	bool in_string = false, escaped = false;
 	size_t i, j, digits;
 
 	for (i = 0; i < len; i++) {
 		char ch = body[i];
 
-		if (in_string) {
-			if (escaped)
-				escaped = false;
-			else if (ch == '\\')
-				escaped = true;
-			else if (ch == '"')
-				in_string = false;
-			continue;
-		}
 		if (ch == '{' || ch == '[') {
 			depth++;
 			continue;
@@ -225,7 +214,7 @@ static bool count_beyond_int64(const char *body, size_t len)
 			continue;
 		if (depth != 1 || len - i < sizeof(key) - 1 ||
 		    memcmp(body + i, key, sizeof(key) - 1)) {
-			in_string = true;
+			i = string_end(body, len, i);
 			continue;
 		}
 		/* "count", blanks, ':', blanks, an optional '-', digits. */
@@ -233,7 +222,7 @@ static bool count_beyond_int64(const char *body, size_t len)
 		while (j < len && strchr(" \t\r\n", body[j]))
 			j++;
 		if (j == len || body[j] != ':') {
-			in_string = true;	/* a value that reads "count" */
+			i = string_end(body, len, i);	/* a value that reads "count" */
 			continue;
 		}
 		for (j++; j < len && strchr(" \t\r\n", body[j]); j++)
