@@ -23,6 +23,7 @@
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
+#include <linux/log2.h>
 #include <linux/math64.h>
 #include <linux/ktime.h>
 #include <linux/timekeeping.h>
@@ -31,12 +32,6 @@
 #include "compat.h"
 #include "generator.h"
 #include "stats.h"
-
-/*
- * Both clocks are read in one snapshot, so their difference has no read
- * jitter; this margin only absorbs rounding in the drift allowance.
- */
-#define IDGEN_CLOCK_SLACK_NS	(100 * NSEC_PER_USEC)
 
 /**
  * idgen_clock_advance() - apply one clock reading to the clock state
@@ -177,12 +172,36 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 	return 0;
 }
 
+/**
+ * idgen_clock_fast_view() - the state as the fast path sees it
+ * @st:      the state.
+ * @p:       the clock's parameters.
+ * @boot_ns: the time suspended at the state's last reading.
+ * @f:       set to the view.
+ *
+ * Context: any; pure.
+ */
+void idgen_clock_fast_view(const struct idgen_clock_state *st,
+			   const struct idgen_clock_params *p, s64 boot_ns,
+			   struct idgen_clock_fast *f)
+{
+	f->offset_ns = st->offset_ns + boot_ns;
+	f->ref_raw_ns = st->ref_raw_ns - boot_ns;
+	/* The rule credits slew up to the drift window, beyond the refresh. */
+	f->window_ns = st->valid && !st->held_ns ?
+		       min_t(u64, p->refresh_ns, IDGEN_CLOCK_DRIFT_WINDOW_NS) : 0;
+	/* 2^-drift_shift is at most drift_ppm: never more than the rule's. */
+	f->drift_shift = p->drift_ppm ?
+			 order_base_2(DIV_ROUND_UP(1000000, p->drift_ppm)) : 63;
+}
+
 void idgen_clock_init(struct idgen_clock *clk, u32 max_step_ms)
 {
 	mutex_init(&clk->store_lock);
 	spin_lock_init(&clk->lock);
 	seqcount_spinlock_init(&clk->seq, &clk->lock);
 	clk->state = (struct idgen_clock_state){};
+	clk->fast = (struct idgen_clock_fast){};
 	clk->params.max_step_ns = (u64)max_step_ms * NSEC_PER_MSEC;
 	clk->params.drift_ppm = 500;
 	clk->params.refresh_ns = NSEC_PER_SEC;
@@ -206,6 +225,7 @@ static void idgen_clock_sample(struct idgen_clock_sample *s)
 	} while (ktime_mono_to_any(0, TK_OFFS_BOOT) != boot);
 	s->wall_ns = ktime_to_ns(snap.real);
 	s->raw_ns = ktime_to_ns(ktime_add(snap.raw, boot));
+	s->boot_ns = ktime_to_ns(boot);
 }
 
 static void idgen_clock_event(struct idgen_gen *gen, enum idgen_event type,
@@ -256,9 +276,11 @@ static void idgen_clock_account(struct idgen_gen *gen, unsigned int ev,
  * @adopt:   adopt a held forward step.
  * @wall_ns: if not NULL, set to the wall clock reading.
  *
- * Readers work on a copy of the state and store it back only when the rule
- * says it changed, which in normal running is once per refresh period: the
- * minting path takes no lock.  A reader that finds the lock busy uses its own
+ * Most readings show no step since the state was stored, and a fast path
+ * tells so from two cheap reads of the clocks (idgen_clock_fast_ok()).
+ * Otherwise readers work on a copy of the state and store it back only
+ * when the rule says it changed, which in normal running is once per
+ * refresh period: the minting path takes no lock.  A reader that finds the lock busy uses its own
  * result unstored; the state word's monotonicity, not this clock, is what
  * keeps IDs unique, so a stale result can only cost precision.
  *
@@ -271,8 +293,15 @@ s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns)
 	struct idgen_clock *clk = &gen->clock;
 	struct idgen_clock_state st;
 	struct idgen_clock_sample s;
-	s64 trusted, step;
+	struct idgen_clock_fast f;
+	s64 trusted, step, wall;
 	unsigned int seq, ev;
+
+	if (!adopt && idgen_clock_read_fast(clk, &wall)) {
+		if (wall_ns)
+			*wall_ns = wall;
+		return wall;
+	}
 
 	idgen_clock_sample(&s);
 	if (wall_ns)
@@ -321,8 +350,10 @@ s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns)
 		}
 	}
 	if (ev & IDGEN_CLOCK_CHANGED) {
+		idgen_clock_fast_view(&st, &clk->params, s.boot_ns, &f);
 		write_seqcount_begin(&clk->seq);
 		clk->state = st;
+		clk->fast = f;
 		write_seqcount_end(&clk->seq);
 	}
 	spin_unlock(&clk->lock);

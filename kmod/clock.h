@@ -5,6 +5,7 @@
 #include <linux/mutex.h>
 #include <linux/seqlock.h>
 #include <linux/spinlock.h>
+#include <linux/timekeeping.h>
 #include <linux/types.h>
 
 /**
@@ -56,6 +57,22 @@ struct idgen_clock_params {
 struct idgen_clock_sample {
 	s64 wall_ns;		/* CLOCK_REALTIME */
 	u64 raw_ns;		/* CLOCK_MONOTONIC_RAW + time suspended */
+	s64 boot_ns;		/* the time suspended, as added to @raw_ns */
+};
+
+/*
+ * The state as the fast path sees it (idgen_clock_fast_ok()): its offset
+ * and reference taken back to the raw clock without the time suspended,
+ * as of the state's last reading.  A reader needs only the two clocks'
+ * cheap reads then, not the boot offset: a suspend since moves the
+ * offset it observes by the time suspended (a suspend takes far longer
+ * than the slack), out of the fast path's reach, and the rule judges it.
+ */
+struct idgen_clock_fast {
+	s64 offset_ns;		/* CLOCK_REALTIME - CLOCK_MONOTONIC_RAW */
+	u64 ref_raw_ns;		/* CLOCK_MONOTONIC_RAW at the reference */
+	u64 window_ns;		/* how long after it, 0 while the rule must judge */
+	u8 drift_shift;		/* slew credited: elapsed >> drift_shift */
 };
 
 /* Results of idgen_clock_advance(), as bits. */
@@ -71,6 +88,54 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
 				 const struct idgen_clock_params *p,
 				 const struct idgen_clock_sample *s, bool adopt,
 				 s64 *trusted_ns, s64 *step_ns);
+void idgen_clock_fast_view(const struct idgen_clock_state *st,
+			   const struct idgen_clock_params *p, s64 boot_ns,
+			   struct idgen_clock_fast *f);
+
+/*
+ * Both clocks are read in one snapshot, so their difference has no read
+ * jitter; this margin only absorbs rounding in the drift allowance.  It is
+ * also the fast path's whole tolerance (idgen_clock_fast_ok()).
+ */
+#define IDGEN_CLOCK_SLACK_NS	(100 * NSEC_PER_USEC)
+
+/**
+ * idgen_clock_fast_ok() - can a reading be judged without the rule?
+ * @f:      the fast view of the state, idgen_clock_fast_view().
+ * @raw_ns: CLOCK_MONOTONIC_RAW, without the time suspended.
+ * @wall_ns: CLOCK_REALTIME, read after @raw_ns.
+ *
+ * True when the reading lies within the refresh period of the state's
+ * reference, and its offset within the slack of the state's plus the
+ * slew credited since: then idgen_clock_advance() would leave the state
+ * untouched and trust @wall_ns (its allowance, drift_ppm of the time
+ * elapsed plus the slack, is never below this tolerance), so the caller
+ * may take @wall_ns as it is.  Anything else (a step, a held step, a
+ * suspend, a reading older than the state, a state due for refresh) goes
+ * to the rule.
+ *
+ * The two reads are not one snapshot: whatever separates them makes the
+ * wall clock read later than the raw one, so a forward step can only
+ * look larger than it is, and one the rule would hold is never taken.
+ * A step back of the same size as the gap could look like none; the
+ * stamped time is the same either way (the rule trusts the wall clock
+ * after a step back too), and only its count would wait for the next
+ * reading the rule judges.  The reads are made with preemption off, so
+ * that gap is an interrupt's at most.
+ *
+ * Context: any; pure.
+ */
+static inline bool idgen_clock_fast_ok(const struct idgen_clock_fast *f,
+				       u64 raw_ns, s64 wall_ns)
+{
+	s64 delta = wall_ns - (s64)raw_ns - f->offset_ns;
+	u64 elapsed = raw_ns - f->ref_raw_ns, tolerance;
+
+	if (elapsed >= f->window_ns)
+		return false;
+	tolerance = IDGEN_CLOCK_SLACK_NS + (elapsed >> f->drift_shift);
+	return (u64)delta + tolerance <= 2 * tolerance;
+}
 
 /**
  * struct idgen_clock - the host's generator clock
@@ -79,6 +144,7 @@ unsigned int idgen_clock_advance(struct idgen_clock_state *st,
  * @lock:   serialises writers of @state.
  * @seq:    lets readers take a consistent copy of @state without the lock.
  * @state:  see struct idgen_clock_state.
+ * @fast:   @state as the fast path sees it, stored with it.
  * @params: fixed after init.
  */
 struct idgen_clock {
@@ -86,8 +152,41 @@ struct idgen_clock {
 	spinlock_t lock;		/* serialises writers of @state */
 	seqcount_spinlock_t seq;
 	struct idgen_clock_state state;
+	struct idgen_clock_fast fast;
 	struct idgen_clock_params params;
 };
+
+/**
+ * idgen_clock_read_fast() - the wall clock, when no step can be in it
+ * @clk:     the generator clock.
+ * @wall_ns: set to CLOCK_REALTIME when the answer is true.
+ *
+ * The fast path of idgen_clock_read(): two cheap reads of the clocks,
+ * judged by idgen_clock_fast_ok() against the state as last stored.
+ *
+ * Context: process context (on PREEMPT_RT, a reader of the state's
+ * sequence count may take the lock of a writer it meets).
+ * Return: true when @wall_ns is the trusted time; false when the rule
+ * must judge the reading (idgen_clock_read()).
+ */
+static inline bool idgen_clock_read_fast(struct idgen_clock *clk, s64 *wall_ns)
+{
+	unsigned int seq;
+	u64 raw;
+	bool ok;
+
+	/* The raw clock first, nothing but an interrupt between: see idgen_clock_fast_ok(). */
+	preempt_disable();
+	raw = ktime_get_raw_fast_ns();
+	*wall_ns = ktime_get_real_fast_ns();
+	preempt_enable();
+	/* Judged in place, not copied out: it is pure, and judged again on a retry. */
+	do {
+		seq = read_seqcount_begin(&clk->seq);
+		ok = idgen_clock_fast_ok(&clk->fast, raw, *wall_ns);
+	} while (read_seqcount_retry(&clk->seq, seq));
+	return ok;
+}
 
 struct idgen_gen;
 

@@ -392,10 +392,172 @@ static void idgen_clock_test_stale_reading(struct kunit *test)
 	}
 }
 
+/*
+ * The fast path (idgen_clock_fast_ok()) must never judge a reading other
+ * than the rule would: whenever it takes a reading, the rule applied to
+ * the same state and reading changes nothing and trusts the wall clock.
+ * A random walk of small ticks with slew, steps, jumps, reverts,
+ * adoptions, suspends and readings that predate the state; the view is
+ * stored whenever the state is, as idgen_clock_read() stores it.
+ */
+static void idgen_clock_test_fast_path_agrees(struct kunit *test)
+{
+	struct clock_rig *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
+	struct idgen_clock_state copy;
+	struct idgen_clock_fast view;
+	struct idgen_clock_sample s;
+	struct rnd_state rnd;
+	int i, fast = 0, ruled = 0, suspends = 0, stale = 0, refreshed = 0;
+	s64 trusted, step;
+	unsigned int ev;
+
+	KUNIT_ASSERT_NOT_NULL(test, r);
+	clock_rig_init(r);
+	idgen_clock_fast_view(&r->st, &r->p, r->s.boot_ns, &view);
+	prandom_seed_state(&rnd, 0xfa57);
+
+	for (i = 0; i < 50000; i++) {
+		u32 dice = prandom_u32_state(&rnd) % 1000;
+		s64 raw_us = prandom_u32_state(&rnd) % 3000;
+		s64 ppm = (s64)(prandom_u32_state(&rnd) % 801) - 400;
+		s64 wall_us = raw_us + div_s64(raw_us * ppm, 1000000);
+		bool adopt = false;
+
+		s = r->s;
+		if (dice < 3) {
+			/* Steps of either sign, from tiny to hours. */
+			wall_us += (s64)(prandom_u32_state(&rnd) % 4000000) - 2000000;
+		} else if (dice < 5) {
+			wall_us += 3600000000LL;
+		} else if (dice < 7) {
+			adopt = true;
+		} else if (dice < 10) {
+			/*
+			 * A suspend, of a millisecond at least (the fast
+			 * path counts on it being beyond the slack): the raw
+			 * clock stood still, the rest moved on.
+			 */
+			s64 slept = 1000 + prandom_u32_state(&rnd) % 5000000;
+
+			s.boot_ns += slept * US;
+			s.raw_ns += slept * US;
+			wall_us += slept;
+			suspends++;
+		} else if (dice < 40) {
+			/* A reading taken before the state's: from the past. */
+			raw_us = -(s64)(prandom_u32_state(&rnd) % 2000);
+			wall_us = raw_us;
+		} else if (dice < 60) {
+			/* Drift right at the fast path's edge. */
+			wall_us += (s64)(prandom_u32_state(&rnd) % 241) - 120;
+		} else if (dice < 80) {
+			/*
+			 * A quiet spell, 0.2 to 1.2 s, slewing at up to the
+			 * rule's 500 ppm: across the refresh period at times.
+			 */
+			raw_us = 200000 + prandom_u32_state(&rnd) % 1000000;
+			wall_us = raw_us + div_s64(raw_us * ppm * 5, 4000000);
+		}
+		s.wall_ns += wall_us * US;
+		s.raw_ns += raw_us * US;
+
+		if (!adopt && idgen_clock_fast_ok(&view, s.raw_ns - s.boot_ns,
+						  s.wall_ns)) {
+			copy = r->st;
+			ev = idgen_clock_advance(&copy, &r->p, &s, false,
+						 &trusted, &step);
+			KUNIT_EXPECT_EQ_MSG(test, ev, 0U, "reading %d", i);
+			KUNIT_EXPECT_EQ_MSG(test, trusted, s.wall_ns, "reading %d", i);
+			KUNIT_EXPECT_EQ(test, memcmp(&copy, &r->st, sizeof(copy)), 0);
+			fast++;
+		} else {
+			ruled++;
+		}
+		/* Readings the fast path must have left to the rule. */
+		copy = r->st;
+		ev = idgen_clock_advance(&copy, &r->p, &s, adopt, &trusted, &step);
+		if (ev & IDGEN_CLOCK_STALE)
+			stale++;
+		else if (ev == IDGEN_CLOCK_CHANGED && !r->st.held_ns)
+			refreshed++;
+		/* Readings from the past are not kept: the clocks go on. */
+		if (raw_us < 0)
+			continue;
+		r->s = s;
+		ev = idgen_clock_advance(&r->st, &r->p, &r->s, adopt,
+					 &r->trusted, &step);
+		if (ev & IDGEN_CLOCK_CHANGED)
+			idgen_clock_fast_view(&r->st, &r->p, r->s.boot_ns, &view);
+	}
+	/* Both ways were taken, often, or this proved little. */
+	KUNIT_EXPECT_GT(test, fast, 10000);
+	KUNIT_EXPECT_GT(test, ruled, 2000);
+	KUNIT_EXPECT_GT(test, suspends, 50);
+	KUNIT_EXPECT_GT(test, stale, 20);
+	KUNIT_EXPECT_GT(test, refreshed, 100);
+}
+
+/* The fast path's edges, one at a time, from a state just stored. */
+static void idgen_clock_test_fast_path_edges(struct kunit *test)
+{
+	struct clock_rig *r = kunit_kzalloc(test, sizeof(*r), GFP_KERNEL);
+	struct idgen_clock_fast view;
+	s64 wall, tol, slack = IDGEN_CLOCK_SLACK_NS;
+	u64 raw;
+	int err;
+
+	KUNIT_ASSERT_NOT_NULL(test, r);
+	clock_rig_init(r);
+	r->s.boot_ns = 7 * NSEC_PER_SEC;
+	r->s.raw_ns += r->s.boot_ns;
+	r->s.wall_ns += r->s.boot_ns;
+	clock_rig_read(test, r, 0, 0, false, &err);
+	idgen_clock_fast_view(&r->st, &r->p, r->s.boot_ns, &view);
+	raw = r->s.raw_ns - r->s.boot_ns + 500 * US;
+	wall = r->s.wall_ns + 500 * US;
+	/* The slack, and the slew credited for the 500 us since. */
+	tol = slack + (500 * US >> view.drift_shift);
+	KUNIT_EXPECT_GT(test, tol, slack);
+	KUNIT_EXPECT_LE(test, tol, slack + 500 * US * r->p.drift_ppm / 1000000);
+
+	KUNIT_EXPECT_TRUE(test, idgen_clock_fast_ok(&view, raw, wall));
+	KUNIT_EXPECT_TRUE(test, idgen_clock_fast_ok(&view, raw, wall + tol));
+	KUNIT_EXPECT_TRUE(test, idgen_clock_fast_ok(&view, raw, wall - tol));
+	KUNIT_EXPECT_FALSE(test, idgen_clock_fast_ok(&view, raw, wall + tol + 1));
+	KUNIT_EXPECT_FALSE(test, idgen_clock_fast_ok(&view, raw, wall - tol - 1));
+	/* Slewing at 480 ppm for 0.9 s: still the fast path's. */
+	KUNIT_EXPECT_TRUE(test, idgen_clock_fast_ok(&view, raw - 500 * US + 900 * MS,
+						    wall - 500 * US + 900 * MS + 432 * US));
+	/* Due for refresh: the rule re-confirms the offset. */
+	KUNIT_EXPECT_TRUE(test, idgen_clock_fast_ok(&view, raw - 500 * US + r->p.refresh_ns - 1,
+						    wall - 500 * US + r->p.refresh_ns - 1));
+	KUNIT_EXPECT_FALSE(test, idgen_clock_fast_ok(&view, raw - 500 * US + r->p.refresh_ns,
+						     wall - 500 * US + r->p.refresh_ns));
+	/* A reading older than the state. */
+	KUNIT_EXPECT_FALSE(test, idgen_clock_fast_ok(&view, raw - 501 * US, wall - 501 * US));
+	/* A suspend of a second since: the raw clock stood still. */
+	KUNIT_EXPECT_FALSE(test, idgen_clock_fast_ok(&view, raw, wall + NSEC_PER_SEC));
+
+	/* A held step: only the rule judges, whatever the reading. */
+	clock_rig_read(test, r, 5000000, 0, false, &err);
+	KUNIT_ASSERT_NE(test, r->st.held_ns, 0LL);
+	idgen_clock_fast_view(&r->st, &r->p, r->s.boot_ns, &view);
+	KUNIT_EXPECT_FALSE(test, idgen_clock_fast_ok(&view, r->s.raw_ns - r->s.boot_ns,
+						     r->s.wall_ns));
+	KUNIT_EXPECT_FALSE(test, idgen_clock_fast_ok(&view, r->s.raw_ns - r->s.boot_ns,
+						     r->s.raw_ns + r->st.offset_ns));
+	/* Nor before the first reading. */
+	memset(&r->st, 0, sizeof(r->st));
+	idgen_clock_fast_view(&r->st, &r->p, 0, &view);
+	KUNIT_EXPECT_FALSE(test, idgen_clock_fast_ok(&view, 0, 0));
+}
+
 static struct kunit_case idgen_clock_test_cases[] = {
 	KUNIT_CASE_PARAM(idgen_clock_test_scenario, clock_gen_params),
 	KUNIT_CASE(idgen_clock_test_random_walk),
 	KUNIT_CASE(idgen_clock_test_stale_reading),
+	KUNIT_CASE(idgen_clock_test_fast_path_agrees),
+	KUNIT_CASE(idgen_clock_test_fast_path_edges),
 	{}
 };
 
