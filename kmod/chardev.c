@@ -117,25 +117,23 @@ static size_t idgen_copy_ids(const struct idgen_range *r, struct iov_iter *to)
  * the IDs.  Eight IDs a round, each store with a fault label of its own,
  * so that a fault still returns exactly the bytes of the IDs written
  * before it, as copy_to_iter() would: the label adds the stores of the
- * round that went through.
+ * round that went through.  Returns false, having written nothing, when
+ * the range is not all user memory (its end past the top of the user
+ * address space): the copy's own checks, chunk by chunk, then decide how
+ * much of it is written, as for every other iterator.
  */
-static size_t idgen_put_ids(const struct idgen_range *r, struct iov_iter *to)
+static bool idgen_write_user(const struct idgen_range *r, u64 __user *p,
+			     size_t *written)
 {
-	u64 __user *p = to->ubuf + to->iov_offset, *q = p, *end;
 	u64 tick = r->first, node_bits = r->node_bits, id;
 	u64 seq_mask = (1ULL << r->seq_bits) - 1;
 	u32 count = r->count, i, k = 0, run;
 	u8 seq_bits = r->seq_bits;
-	size_t written;
+	u64 __user *q = p, *end;
 
 	might_fault();
-	/*
-	 * A range that is not all user memory (its end past the top of the
-	 * user address space): the copy's own checks, chunk by chunk, decide
-	 * how much of it is written, as for every other iterator.
-	 */
 	if (!user_access_begin(p, count * sizeof(u64)))
-		return idgen_copy_ids(r, to);
+		return false;
 	/* Within a millisecond consecutive ticks are consecutive IDs. */
 	for (i = 0; i < count; i += run, tick += run) {
 		id = idgen_compose(tick, seq_bits, node_bits);
@@ -154,9 +152,8 @@ static size_t idgen_put_ids(const struct idgen_range *r, struct iov_iter *to)
 			unsafe_put_user(id, q, fault);
 	}
 	user_access_end();
-	written = (size_t)count * sizeof(u64);
-	iov_iter_advance(to, written);
-	return written;
+	*written = (size_t)count * sizeof(u64);
+	return true;
 
 	/* The store at q + k faulted: the ones before it went through. */
 fault_7:
@@ -175,9 +172,30 @@ fault_1:
 	k++;
 fault:
 	user_access_end();
-	written = (size_t)(q - p + k) * sizeof(u64);
+	*written = (size_t)(q - p + k) * sizeof(u64);
+	return true;
+}
+
+/* Write the run into a ubuf iterator, in place when it can be. */
+static size_t idgen_put_ids(const struct idgen_range *r, struct iov_iter *to)
+{
+	size_t written;
+
+	if (!idgen_write_user(r, to->ubuf + to->iov_offset, &written))
+		return idgen_copy_ids(r, to);
 	iov_iter_advance(to, written);
 	return written;
+}
+
+/* What a read that wrote @done bytes, or failed with @err, returns. */
+static ssize_t idgen_read_end(struct idgen_gen *gen, size_t done, int err)
+{
+	if (done) {
+		idgen_stat_read(gen, done / sizeof(u64));
+		return done;
+	}
+	idgen_gen_count_refusal(gen, err);
+	return err;
 }
 
 /* Serve a read of @file into @to; @nowait: never sleep for the clock. */
@@ -225,13 +243,7 @@ static ssize_t idgen_read_ids(struct file *file, bool nowait,
 		}
 	}
 
-	if (done) {
-		idgen_stat_inc(gen, IDGEN_STAT_READS);
-		idgen_stat_add(gen, IDGEN_STAT_IDS, done / sizeof(u64));
-		return done;
-	}
-	idgen_gen_count_refusal(gen, err);
-	return err;
+	return idgen_read_end(gen, done, err);
 }
 
 static ssize_t idgen_read_iter(struct kiocb *iocb, struct iov_iter *to)
@@ -242,18 +254,61 @@ static ssize_t idgen_read_iter(struct kiocb *iocb, struct iov_iter *to)
 }
 
 /*
+ * A read(2) that wants more than one ID, or that the fast path could not
+ * serve one: up to a batch is tried on the fast path and written in
+ * place, in one pass.  Whatever the fast path leaves (no lease, a clock
+ * step to judge, a reader waiting, a bound in the way) it leaves with
+ * nothing reserved, and the full path serves the read from the start, on
+ * a ubuf iterator of its own.  Either way the reader sees the same: the
+ * IDs it asked for, the bytes of those written before a fault, or the
+ * errno.
+ */
+static noinline ssize_t idgen_read_more(struct file *file, char __user *buf,
+					size_t len)
+{
+	struct idgen_file *f = file->private_data;
+	struct idgen_range r;
+	struct iov_iter to;
+	size_t written;
+
+	if (len > sizeof(u64) && len <= IDGEN_BATCH_IDS * sizeof(u64) &&
+	    IS_ALIGNED(len, sizeof(u64)) &&
+	    idgen_gen_mint_fast(f->gen, &f->share, len / sizeof(u64), &r)) {
+		/* IDs reserved but not written are holes, never reissued. */
+		if (!idgen_write_user(&r, (u64 __user *)buf, &written)) {
+			iov_iter_ubuf(&to, ITER_DEST, buf, len);
+			written = idgen_copy_ids(&r, &to);
+		}
+		return idgen_read_end(f->gen, written, -EFAULT);
+	}
+	iov_iter_ubuf(&to, ITER_DEST, buf, len);
+	return idgen_read_ids(file, file->f_flags & O_NONBLOCK, &to);
+}
+
+/*
  * read(2) itself, as drivers/char/mem.c has for /dev/zero beside its
  * ->read_iter: without it, the VFS would set up a kiocb for the call and
  * go through ->read_iter, which for one ID costs more than a tenth of
- * what the module does.  The same path, on a ubuf iterator of its own.
+ * what the module does.  One ID, the most common read, is minted and
+ * stored here with nothing on the stack; the rest is idgen_read_more().
  */
 static ssize_t idgen_read(struct file *file, char __user *buf, size_t len,
 			  loff_t *ppos)
 {
-	struct iov_iter to;
+	struct idgen_file *f = file->private_data;
+	u64 id;
 
-	iov_iter_ubuf(&to, ITER_DEST, buf, len);
-	return idgen_read_ids(file, file->f_flags & O_NONBLOCK, &to);
+	if (len == sizeof(u64)) {
+		id = idgen_gen_mint_one(f->gen, &f->share);
+		if (id) {
+			/* A fault leaves the ID a hole, never reissued. */
+			if (put_user(id, (u64 __user *)buf))
+				return -EFAULT;
+			idgen_stat_read(f->gen, 1);
+			return sizeof(u64);
+		}
+	}
+	return idgen_read_more(file, buf, len);
 }
 
 static __poll_t idgen_poll(struct file *file, poll_table *wait)

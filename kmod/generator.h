@@ -128,6 +128,9 @@ static inline bool idgen_mint_waits(unsigned int flags)
 
 int idgen_gen_mint(struct idgen_gen *gen, struct idgen_share *share, u32 want,
 		   unsigned int flags, struct idgen_range *r);
+bool idgen_gen_mint_fast(struct idgen_gen *gen, struct idgen_share *share,
+			 u32 want, struct idgen_range *r);
+u64 idgen_gen_mint_one(struct idgen_gen *gen, struct idgen_share *share);
 int idgen_gen_probe(struct idgen_gen *gen, struct idgen_share *share);
 void idgen_gen_share_closed(struct idgen_gen *gen, struct idgen_share *share);
 int idgen_gen_set_lease(struct idgen_gen *gen,

@@ -51,6 +51,18 @@ static inline void idgen_stat_inc(struct idgen_gen *gen, enum idgen_stat s)
 	idgen_stat_add(gen, s, 1);
 }
 
+/* A read that returned @ids IDs: both of its counts, in one go. */
+static inline void idgen_stat_read(struct idgen_gen *gen, u64 ids)
+{
+	struct idgen_stats *st = get_cpu_ptr(gen->stats);
+
+	u64_stats_update_begin(&st->syncp);
+	u64_stats_inc(&st->v[IDGEN_STAT_READS]);
+	u64_stats_add(&st->v[IDGEN_STAT_IDS], ids);
+	u64_stats_update_end(&st->syncp);
+	put_cpu_ptr(gen->stats);
+}
+
 /* A sum over CPUs; each CPU's part is exact, the total only as of "now". */
 static inline u64 idgen_stat_sum(struct idgen_gen *gen, enum idgen_stat s)
 {

@@ -26,7 +26,7 @@ struct minter {
 	struct task_struct *task;
 	u64 *ids;
 	size_t n;
-	unsigned long calls, refusals;
+	unsigned long calls, refusals, fast;
 };
 
 static int minter_fn(void *data)
@@ -43,7 +43,11 @@ static int minter_fn(void *data)
 		want = 1 + get_random_u32_below(64);
 		want = min_t(size_t, want, MINT_IDS_PER_THREAD - m->n);
 		m->calls++;
-		if (idgen_gen_mint(m->gen, NULL, want, IDGEN_MINT_NOWAIT, &r)) {
+		/* Half the calls try the fast path first, as read(2) does. */
+		if (m->calls & 1 && idgen_gen_mint_fast(m->gen, NULL, want, &r)) {
+			m->fast++;
+		} else if (idgen_gen_mint(m->gen, NULL, want, IDGEN_MINT_NOWAIT,
+					  &r)) {
 			m->refusals++;
 			cond_resched();
 			continue;
@@ -85,6 +89,7 @@ static void idgen_concurrency_test_leases_under_load(struct kunit *test)
 	unsigned long deadline;
 	int cpu, nr = 0, i, worker = 1, revokes = 0, renewals = 0;
 	size_t total = 0, k;
+	unsigned long fast = 0, full = 0;
 	u64 *all;
 
 	KUNIT_ASSERT_NOT_NULL(test, gen);
@@ -142,10 +147,15 @@ static void idgen_concurrency_test_leases_under_load(struct kunit *test)
 	for (i = 0; i < nr; i++) {
 		kthread_stop(m[i].task);
 		total += m[i].n;
+		fast += m[i].fast;
+		full += m[i].calls - m[i].fast;
 	}
-	kunit_info(test, "%d threads minted %zu IDs under %d leases (%d revokes, %d renewals)\n",
-		   nr, total, worker, revokes, renewals);
+	kunit_info(test, "%d threads minted %zu IDs under %d leases (%d revokes, %d renewals), %lu calls served fast, %lu not\n",
+		   nr, total, worker, revokes, renewals, fast, full);
 	KUNIT_EXPECT_GT(test, total, (size_t)10000);
+	/* Both paths raced each other and the lease changes. */
+	KUNIT_EXPECT_GT(test, fast, 1000UL);
+	KUNIT_EXPECT_GT(test, full, 1000UL);
 	KUNIT_EXPECT_GE(test, worker, 3);
 
 	all = vmalloc(array_size(total ?: 1, sizeof(u64)));

@@ -5,6 +5,7 @@
  * on the stamped millisecond, the floor, and the end of the time field.
  */
 #include <kunit/test.h>
+#include <linux/prandom.h>
 
 #include "lease.h"
 
@@ -202,6 +203,73 @@ static void idgen_mint_test_closed(struct kunit *test)
 			99ULL);
 }
 
+/*
+ * The read path's fast reservation against the full one: from the same
+ * lease state, whatever the layout, the clock (up to far past the end of
+ * the time field), the bounds and the size, every run the fast one takes
+ * the full one takes too, the same run, leaving the same state word.
+ */
+static void idgen_mint_test_fast_is_full(struct kunit *test)
+{
+	struct idgen_lease *a = mint_lease(test, 0, 1), *b = mint_lease(test, 0, 1);
+	static const u32 borrows[] = { 0, 1, 10, IDGEN_BORROW_ANY };
+	struct idgen_range ra, rb;
+	struct rnd_state rnd;
+	int i, fast = 0, left = 0;
+	u64 wait, borrowed;
+
+	prandom_seed_state(&rnd, 0x5eed);
+	for (i = 0; i < 200000; i++) {
+		u8 seq = IDGEN_SEQ_BITS_MIN +
+			 prandom_u32_state(&rnd) % (IDGEN_NODE_SEQ_BITS - IDGEN_SEQ_BITS_MIN + 1);
+		u64 base_ms = prandom_u32_state(&rnd) % 4 ? 1 + prandom_u32_state(&rnd) % 100000 :
+			      IDGEN_MS_MAX - prandom_u32_state(&rnd) % 100000;
+		u64 fence = min(base_ms + 1 + prandom_u32_state(&rnd) % 2000, IDGEN_MS_MAX + 1);
+		u64 next = (base_ms << seq) + prandom_u32_state(&rnd) % (3U << seq);
+		u64 now = base_ms + (s64)(prandom_u32_state(&rnd) % 3000) - 1500;
+		u32 lead = prandom_u32_state(&rnd) % 2 ? 1000 : prandom_u32_state(&rnd) % 20;
+		u32 borrow = borrows[prandom_u32_state(&rnd) % ARRAY_SIZE(borrows)];
+		u32 want = 1 + prandom_u32_state(&rnd) % (prandom_u32_state(&rnd) % 2 ? 8 : 512);
+		u64 start = base_ms - prandom_u32_state(&rnd) % 3 + 1;
+		bool ok;
+		int err;
+
+		/* Now and then a clock set decades ahead, or left at 0. */
+		if (prandom_u32_state(&rnd) % 50 == 0)
+			now = prandom_u32_state(&rnd) % 2 ? 0 :
+			      (1ULL << 42) + prandom_u32_state(&rnd);
+		if (prandom_u32_state(&rnd) % 100 == 0)
+			next = IDGEN_TICK_CLOSED;
+		a->layout.seq_bits = seq;
+		b->layout.seq_bits = seq;
+		atomic64_set(&a->next, next);
+		atomic64_set(&b->next, next);
+		atomic64_set(&a->valid_until, fence);
+		atomic64_set(&b->valid_until, fence);
+		a->start_ms = start;
+		b->start_ms = start;
+
+		ok = idgen_lease_reserve_fast(a, now, lead, borrow, want, &ra);
+		err = idgen_lease_reserve(b, now, lead, borrow, want, &rb, &wait, &borrowed);
+		if (!ok) {
+			KUNIT_EXPECT_EQ(test, atomic64_read(&a->next), (s64)next);
+			left++;
+			continue;
+		}
+		fast++;
+		KUNIT_ASSERT_EQ_MSG(test, err, 0, "seq %u next %llu now %llu fence %llu want %u",
+				    seq, next, now, fence, want);
+		KUNIT_EXPECT_EQ(test, ra.first, rb.first);
+		KUNIT_EXPECT_EQ(test, ra.count, want);
+		KUNIT_EXPECT_EQ(test, rb.count, want);
+		KUNIT_EXPECT_EQ(test, ra.seq_bits, rb.seq_bits);
+		KUNIT_EXPECT_EQ(test, atomic64_read(&a->next), atomic64_read(&b->next));
+	}
+	/* Both answers came often, or this proved little. */
+	KUNIT_EXPECT_GT(test, fast, 20000);
+	KUNIT_EXPECT_GT(test, left, 20000);
+}
+
 static struct kunit_case idgen_mint_test_cases[] = {
 	KUNIT_CASE(idgen_mint_test_overflow_borrows),
 	KUNIT_CASE(idgen_mint_test_batch_crosses_ms),
@@ -211,6 +279,7 @@ static struct kunit_case idgen_mint_test_cases[] = {
 	KUNIT_CASE(idgen_mint_test_floor),
 	KUNIT_CASE(idgen_mint_test_time_exhausted),
 	KUNIT_CASE(idgen_mint_test_closed),
+	KUNIT_CASE(idgen_mint_test_fast_is_full),
 	{}
 };
 
