@@ -25,11 +25,13 @@ tap_step "build tests/user" make -j1 -C "$user" || { echo "1..$n"; exit 1; }
 tap_step "libidgen.so exports idgen_* only" bash -c "
 	nm -D --defined-only '$top/lib/libidgen.so.0' | awk '\$2 != \"A\" {print \$3}' |
 	grep -v '^idgen_' && exit 1 || exit 0"
+# After a plain make, whose .pc files say /usr/local: installed, they say /usr.
 tap_step "make install DESTDIR=... PREFIX=/usr: header, libs, pkg-config, man page" bash -c "
 	make -s -C '$top/lib' install DESTDIR='$tmp/root' PREFIX=/usr &&
 	test -f '$tmp/root/usr/include/idgen.h' && test -L '$tmp/root/usr/lib/libidgen.so' &&
 	test -f '$tmp/root/usr/share/man/man3/libidgen.3' &&
-	grep -qx 'Libs: -L\${libdir} -lidgen' '$tmp/root/usr/lib/pkgconfig/idgen.pc'"
+	grep -qx 'Libs: -L\${libdir} -lidgen' '$tmp/root/usr/lib/pkgconfig/idgen.pc' &&
+	grep -qx 'prefix=/usr' '$tmp/root/usr/lib/pkgconfig/idgen.pc'"
 tap_step "a program builds and runs against the installed shared library" bash -c "
 	printf '#include <idgen.h>\nint main(void){uint64_t id; return idgen_min_id_at(LIBIDGEN_EPOCH_UNIX_MS + 1, &id) || id != 4194304;}\n' > '$tmp/p.c' &&
 	cc -Wall -Werror -I'$tmp/root/usr/include' -o '$tmp/p' '$tmp/p.c' -L'$tmp/root/usr/lib' -lidgen &&
