@@ -117,11 +117,12 @@ void idgen_clock_fast_view(const struct idgen_clock_state *st,
  * The two reads are not one snapshot: whatever separates them makes the
  * wall clock read later than the raw one, so a forward step can only
  * look larger than it is, and one the rule would hold is never taken.
- * A step back of the same size as the gap could look like none; the
- * stamped time is the same either way (the rule trusts the wall clock
- * after a step back too), and only its count would wait for the next
- * reading the rule judges.  The reads are made with preemption off, so
- * that gap is an interrupt's at most.
+ * That holds however long the gap (interrupts, a paused virtual CPU);
+ * preemption is off between the reads only to keep it short.  A step
+ * back of the same size as the gap could look like none; the stamped
+ * time is the same either way (the rule trusts the wall clock after a
+ * step back too), and only its count waits for the next reading the
+ * rule judges.
  *
  * Context: any; pure.
  */
@@ -175,7 +176,7 @@ static inline bool idgen_clock_read_fast(struct idgen_clock *clk, s64 *wall_ns)
 	u64 raw;
 	bool ok;
 
-	/* The raw clock first, nothing but an interrupt between: see idgen_clock_fast_ok(). */
+	/* The raw clock first, and close by: see idgen_clock_fast_ok(). */
 	preempt_disable();
 	raw = ktime_get_raw_fast_ns();
 	*wall_ns = ktime_get_real_fast_ns();

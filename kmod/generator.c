@@ -373,8 +373,8 @@ static noinline void idgen_gen_fence_near(struct idgen_gen *gen, u32 region,
  * unlock, out of about a hundred and fifty the module spends on it.  It
  * is as safe: since RCU's flavours were merged (4.20), kfree_rcu() of a
  * retired lease waits for such sections too; nothing in the section
- * sleeps or takes a lock, and the compare-and-exchange loop only goes
- * round again when another CPU reserved meanwhile.
+ * sleeps or takes a lock, and the compare-and-exchange is tried a
+ * bounded number of times (idgen_lease_reserve_fast()).
  *
  * Inlined into its two callers below, so that the run is kept in
  * registers, not on the stack, when one ID is composed from it.
@@ -411,14 +411,13 @@ static __always_inline bool __idgen_gen_mint_fast(struct idgen_gen *gen,
 
 	rcu_read_lock_sched();
 	lease = rcu_dereference_sched(gen->lease);
-	if (!lease ||
-	    !idgen_lease_reserve_fast(lease, now_ms, gen->max_lead_ms,
-				      READ_ONCE(gen->max_borrow_ms), want, r)) {
-		rcu_read_unlock_sched();
-		return false;
-	}
-	/* The fence as of now: a renewal since the reservation only raised it. */
+	if (!lease)
+		goto full;
+	/* As idgen_gen_mint(): the fence the events speak of, read first. */
 	fence = atomic64_read(&lease->valid_until);
+	if (!idgen_lease_reserve_fast(lease, now_ms, gen->max_lead_ms,
+				      READ_ONCE(gen->max_borrow_ms), want, r))
+		goto full;
 	last_ms = idgen_tick_ms(r->first + want - 1, r->seq_bits);
 	if (unlikely(last_ms + READ_ONCE(gen->fence_near_ms) >= fence) &&
 	    idgen_fence_event_claim(&lease->near_sent, fence)) {
@@ -428,14 +427,16 @@ static __always_inline bool __idgen_gen_mint_fast(struct idgen_gen *gen,
 	}
 	rcu_read_unlock_sched();
 
-	/* Milliseconds begun ahead of the clock, as idgen_lease_reserve() counts them. */
 	if (unlikely(last_ms > now_ms))
 		idgen_stat_add(gen, IDGEN_STAT_BORROWED_MS,
-			       last_ms - max(now_ms,
-					     idgen_tick_ms(r->first - 1, r->seq_bits)));
+			       idgen_range_borrowed_ms(r, now_ms));
 	if (unlikely(near))
 		idgen_gen_fence_near(gen, region, worker, fence);
 	return true;
+
+full:
+	rcu_read_unlock_sched();
+	return false;
 }
 
 /**

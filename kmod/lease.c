@@ -109,7 +109,7 @@ int idgen_lease_reserve(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
 {
 	u8 s = lease->layout.seq_bits;
 	u64 old = atomic64_read(&lease->next);
-	u64 base, limit, lo, hi, mask;
+	u64 base, limit;
 	int err;
 
 	do {
@@ -125,16 +125,7 @@ int idgen_lease_reserve(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
 	r->first = base;
 	r->seq_bits = s;
 	r->node_bits = lease->node_bits;
-
-	/*
-	 * Borrowed milliseconds are those after @now_ms whose first tick
-	 * (sequence 0) falls in this run: each is counted once, by the run
-	 * that crossed into it.
-	 */
-	mask = (1ULL << s) - 1;
-	lo = max(base, idgen_tick_floor(now_ms + 1, s));
-	hi = base + r->count;
-	*borrowed_ms = hi > lo ? ((hi + mask) >> s) - ((lo + mask) >> s) : 0;
+	*borrowed_ms = idgen_range_borrowed_ms(r, now_ms);
 	return 0;
 }
 

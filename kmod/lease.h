@@ -88,6 +88,29 @@ int idgen_lease_reserve(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
 int idgen_lease_probe(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
 		      u32 max_borrow_ms, u64 *wait_ms);
 
+/* Compare-and-exchange tries of idgen_lease_reserve_fast(). */
+#define IDGEN_FAST_TRIES	32
+
+/**
+ * idgen_range_borrowed_ms() - milliseconds a run began ahead of the clock
+ * @r:      the run.
+ * @now_ms: the trusted time it was reserved at.
+ *
+ * Those after @now_ms whose first tick (sequence 0) falls in @r: each is
+ * counted once, by the run that crossed into it.
+ */
+static inline u64 idgen_range_borrowed_ms(const struct idgen_range *r,
+					  u64 now_ms)
+{
+	u64 mask = (1ULL << r->seq_bits) - 1;
+	u64 lo = max(r->first,
+		     min(now_ms + 1, IDGEN_MS_MAX + 1) << r->seq_bits);
+	u64 hi = r->first + r->count;
+
+	return hi > lo ? ((hi + mask) >> r->seq_bits) -
+			 ((lo + mask) >> r->seq_bits) : 0;
+}
+
 /**
  * idgen_lease_reserve_fast() - reserve all @want IDs, or none, in one go
  * @lease:       the lease, found under RCU.
@@ -104,10 +127,15 @@ int idgen_lease_probe(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
  * that one: the rest of a millisecond under way, no borrow bound), so
  * every run it reserves idgen_lease_reserve() would have reserved too.
  *
+ * Its caller may hold preemption off: the compare-and-exchange is tried
+ * IDGEN_FAST_TRIES times at most, as lockref bounds its own, and a reader
+ * that loses every race leaves the run to the full path, which is
+ * preemptible.
+ *
  * Context: any; under RCU with @lease published or just closed.
  * Return: true with @r set; false with nothing reserved when the lease is
- * closed, the clock is at or past the fence, or the run does not fit
- * whole: idgen_lease_reserve() then decides.
+ * closed, the clock is at or past the fence, the run does not fit whole,
+ * or other CPUs won every try: idgen_lease_reserve() then decides.
  */
 static inline bool idgen_lease_reserve_fast(struct idgen_lease *lease,
 					    u64 now_ms, u32 max_lead_ms,
@@ -117,6 +145,7 @@ static inline bool idgen_lease_reserve_fast(struct idgen_lease *lease,
 	u8 s = lease->layout.seq_bits;
 	u64 fence = atomic64_read(&lease->valid_until);
 	u64 old, base, limit;
+	unsigned int tries;
 
 	/*
 	 * No fence lies past the end of the time field, so below it
@@ -128,13 +157,15 @@ static inline bool idgen_lease_reserve_fast(struct idgen_lease *lease,
 		     max(now_ms, READ_ONCE(lease->start_ms)) +
 		     max_borrow_ms + 1) << s;
 	old = atomic64_read(&lease->next);
-	do {
-		if (old == IDGEN_TICK_CLOSED)
+	for (tries = IDGEN_FAST_TRIES;; tries--) {
+		if (old == IDGEN_TICK_CLOSED || !tries)
 			return false;
 		base = max(old, now_ms << s);
 		if (base + want > limit)
 			return false;
-	} while (!atomic64_try_cmpxchg(&lease->next, &old, base + want));
+		if (atomic64_try_cmpxchg(&lease->next, &old, base + want))
+			break;
+	}
 
 	r->first = base;
 	r->count = want;

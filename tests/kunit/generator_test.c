@@ -442,6 +442,81 @@ static void idgen_generator_test_poll_goes_on_with_a_wait(struct kunit *test)
 	idgen_gen_revoke(&rig->gen);
 }
 
+/*
+ * The fast path serves only where the full path would serve the same
+ * way: it leaves to the full path a clock absorbing a step back, a wait
+ * that holds, and a file of its own waiting; it sends the fence-near
+ * event once per fence as the full path does.  Its refusals hold
+ * whatever the timing; where it must serve, it is given a few tries, so
+ * that a reader preempted past the clock's refresh period is not taken
+ * for a refusal.
+ */
+static bool mint_fast_soon(struct gen_rig *rig, struct idgen_share *share)
+{
+	struct idgen_range r;
+	int i;
+
+	for (i = 0; i < 10; i++) {
+		/* A fresh reading of the clock: the fast path judges against it. */
+		idgen_clock_read(&rig->gen, false, NULL);
+		if (idgen_gen_mint_fast(&rig->gen, share, 1, &r))
+			return true;
+	}
+	return false;
+}
+
+static void idgen_generator_test_fast_path_defers(struct kunit *test)
+{
+	struct gen_rig *rig = gen_rig_new(test);
+	struct idgen_lease_args args = { .worker = 1 };
+	struct idgen_gen *gen = &rig->gen;
+	struct idgen_share share = {};
+	struct idgen_range r;
+	u64 now = wall_ms();
+
+	args.valid_until_ms = now + 3600000;
+	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(gen, &args), 0);
+	KUNIT_EXPECT_TRUE(test, mint_fast_soon(rig, NULL));
+	KUNIT_EXPECT_TRUE(test, mint_fast_soon(rig, &share));
+
+	/* The clock reads below the mark: a step back is being absorbed. */
+	atomic64_set(&gen->clock_high_ms, now + 1000000);
+	KUNIT_EXPECT_FALSE(test, idgen_gen_mint_fast(gen, NULL, 1, &r));
+	atomic64_set(&gen->clock_high_ms, 0);
+	KUNIT_EXPECT_TRUE(test, mint_fast_soon(rig, NULL));
+
+	/* Another file's wait holds: readers are held to their shares. */
+	atomic64_set(&gen->oldest_wait.since, 5);
+	atomic64_set(&gen->oldest_wait.until, now + 1000000);
+	KUNIT_EXPECT_FALSE(test, idgen_gen_mint_fast(gen, NULL, 1, &r));
+	KUNIT_EXPECT_FALSE(test, idgen_gen_mint_fast(gen, &share, 1, &r));
+	/* ... until it lapses, though its ticket stays. */
+	atomic64_set(&gen->oldest_wait.until, 0);
+	KUNIT_EXPECT_TRUE(test, mint_fast_soon(rig, &share));
+	atomic64_set(&gen->oldest_wait.since, 0);
+
+	/* The file's own wait: the full path serves it, and ends the wait. */
+	atomic64_set(&share.wait, 7);
+	KUNIT_EXPECT_FALSE(test, idgen_gen_mint_fast(gen, &share, 1, &r));
+	KUNIT_EXPECT_EQ(test, idgen_gen_mint(gen, &share, 1, IDGEN_MINT_NOWAIT, &r), 0);
+	KUNIT_EXPECT_EQ(test, atomic64_read(&share.wait), 0LL);
+	KUNIT_EXPECT_TRUE(test, mint_fast_soon(rig, &share));
+
+	/* A lease 30 s from its fence, within fence_near_ms of it. */
+	args.valid_until_ms = wall_ms() + 30000;
+	args.worker = 2;
+	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(gen, &args), 0);
+	KUNIT_EXPECT_EQ(test, rig->events[IDGEN_EVENT_FENCE_NEAR], 0);
+	/* The fence-near event, once per fence. */
+	KUNIT_EXPECT_TRUE(test, mint_fast_soon(rig, NULL));
+	KUNIT_EXPECT_EQ(test, rig->events[IDGEN_EVENT_FENCE_NEAR], 1);
+	KUNIT_EXPECT_TRUE(test, mint_fast_soon(rig, NULL));
+	KUNIT_EXPECT_EQ(test, rig->events[IDGEN_EVENT_FENCE_NEAR], 1);
+	/* No lease: nothing. */
+	idgen_gen_revoke(gen);
+	KUNIT_EXPECT_FALSE(test, idgen_gen_mint_fast(gen, NULL, 1, &r));
+}
+
 static struct kunit_case idgen_generator_test_cases[] = {
 	KUNIT_CASE(idgen_generator_test_clock_read_at_init),
 	KUNIT_CASE(idgen_generator_test_lead_event_on_refusal_only),
@@ -451,6 +526,7 @@ static struct kunit_case idgen_generator_test_cases[] = {
 	KUNIT_CASE(idgen_generator_test_waits_recorded),
 	KUNIT_CASE(idgen_generator_test_share_only_when_others_wait),
 	KUNIT_CASE(idgen_generator_test_poll_goes_on_with_a_wait),
+	KUNIT_CASE(idgen_generator_test_fast_path_defers),
 	{}
 };
 

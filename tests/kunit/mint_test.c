@@ -215,7 +215,7 @@ static void idgen_mint_test_fast_is_full(struct kunit *test)
 	static const u32 borrows[] = { 0, 1, 10, IDGEN_BORROW_ANY };
 	struct idgen_range ra, rb;
 	struct rnd_state rnd;
-	int i, fast = 0, left = 0;
+	int i, fast = 0, left = 0, borrows_seen = 0;
 	u64 wait, borrowed;
 
 	prandom_seed_state(&rnd, 0x5eed);
@@ -263,11 +263,17 @@ static void idgen_mint_test_fast_is_full(struct kunit *test)
 		KUNIT_EXPECT_EQ(test, ra.count, want);
 		KUNIT_EXPECT_EQ(test, rb.count, want);
 		KUNIT_EXPECT_EQ(test, ra.seq_bits, rb.seq_bits);
+		KUNIT_EXPECT_EQ(test, ra.node_bits, rb.node_bits);
 		KUNIT_EXPECT_EQ(test, atomic64_read(&a->next), atomic64_read(&b->next));
+		/* Both paths count the milliseconds begun ahead of the clock alike. */
+		KUNIT_EXPECT_EQ(test, idgen_range_borrowed_ms(&ra, now), borrowed);
+		if (borrowed)
+			borrows_seen++;
 	}
 	/* Both answers came often, or this proved little. */
 	KUNIT_EXPECT_GT(test, fast, 20000);
 	KUNIT_EXPECT_GT(test, left, 20000);
+	KUNIT_EXPECT_GT(test, borrows_seen, 1000);
 }
 
 static struct kunit_case idgen_mint_test_cases[] = {
