@@ -443,6 +443,13 @@ append="console=ttyS0 edd=off loglevel=5 panic=-1 panic_on_warn=1 oops=panic"
 # reaches the IO-APIC can miss its window and panic ("IO-APIC + timer
 # doesn't work"); virtual machines skip that check.
 append+=" no_timer_check"
+# Under emulation the clocksource watchdog finds the TSC skewed some
+# seconds after boot and switches clocksource, and the switch patches
+# kernel text (the timekeeping read path on 7.x) with int3 breakpoints
+# while other vCPUs run it: QEMU's TCG can let a vCPU hit such an int3
+# after the patch completed, an oops in ktime_get_raw_fast_ns() no real
+# CPU would see.  Keep the TSC, unwatched, for the guest's whole life.
+append+=" tsc=nowatchdog"
 # A debug kernel (KASAN, lockdep) is slow enough under TCG that evaluating
 # ACPI's PCI routing (_PRT) can run into the AML loop timeout and leave
 # virtio without an interrupt: route PCI interrupts from the BIOS table.
