@@ -11,7 +11,8 @@
 #   etcdctl_ ARGS...         etcdctl against the running members
 #   etcd_cleanup             kill every member (also on EXIT)
 #
-# Ports are probed free from a range of this process's own.  ETCD_BIN
+# Ports are probed free below the kernel's ephemeral range, distinct
+# within a cluster.  ETCD_BIN
 # names the etcd to run (default the machine's, /usr/bin/etcd); etcdctl is
 # always the machine's, which speaks the same v3 API to 3.4 and 3.5.
 
@@ -21,14 +22,31 @@ ETCD_URLS=()
 ETCD_PIDS=()
 ETCD_ARGS=()
 
+# Below the kernel's ephemeral range (32768 up, by default): a port probed
+# free there cannot be taken, before etcd binds it, as the source port of
+# some connection the tests make meanwhile.
 etcd_free_port() {
 	local port
 	while :; do
-		port=$((20000 + RANDOM % 20000))
+		port=$((20000 + RANDOM % 12000))
 		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 			echo "$port"
 			return
 		fi
+	done
+}
+
+# A free port that none of the arguments names: a cluster's ports are all
+# probed before any member binds one.
+etcd_free_port_but() {
+	local port p
+	while :; do
+		port=$(etcd_free_port)
+		for p in "$@"; do
+			[ "$p" != "$port" ] || continue 2
+		done
+		echo "$port"
+		return
 	done
 }
 
@@ -38,8 +56,8 @@ etcd_cluster() {
 	ETCD_PIDS=()
 	ETCD_ARGS=()
 	for ((i = 0; i < count; i++)); do
-		clients[i]=$(etcd_free_port)
-		peers[i]=$(etcd_free_port)
+		clients[i]=$(etcd_free_port_but "${clients[@]}" "${peers[@]}")
+		peers[i]=$(etcd_free_port_but "${clients[@]}" "${peers[@]}")
 		cluster+="${cluster:+,}$name$i=http://127.0.0.1:${peers[i]}"
 	done
 	for ((i = 0; i < count; i++)); do

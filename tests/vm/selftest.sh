@@ -117,7 +117,7 @@ fi
 free_port() {
     local p
     while :; do
-        p=$((20000 + RANDOM % 20000))
+        p=$((20000 + RANDOM % 12000))  # below the ephemeral range: see etcd-lib.sh
         (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p" && return; }
     done
 }
