@@ -14,12 +14,6 @@
 
 #include "lease.h"
 
-/* Ticks at or after @now_ms, clamped to the end of the time field. */
-static u64 idgen_tick_floor(u64 now_ms, u8 seq_bits)
-{
-	return min(now_ms, IDGEN_MS_MAX + 1) << seq_bits;
-}
-
 /*
  * One past the last ms a run may start by borrowing: max_borrow_ms beyond
  * the clock, or beyond the lease's first ms when a floor put that ahead.

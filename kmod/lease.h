@@ -3,6 +3,7 @@
 #define _IDGEN_LEASE_H
 
 #include <linux/atomic.h>
+#include <linux/minmax.h>
 #include <linux/rcupdate.h>
 #include <linux/types.h>
 
@@ -88,6 +89,12 @@ int idgen_lease_reserve(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
 int idgen_lease_probe(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
 		      u32 max_borrow_ms, u64 *wait_ms);
 
+/* Ticks at or after @now_ms, clamped to the end of the time field. */
+static inline u64 idgen_tick_floor(u64 now_ms, u8 seq_bits)
+{
+	return min(now_ms, IDGEN_MS_MAX + 1) << seq_bits;
+}
+
 /* Compare-and-exchange tries of idgen_lease_reserve_fast(). */
 #define IDGEN_FAST_TRIES	32
 
@@ -103,8 +110,7 @@ static inline u64 idgen_range_borrowed_ms(const struct idgen_range *r,
 					  u64 now_ms)
 {
 	u64 mask = (1ULL << r->seq_bits) - 1;
-	u64 lo = max(r->first,
-		     min(now_ms + 1, IDGEN_MS_MAX + 1) << r->seq_bits);
+	u64 lo = max(r->first, idgen_tick_floor(now_ms + 1, r->seq_bits));
 	u64 hi = r->first + r->count;
 
 	return hi > lo ? ((hi + mask) >> r->seq_bits) -
