@@ -269,19 +269,13 @@ static noinline ssize_t idgen_read_more(struct file *file, char __user *buf,
 	struct idgen_file *f = file->private_data;
 	struct idgen_range r;
 	struct iov_iter to;
-	size_t written;
 
+	iov_iter_ubuf(&to, ITER_DEST, buf, len);
 	if (len > sizeof(u64) && len <= IDGEN_BATCH_IDS * sizeof(u64) &&
 	    IS_ALIGNED(len, sizeof(u64)) &&
-	    idgen_gen_mint_fast(f->gen, &f->share, len / sizeof(u64), &r)) {
+	    idgen_gen_mint_fast(f->gen, &f->share, len / sizeof(u64), &r))
 		/* IDs reserved but not written are holes, never reissued. */
-		if (!idgen_write_user(&r, (u64 __user *)buf, &written)) {
-			iov_iter_ubuf(&to, ITER_DEST, buf, len);
-			written = idgen_copy_ids(&r, &to);
-		}
-		return idgen_read_end(f->gen, written, -EFAULT);
-	}
-	iov_iter_ubuf(&to, ITER_DEST, buf, len);
+		return idgen_read_end(f->gen, idgen_put_ids(&r, &to), -EFAULT);
 	return idgen_read_ids(file, file->f_flags & O_NONBLOCK, &to);
 }
 

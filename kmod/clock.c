@@ -280,9 +280,10 @@ static void idgen_clock_account(struct idgen_gen *gen, unsigned int ev,
  * tells so from two cheap reads of the clocks (idgen_clock_fast_ok()).
  * Otherwise readers work on a copy of the state and store it back only
  * when the rule says it changed, which in normal running is once per
- * refresh period: the minting path takes no lock.  A reader that finds the lock busy uses its own
- * result unstored; the state word's monotonicity, not this clock, is what
- * keeps IDs unique, so a stale result can only cost precision.
+ * refresh period: the minting path takes no lock.  A reader that finds
+ * the lock busy uses its own result unstored; the state word's
+ * monotonicity, not this clock, is what keeps IDs unique, so a stale
+ * result can only cost precision.
  *
  * Context: process context; takes a mutex and a spinlock only to store a
  * change, and may sleep then.

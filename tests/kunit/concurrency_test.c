@@ -44,7 +44,7 @@ static int minter_fn(void *data)
 		want = min_t(size_t, want, MINT_IDS_PER_THREAD - m->n);
 		m->calls++;
 		/* Half the calls try the fast path first, as read(2) does. */
-		if (m->calls & 1 && idgen_gen_mint_fast(m->gen, NULL, want, &r)) {
+		if ((m->calls & 1) && idgen_gen_mint_fast(m->gen, NULL, want, &r)) {
 			m->fast++;
 		} else if (idgen_gen_mint(m->gen, NULL, want, IDGEN_MINT_NOWAIT,
 					  &r)) {
