@@ -42,11 +42,30 @@ failures=()
 details=$logs/failed-tests.txt
 : >"$details"
 
+# Every step's wall time, for the table the run ends with.  A step that
+# reads a cache names it in $cache (e.g. cache=DIR step ...): "warm" when
+# it existed before the step, "fresh" when the step had to make it.
+cache_root=${IDGEN_CACHE:-$HOME/.cache/idgen}
+run_start=$SECONDS
+timings=()
+# timed NAME CMD...: run CMD, then note NAME, its seconds and its cache.
+timed() {
+	local name=$1 start=$SECONDS state=- rc=0
+	shift
+	if [ -n "${cache:-}" ]; then
+		if [ -e "$cache" ]; then state=warm; else state=fresh; fi
+	fi
+	"$@" || rc=$?
+	timings+=("$((SECONDS - start))	$state	$name")
+	return "$rc"
+}
+
 pass() { passed=$((passed + 1)); echo "ok - $1"; }
 fail() { failed=$((failed + 1)); failures+=("$1"); echo "not ok - $1"; }
 
 # step NAME LOG CMD...: one check, passed when CMD succeeds.
-step() {
+step() { timed "$1" step_run "$@"; }
+step_run() {
 	local name=$1 log=$logs/$2
 	shift 2
 	if "$@" >"$log" 2>&1; then
@@ -60,7 +79,8 @@ step() {
 # tap NAME LOG CMD...: run CMD, count every TAP result line it printed,
 # and fail once more if CMD itself failed (a crash, a kernel warning, a
 # timeout) even when every test it reported passed.
-tap() {
+tap() { timed "$1" tap_run "$@"; }
+tap_run() {
 	local name=$1 log=$logs/$2 rc line
 	shift 2
 	"$@" >"$log" 2>&1
@@ -111,11 +131,11 @@ fi
 # The other kernels users run: downloaded (once; the cache is kept), then
 # built and tested like the installed ones.
 mapfile -t others < <(tests/vm/kernels.sh "$matrix")
-step "fetch the kernels of the matrix: ${others[*]}" fetch-kernels.log \
+cache=$cache_root/kernels step "fetch the kernels of the matrix: ${others[*]}" fetch-kernels.log \
 	scripts/fetch-kernels.sh "${others[@]}"
 
 for k in "${kernels[@]}" "${others[@]}"; do
-	step "build idgen.ko at W=1 without warnings for $k" "build-$k.log" \
+	cache=build/$k/kmod step "build idgen.ko at W=1 without warnings for $k" "build-$k.log" \
 		scripts/build-module.sh "$k"
 done
 step "checkpatch --strict" checkpatch.log make -s style
@@ -147,7 +167,7 @@ tap "user space" user.log tests/user/run.sh
 # the machine's (3.4 on Debian 12), and Debian 13's 3.5 for the client
 # (with --matrix, for the daemon too).
 etcd_also=
-if step "fetch Debian 13's etcd" fetch-etcd.log scripts/fetch-kernels.sh --etcd trixie; then
+if cache=$cache_root/etcd/trixie step "fetch Debian 13's etcd" fetch-etcd.log scripts/fetch-kernels.sh --etcd trixie; then
 	etcd_also=$(tail -n 1 "$logs/fetch-etcd.log")
 fi
 IDGEN_ETCD_ALSO=$etcd_also IDGEN_ETCD_ALSO_DAEMON=$([ "$matrix" = --matrix ] && echo 1 || echo 0) \
@@ -197,15 +217,18 @@ if [ ${#kernels[@]} -gt 0 ]; then
 	k=${kernels[${#kernels[@]} - 1]}
 	tap "instruction counts, $k" "icount-$k.log" tests/vm/icount-determinism.sh "$k"
 fi
-# The device tests on each other kernel that boots (the arm64 ones are
-# only cross-built).
+# The device on each other kernel that boots (the arm64 ones are only
+# cross-built): a smoke (load, mint, lease, fence, revoke, a clock step,
+# unload), and with --matrix the whole suite.
+smoke=--smoke
+[ "$matrix" = --matrix ] && smoke=
 for k in "${others[@]}"; do
 	image=$(eval "$(scripts/kernel-env.sh "$k" 2>/dev/null)" && echo "${IMAGE:-}")
 	[ -n "$image" ] || continue
 	if [ -f "build/$k/kmod/idgen.ko" ]; then
-		tap "guest $k" "guest-$k.log" \
+		tap "guest $k${smoke:+, smoke}" "guest-$k.log" \
 			tests/vm/run-guest.sh --timeout "${IDGEN_GUEST_TIMEOUT:-900}" "$k" \
-			tests/vm/guest-suite.sh "build/$k/kmod/idgen.ko"
+			tests/vm/guest-suite.sh ${smoke:+"$smoke"} "build/$k/kmod/idgen.ko"
 	else
 		fail "guest $k: no module was built"
 	fi
@@ -219,7 +242,8 @@ done
 # SUITE's newest kernel source.
 debug_kernel() {
 	local label=$1 suite=${2:-} image= out=build/debug${2:+-$2}
-	if scripts/build-kunit.sh ${suite:+"$suite"} >"$logs/$label-build.log" 2>&1; then
+	if cache=$cache_root/debug-kernel timed "build the $label kernel" \
+		scripts/build-kunit.sh ${suite:+"$suite"} >"$logs/$label-build.log" 2>&1; then
 		image=$(tail -n 1 "$logs/$label-build.log")
 		pass "build the $label kernel, idgen.ko and idgen_kunit.ko against it"
 	else
@@ -258,8 +282,15 @@ if [ ${#kernels[@]} -gt 0 ]; then
 fi
 # The Debian packages: built, linted, installed into a fresh Debian 12
 # and 13 root (DKMS builds the module there), booted in a guest, purged.
-tap "Debian packages, Debian 12" packages.log tests/pkg/run.sh bookworm
-tap "Debian packages, Debian 13" packages-trixie.log tests/pkg/run.sh trixie
+cache=$cache_root/roots/bookworm+security tap "Debian packages, Debian 12" packages.log tests/pkg/run.sh bookworm
+# Debian 13's root proves the packages on the next release: with --matrix.
+if [ "$matrix" = --matrix ]; then
+	cache=$cache_root/roots/trixie+security tap "Debian packages, Debian 13" packages-trixie.log \
+		tests/pkg/run.sh trixie
+else
+	skipped=$((skipped + 1))
+	echo "skip - the Debian packages on a Debian 13 root: scripts/check.sh --matrix runs them"
+fi
 # The README's first command on a fresh Debian 13 machine (a root made now,
 # every dependency downloaded: about 2 GB and 20 minutes): only with --matrix.
 if [ "$matrix" = --matrix ]; then
@@ -268,6 +299,16 @@ else
 	skipped=$((skipped + 1))
 	echo "skip - the README's commands on a fresh Debian 13 root: scripts/check.sh --matrix runs it"
 fi
+
+# The time table: every step, slowest first, then the total.  The last
+# lines of a CI log say how long the run took and where the time went.
+{
+	echo "time table (seconds, cache, step):"
+	printf '%s\n' "${timings[@]}" | sort -t '	' -k1,1nr |
+		awk -F '\t' '{ printf "  %6d  %-5s  %s\n", $1, $2, $3 }'
+	total=$((SECONDS - run_start))
+	printf '  %6d  total: %d min %02d s\n' "$total" $((total / 60)) $((total % 60))
+} | tee "$logs/time-table.txt"
 
 echo
 if [ -s "$details" ]; then

@@ -1,16 +1,25 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# guest-suite.sh MODULE: the device tests, run as root inside a disposable
-# guest (tests/vm/run-guest.sh).  Loads MODULE, runs the kselftests, the
-# module lifecycle checks and the clock-step tests, which step this
-# machine's wall clock: never run it outside a guest.
+# guest-suite.sh [--smoke] MODULE: the device tests, run as root inside a
+# disposable guest (tests/vm/run-guest.sh).  Loads MODULE, runs the
+# kselftests, the module lifecycle checks and the clock-step tests, which
+# step this machine's wall clock: never run it outside a guest.
+#
+# --smoke runs what shows that a kernel runs the module at all: load, mint,
+# lease, fence, revoke, one clock step, unload.  scripts/check.sh gives it
+# to the kernels whose whole suite only --matrix runs.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../lib/tap.sh
 . "$top/tests/lib/tap.sh"
-module=${1:?usage: guest-suite.sh MODULE}
+smoke=0
+if [ "${1:-}" = --smoke ]; then
+	smoke=1
+	shift
+fi
+module=${1:?usage: guest-suite.sh [--smoke] MODULE}
 idgenctl=$top/helper/idgenctl/idgenctl
 
 # run-guest.sh sets IDGEN_GUEST=1 in the guest.
@@ -20,6 +29,16 @@ if [ "${IDGEN_GUEST:-}" != 1 ]; then
 fi
 
 echo "TAP version 13"
+
+if [ "$smoke" = 1 ]; then
+	check "insmod $(basename "$module")" insmod "$module"
+	"$top/tests/selftests/idgen_test" -t device_node -t read_enokey \
+		-t renewal -t fence_stops_minting -t read_after_revoke_enokey \
+		-t revoke_then_new_node -t read_increasing_decodes || status=1
+	"$top/tests/selftests/clock_steps" -t back_500ms || status=1
+	check "rmmod at the end" rmmod idgen
+	exit "$status"
+fi
 
 # Module parameters that make no valid layout: the load fails, says which
 # values and why, and leaves no device.  A width near 2^32 once wrapped
