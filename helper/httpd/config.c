@@ -70,6 +70,7 @@ static const struct opt opts[] = {
 	OPT(max_connections_per_ip, T_U32, 1, 1000000),
 	OPT(timeout_s, T_U32, 1, 3600),
 	OPT(ready_margin_ms, T_U64, 0, 86400000),
+	OPT(ready_max_ahead_ms, T_U64, 0, 86400000),
 	OPT(clock_check, T_BOOL, 0, 0),
 	OPT(clock_max_offset_us, T_U64, 1, 1000000000),
 	OPT(sim_lease_ms, T_U64, 0, 86400000),
@@ -536,6 +537,7 @@ void httpd_config_print(const struct httpd_config *cfg, FILE *f)
 		cfg->threads, cfg->max_connections, cfg->max_connections_per_ip,
 		cfg->timeout_s, cfg->ready_margin_ms, cfg->clock_check ? "yes" : "no",
 		cfg->clock_max_offset_us, cfg->sim_lease_ms);
+	fprintf(f, "ready_max_ahead_ms = %" PRIu64 "\n", cfg->ready_max_ahead_ms);
 	if (cfg->nr_public_keys) {
 		fprintf(f, "public_keys =");
 		for (i = 0; i < cfg->nr_public_keys; i++)

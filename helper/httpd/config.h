@@ -42,6 +42,7 @@ struct httpd_config {
 	uint32_t max_connections_per_ip;
 	uint32_t timeout_s;		/* an idle connection is closed */
 	uint64_t ready_margin_ms;
+	uint64_t ready_max_ahead_ms;	/* 0: the module's max_borrow_ms */
 	bool clock_check;
 	uint64_t clock_max_offset_us;
 	uint64_t sim_lease_ms;		/* --device sim only; 0: no fence */

@@ -211,6 +211,7 @@ int main(int argc, char *argv[])
 		.keyring = keyring,
 		.ready = {
 			.margin_ms = cfg.ready_margin_ms,
+			.max_ahead_ms = cfg.ready_max_ahead_ms,
 			.check_clock = cfg.clock_check,
 			.max_offset_us = cfg.clock_max_offset_us,
 		},

@@ -45,6 +45,10 @@ static int device_state(void *ctx, struct minter_state *out)
 	out->valid_until_ms = st.valid_until_ms;
 	out->now_ms = st.now_ms;
 	out->wall_ms = st.wall_ms;
+	out->next_ms = st.next_ms;
+	out->max_lead_ms = st.max_lead_ms;
+	out->step_held = st.flags & IDGEN_STATE_CLOCK_HELD;
+	out->held_step_ms = st.held_step_ms;
 	return 0;
 }
 

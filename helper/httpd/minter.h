@@ -24,6 +24,11 @@ struct minter_state {
 	uint64_t valid_until_ms;
 	uint64_t now_ms;		/* the generator's clock */
 	uint64_t wall_ms;		/* the wall clock, as it read it */
+	/* The module's alone (0 from the simulation): readiness's clock rule. */
+	uint64_t next_ms;		/* the ms the next ID carries at the earliest */
+	uint32_t max_lead_ms;		/* past wall_ms + this, reads fail with ETIME */
+	bool step_held;			/* a forward step waits to be adopted */
+	int64_t held_step_ms;
 };
 
 /* The generator's own counters, for /metrics. */

@@ -81,6 +81,52 @@ static void reason(struct answer *a, const char *code, const char *fmt, ...)
 	    code, msg);
 }
 
+/* The module's max_borrow_ms parameter, or 0 when it cannot be read. */
+static uint64_t module_max_borrow_ms(void)
+{
+	unsigned long long v = 0;
+	FILE *f = fopen("/sys/module/idgen/parameters/max_borrow_ms", "re");
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%llu", &v) != 1)
+		v = 0;
+	fclose(f);
+	return v;
+}
+
+/*
+ * The design's clock rule: a generator borrows at most a bound ahead of
+ * the wall clock "and otherwise fails and takes itself out of rotation".
+ * adjtimex cannot see it: after a step back the clock is still called
+ * synchronised while the module stamps ahead of it, and refuses with
+ * ETIME once past its lead.  A forward step the module holds back (until
+ * idgend adopts it) leaves its IDs behind the wall clock.
+ */
+static void generator_clock(const struct readiness_config *cfg,
+			    const struct minter_state *st, struct answer *a)
+{
+	uint64_t ahead, bound;
+
+	if (!st->max_lead_ms)
+		return;		/* the simulation has no such clock */
+	ahead = st->next_ms > st->wall_ms ? st->next_ms - st->wall_ms : 0;
+	bound = cfg->max_ahead_ms ? cfg->max_ahead_ms : module_max_borrow_ms();
+	if (ahead > st->max_lead_ms)
+		reason(a, "clock_behind", "the next ID is %" PRIu64
+		       " ms ahead of the wall clock, past the lead of %" PRIu32
+		       " ms: the generator refuses to mint (ETIME) until the"
+		       " clock catches up", ahead, st->max_lead_ms);
+	else if (bound && ahead > bound)
+		reason(a, "generator_ahead", "the next ID is %" PRIu64
+		       " ms ahead of the wall clock, more than the %" PRIu64
+		       " ms allowed", ahead, bound);
+	if (st->step_held)
+		reason(a, "clock_step_held", "a forward step of the wall clock"
+		       " (%" PRId64 " ms) is held until idgend adopts it",
+		       st->held_step_ms);
+}
+
 bool readiness_check(const struct readiness_config *cfg, struct minter *m,
 		     char *buf, size_t size, size_t *len)
 {
@@ -106,6 +152,7 @@ bool readiness_check(const struct readiness_config *cfg, struct minter *m,
 		if (st.wall_ms <= st.floor_ms)
 			reason(&a, "clock_before_floor", "the wall clock is %" PRIu64
 			       " ms behind the lease's floor", st.floor_ms - st.wall_ms + 1);
+		generator_clock(cfg, &st, &a);
 	}
 	if (cfg->check_clock) {
 		err = clock_read(&c);

@@ -34,6 +34,7 @@ int clock_read(struct clock_reading *c);
 
 struct readiness_config {
 	uint64_t margin_ms;
+	uint64_t max_ahead_ms;		/* 0: the module's max_borrow_ms */
 	bool check_clock;
 	uint64_t max_offset_us;
 };

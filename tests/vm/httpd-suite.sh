@@ -20,6 +20,10 @@
 #  - idgenctl lease revoke (idgend frozen, so it cannot push again):
 #    /readyz 503 no_lease, minting refused; thawed, idgend pushes a new
 #    lease and /readyz is 200 again
+#  - the wall clock stepped back past the module's lead, adjtimex saying
+#    synchronised: /readyz 503 clock_behind until the clock catches up;
+#    stepped forward past max_step_ms: 503 clock_step_held until idgend
+#    adopts the step
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -182,6 +186,43 @@ check "idgend thawed pushes a lease again: /readyz 200" wait_ready 200 30
 req again -X POST "$url/v1/ids:next"
 check "... and minting resumes, above every ID before" \
 	test "$(status_of again)" = 200 -a "$(grep -o '[0-9][0-9]*' "$work/again.body" | head -n 1)" -gt "$(tail -n 1 "$work/ids")"
+
+# --- the generator's clock: out of rotation while it refuses -----------------------
+
+# wait_reason CODE SECS: until /readyz answers 503 with CODE among its reasons.
+wait_reason() {
+	local t
+	for ((t = 0; t < $2 * 5; t++)); do
+		req ready "$url/readyz"
+		[ "$(status_of ready)" = 503 ] && case ",$(reasons ready)," in *",$1,"*) return 0 ;; esac
+		sleep 0.2
+	done
+	echo "# /readyz: $(status_of ready) $(body_of ready)"
+	return 1
+}
+# step_clock SECONDS: step the wall clock (clock_settime), then say it is
+# synchronised again, as an NTP daemon that stepped it would: adjtimex
+# alone then sees nothing wrong.
+step_clock() {
+	date -s "@$(($(date +%s) + $1)).$(date +%N)" >/dev/null && "$clock_sync" sync >/dev/null
+}
+# Back 3 s, past the module's lead of 1 s: the next ID is 3 s ahead.
+step_clock -3
+check "wall clock stepped back 3 s (synchronised again): /readyz 503 clock_behind" \
+	wait_reason clock_behind 2
+req behind -X POST "$url/v1/ids:next"
+check "... and the generator does refuse: POST /v1/ids:next 503 clock_behind" eval \
+	'test "$(status_of behind)" = 503 && grep -q "\"code\":\"clock_behind\"" "$work/behind.body"'
+check "the wall clock caught up: /readyz 200" wait_ready 200 30
+# Forward 5 s, past max_step_ms: held until idgend adopts it, which it
+# does only while adjtimex says synchronised.
+date -s "@$(($(date +%s) + 5)).$(date +%N)" >/dev/null
+check "wall clock stepped forward 5 s: /readyz 503 clock_step_held" wait_reason clock_step_held 10
+"$clock_sync" sync >/dev/null
+check "synchronised again, idgend adopts the step: /readyz 200" wait_ready 200 30
+req adopted -X POST "$url/v1/ids:next"
+check "... and minting goes on, above every ID before" \
+	test "$(status_of adopted)" = 200 -a "$(grep -o '[0-9][0-9]*' "$work/adopted.body" | head -n 1)" -gt "$(grep -o '[0-9][0-9]*' "$work/again.body" | head -n 1)"
 
 kill -TERM "$hpid"
 wait "$hpid"
