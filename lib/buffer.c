@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
  * A small thread-safe buffer of minted IDs, refilled when half empty and
- * never handing out an ID older than its age bound.
+ * never handing out an ID older than its age bound, nor in a child
+ * process an ID its parent buffered (forkguard.h).
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-
+#include "forkguard.h"
 #include "internal.h"
 
 #define BUFFER_MAX	65536
@@ -21,7 +21,7 @@ struct idgen_buffer {
 	uint64_t max_age_ms;
 	/* Protected by lock: ids[head..head+count) are increasing. */
 	size_t head, count;
-	pid_t pid;		/* the process the IDs were minted for */
+	uint64_t token;		/* the process the IDs were minted for */
 	uint64_t ids[];
 };
 
@@ -41,9 +41,18 @@ IDGEN_EXPORT int idgen_buffer_new(int fd, size_t capacity, uint64_t max_age_ms,
 		return -ENOMEM;
 	}
 	b->fd = fd;
-	b->capacity = capacity;
+	/*
+	 * Without a wipe-on-fork page the guard cannot tell every child
+	 * (_Fork() or clone() into a new PID namespace from its PID 1 keeps
+	 * the PID and runs no atfork handler), so the buffer keeps no ID
+	 * across calls: a buffer of one reads each ID as it hands it out.
+	 * Uniqueness holds at the cost of a read() per ID; failing here
+	 * instead would add an error idgen_buffer_new() does not document,
+	 * on a device that works.
+	 */
+	b->capacity = idgen_forkguard_init() ? capacity : 1;
 	b->max_age_ms = max_age_ms;
-	b->pid = getpid();
+	b->token = idgen_forkguard_token();
 	*out = b;
 	return 0;
 }
@@ -101,14 +110,14 @@ static int refill(struct idgen_buffer *b)
 
 IDGEN_EXPORT int idgen_buffer_take(struct idgen_buffer *b, uint64_t *id)
 {
-	pid_t pid = getpid();
+	uint64_t token = idgen_forkguard_token();
 	int ret = 0;
 
 	pthread_mutex_lock(&b->lock);
-	if (pid != b->pid) {
-		/* After fork(): the parent owns what was buffered. */
+	if (token != b->token) {
+		/* In a child, however made: the parent owns what was buffered. */
 		b->head = b->count = 0;
-		b->pid = pid;
+		b->token = token;
 	}
 	drop_stale(b);
 	if (b->count <= b->capacity / 2) {

@@ -52,6 +52,9 @@ tap_step "public IDs and codes from the installed library: shared, and static as
 
 # C unit tests (kselftest harness).
 tap_run unit "$user/unit"
+# The buffer across fork(), _Fork(), clone(), clone3() and PID namespaces
+# (those skipped without CAP_SYS_ADMIN).
+tap_run buffer_fork "$user/buffer_fork"
 tap_run public "$user/public_test"
 tap_run code "$user/code_test"
 tap_run ff1_busy "$user/ff1_busy_test"
