@@ -37,7 +37,9 @@ static const char usage[] =
 	"  --layouts FILE            decode with this layouts table (idgenctl(8))\n"
 	"  --threads N               threads per listener (default 0: one per core)\n"
 	"  --max-connections N       open connections per listener (default 1024)\n"
-	"  --max-connections-per-ip N   from one address (default 16)\n"
+	"  --max-connections-per-ip N   from one address (default 0: no limit)\n"
+	"  --ipv6-prefix-per-ip BITS ... an IPv6 address counted by its prefix\n"
+	"                            of BITS (default 64; 128: the whole address)\n"
 	"  --timeout-s N             an idle connection is closed (default 10)\n"
 	"  --ready-margin-ms MS      /readyz wants this much lease left (default 30000)\n"
 	"  --clock-check yes|no      /readyz asks adjtimex (default yes)\n"
@@ -67,7 +69,8 @@ static const struct opt opts[] = {
 	OPT(layouts, T_STR, 0, 0),
 	OPT(threads, T_U32, 0, 1024),
 	OPT(max_connections, T_U32, 1, 1000000),
-	OPT(max_connections_per_ip, T_U32, 1, 1000000),
+	OPT(max_connections_per_ip, T_U32, 0, 1000000),
+	OPT(ipv6_prefix_per_ip, T_U32, 1, 128),
 	OPT(timeout_s, T_U32, 1, 3600),
 	OPT(ready_margin_ms, T_U64, 0, 86400000),
 	OPT(ready_max_ahead_ms, T_U64, 0, 86400000),
@@ -394,7 +397,8 @@ static int set_defaults(struct httpd_config *cfg)
 	cfg->device = strdup("/dev/idgen");
 	cfg->layouts = strdup("");
 	cfg->max_connections = 1024;
-	cfg->max_connections_per_ip = 16;
+	cfg->max_connections_per_ip = 0;
+	cfg->ipv6_prefix_per_ip = 64;
 	cfg->timeout_s = 10;
 	cfg->ready_margin_ms = 30000;
 	cfg->clock_check = true;
@@ -531,11 +535,12 @@ void httpd_config_print(const struct httpd_config *cfg, FILE *f)
 	if (*cfg->layouts)
 		fprintf(f, "layouts = %s\n", cfg->layouts);
 	fprintf(f, "threads = %" PRIu32 "\nmax_connections = %" PRIu32
-		"\nmax_connections_per_ip = %" PRIu32 "\ntimeout_s = %" PRIu32
+		"\nmax_connections_per_ip = %" PRIu32 "\nipv6_prefix_per_ip = %" PRIu32
+		"\ntimeout_s = %" PRIu32
 		"\nready_margin_ms = %" PRIu64 "\nclock_check = %s\n"
 		"clock_max_offset_us = %" PRIu64 "\nsim_lease_ms = %" PRIu64 "\n",
 		cfg->threads, cfg->max_connections, cfg->max_connections_per_ip,
-		cfg->timeout_s, cfg->ready_margin_ms, cfg->clock_check ? "yes" : "no",
+		cfg->ipv6_prefix_per_ip, cfg->timeout_s, cfg->ready_margin_ms, cfg->clock_check ? "yes" : "no",
 		cfg->clock_max_offset_us, cfg->sim_lease_ms);
 	fprintf(f, "ready_max_ahead_ms = %" PRIu64 "\n", cfg->ready_max_ahead_ms);
 	if (cfg->nr_public_keys) {

@@ -39,7 +39,8 @@ struct httpd_config {
 	char *layouts;			/* a layouts file, or "" for version 1 */
 	uint32_t threads;		/* per listener; 0: one per core */
 	uint32_t max_connections;
-	uint32_t max_connections_per_ip;
+	uint32_t max_connections_per_ip;	/* 0: no limit */
+	uint32_t ipv6_prefix_per_ip;	/* ... an IPv6 client counted by this prefix */
 	uint32_t timeout_s;		/* an idle connection is closed */
 	uint64_t ready_margin_ms;
 	uint64_t ready_max_ahead_ms;	/* 0: the module's max_borrow_ms */

@@ -15,6 +15,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include "api.h"
 #include "config.h"
@@ -114,6 +116,36 @@ static int load_keys(const struct httpd_config *cfg, struct idgen_keyring **out)
 	}
 	*out = kr;
 	return 0;
+}
+
+/*
+ * Every listener may hold max_connections + SERVER_REFUSE_ROOM sockets,
+ * and each of its threads an epoll and a wake-up descriptor.  systemd's
+ * default soft limit, 1024, is below the default max_connections' need:
+ * the soft limit is raised to it, up to the hard limit, and a limit still
+ * short is said, for accept() would fail (EMFILE) before max_connections.
+ */
+static void raise_nofile(const struct httpd_config *cfg)
+{
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	uint64_t threads = cfg->threads ? cfg->threads : cores > 0 ? cores : 1;
+	uint64_t need = cfg->nr_listen * ((uint64_t)cfg->max_connections +
+					  SERVER_REFUSE_ROOM + 2 * threads + 1) + 64;
+	struct rlimit r, raised;
+
+	if (getrlimit(RLIMIT_NOFILE, &r) || r.rlim_cur >= need)
+		return;
+	raised = r;
+	raised.rlim_cur = r.rlim_max != RLIM_INFINITY && r.rlim_max < need ?
+			  r.rlim_max : need;
+	if (raised.rlim_cur > r.rlim_cur && !setrlimit(RLIMIT_NOFILE, &raised))
+		r.rlim_cur = raised.rlim_cur;
+	if (r.rlim_cur < need)
+		log_warn("open files: %llu allowed (RLIMIT_NOFILE), %" PRIu64 " needed "
+			 "for %u listen address(es) of max_connections %u: past it "
+			 "connections are not accepted (raise LimitNOFILE=, or lower "
+			 "max_connections)", (unsigned long long)r.rlim_cur, need,
+			 cfg->nr_listen, cfg->max_connections);
 }
 
 int main(int argc, char *argv[])
@@ -223,8 +255,10 @@ int main(int argc, char *argv[])
 		.threads = cfg.threads,
 		.max_connections = cfg.max_connections,
 		.max_connections_per_ip = cfg.max_connections_per_ip,
+		.ipv6_prefix_per_ip = cfg.ipv6_prefix_per_ip,
 		.timeout_s = cfg.timeout_s,
 	};
+	raise_nofile(&cfg);
 	ret = 0;
 	for (i = 0; i < cfg.nr_listen; i++) {
 		servers[i] = server_start(cfg.listen[i], &lim, &api);

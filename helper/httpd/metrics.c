@@ -156,8 +156,12 @@ static void write_connections(struct metrics *m, FILE *f)
 {
 	help(f, "idgen_connections_open", "gauge", "Connections open now, on every listener");
 	fprintf(f, "idgen_connections_open %" PRId64 "\n", atomic_load(&m->conn_open));
-	counter(f, "idgen_connections_refused_total", "Connections refused at "
-		"max_connections or max_connections_per_ip", GET(m->conn_refused));
+	help(f, "idgen_connections_refused_total", "counter", "Connections refused "
+	     "(answered 503), by the limit reached");
+	fprintf(f, "idgen_connections_refused_total{reason=\"max_connections\"} %"
+		PRIu64 "\nidgen_connections_refused_total{reason=\"max_connections_per_ip\"} %"
+		PRIu64 "\n", GET(m->conn_refused[REFUSED_MAX_CONNECTIONS]),
+		GET(m->conn_refused[REFUSED_MAX_CONNECTIONS_PER_IP]));
 	counter(f, "idgen_connections_cut_total", "Connections closed because a "
 		"request was not complete by its deadline", GET(m->conn_cut));
 }

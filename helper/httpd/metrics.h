@@ -15,7 +15,7 @@
  *   idgen_clock_maxerror_seconds              adjtimex(2)
  *   idgen_ready                               what /readyz answers
  *   idgen_build_info{version,layout_version}
- *   idgen_connections_open, idgen_connections_refused_total,
+ *   idgen_connections_open, idgen_connections_refused_total{reason},
  *   idgen_connections_cut_total               the listeners' connections
  *
  * Label values come only from fixed sets (routes, statuses, configured
@@ -40,6 +40,11 @@ enum metrics_route {
 	ROUTE_OTHER, NR_ROUTES
 };
 
+/* The limits a connection is refused at (answered 503), by server.c. */
+enum metrics_refusal {
+	REFUSED_MAX_CONNECTIONS, REFUSED_MAX_CONNECTIONS_PER_IP, NR_REFUSED
+};
+
 #define METRICS_NR_CODES	10	/* the statuses the service answers */
 #define METRICS_NR_DURATIONS	9	/* 25 us ... 10 ms */
 #define METRICS_NR_BATCHES	5	/* 1 ... 10000 */
@@ -56,7 +61,7 @@ struct metrics {
 	_Atomic uint64_t *issued;	/* per caller, then "other" */
 	/* Connections, counted by server.c. */
 	_Atomic int64_t conn_open;
-	_Atomic uint64_t conn_refused;	/* at a connection limit */
+	_Atomic uint64_t conn_refused[NR_REFUSED];	/* at a connection limit */
 	_Atomic uint64_t conn_cut;	/* a request past its deadline */
 };
 

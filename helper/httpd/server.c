@@ -2,6 +2,7 @@
 /*
  * libmicrohttpd glue for the routes of api.c (server.h).
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -30,8 +31,10 @@
 #define MEMORY_LIMIT	(8 * 1024)
 /* A chunked body past the limit is read this far for its 413, then cut. */
 #define DROP_LIMIT	(64 * 1024)
-/* Connections libmicrohttpd accepts past max_connections, to refuse them. */
-#define REFUSE_ROOM	64
+/* A connection over a limit that sends no request by then is closed. */
+#define REFUSED_MS	1000
+/* What a refused connection is told to wait before it tries again. */
+#define REFUSED_RETRY_S	1
 /* How often the deadline of every connection's request is looked at. */
 #define WATCH_MS	100
 /* Repeated log lines of one kind: one per LOG_EVERY_S. */
@@ -47,10 +50,16 @@
  */
 struct conn {
 	int fd;
-	unsigned char ip[17];		/* the client's address, for its limit:
-					 * 4 or 16 bytes, then 4 or 6 */
+	unsigned char ip[17];		/* the client's key for its limit
+					 * (conn_key()) */
+	char addr[INET6_ADDRSTRLEN];	/* the client's address, for the log */
 	int64_t since_ms;		/* under server.lock */
-	bool cut;			/* shut down: refused or past its deadline */
+	bool cut;			/* shut down: past its deadline */
+	/*
+	 * Over a limit (enum metrics_refusal + 1; 0: not): not counted
+	 * against any, its request answered 503 and the connection closed.
+	 */
+	int refused;
 	bool busy;			/* opened or a request begun, not answered */
 	struct conn *prev, *next;
 };
@@ -66,7 +75,8 @@ struct server {
 	pthread_t watch;
 	bool watching;
 	_Atomic bool quit;
-	unsigned int max_connections, max_connections_per_ip;
+	unsigned int max_connections, max_connections_per_ip;	/* 0: none */
+	unsigned int ipv6_prefix;	/* bits of an IPv6 address that key it */
 };
 
 /* Shared by every listener: what a stop waits for. */
@@ -148,7 +158,8 @@ static const char *header(struct MHD_Connection *c, enum MHD_ValueKind kind,
 	return MHD_lookup_connection_value(c, kind, name);
 }
 
-static enum MHD_Result queue(struct MHD_Connection *c, struct api_response *r)
+static enum MHD_Result queue(struct MHD_Connection *c, struct api_response *r,
+			     bool close)
 {
 	struct MHD_Response *resp;
 	enum MHD_Result ret;
@@ -162,8 +173,8 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct api_response *r)
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CONTENT_TYPE, r->content_type);
 	/* Every answer is of its moment: an ID, a state, a refusal. */
 	MHD_add_response_header(resp, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	/* Stopping: no next request on this connection. */
-	if (atomic_load(&stopping))
+	/* Stopping, or refused: no next request on this connection. */
+	if (close || atomic_load(&stopping))
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_CONNECTION, "close");
 	if (r->allow)
 		MHD_add_response_header(resp, MHD_HTTP_HEADER_ALLOW, r->allow);
@@ -202,7 +213,40 @@ static enum MHD_Result answer(struct server *s, struct MHD_Connection *c,
 				(now.tv_sec - rq->start.tv_sec) * 1000000000ULL +
 				now.tv_nsec - rq->start.tv_nsec);
 	}
-	return queue(c, &out);
+	return queue(c, &out, false);
+}
+
+/*
+ * An error answered here, not by api.c: in its JSON shape, the
+ * connection closed after it.  message is a literal (no escaping).
+ */
+static enum MHD_Result refuse(struct server *s, struct MHD_Connection *c,
+			      struct request *rq, unsigned int status,
+			      const char *code, const char *message,
+			      unsigned int retry_after, bool count)
+{
+	struct api_response out = {
+		.status = status,
+		.content_type = "application/json",
+		.retry_after = retry_after,
+		.route = ROUTE_OTHER,
+	};
+	struct timespec now;
+	int len;
+
+	len = asprintf(&out.body, "{\"error\":{\"code\":\"%s\",\"message\":\"%s\"}}",
+		       code, message);
+	if (len < 0)
+		return MHD_NO;
+	out.len = len;
+	rq->answered = true;
+	if (s->api->metrics && count) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		metrics_request(s->api->metrics, out.route, out.status,
+				(now.tv_sec - rq->start.tv_sec) * 1000000000ULL +
+				now.tv_nsec - rq->start.tv_nsec);
+	}
+	return queue(c, &out, true);
 }
 
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
@@ -232,6 +276,16 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		rq->too_large = rq->answered = false;
 		*con_cls = rq;
 		atomic_fetch_add(&in_flight, 1);	/* until completed() */
+		/* Over a limit at its opening (notify_connection()). */
+		if (cn && cn->refused)
+			return refuse(s, c, rq, 503, "too_many_connections",
+				      cn->refused - 1 == REFUSED_MAX_CONNECTIONS ?
+				      "the service is at its connection limit "
+				      "(max_connections): try again later" :
+				      "too many connections from this address "
+				      "(max_connections_per_ip): try again later, "
+				      "or over a connection already open",
+				      REFUSED_RETRY_S, false);
 		/*
 		 * A body announced too large is refused unread.  HTTP allows
 		 * leading zeros in a length ("04097"), the strict parser not.
@@ -358,18 +412,70 @@ static void *request_begun(void *cls, const char *uri, struct MHD_Connection *c)
 	return NULL;		/* handle() makes its struct request */
 }
 
+/*
+ * The key a client's connections are counted under for
+ * max_connections_per_ip: its IPv4 address (an IPv4-mapped IPv6 one
+ * too, as a dual-stack listener sees IPv4 clients), or the first
+ * prefix bits of its IPv6 address -- one host commonly holds a whole
+ * /64, and would take every slot with an address of it per connection
+ * -- then the family (4 or 6), so that no IPv4 and IPv6 keys are equal.
+ * Zeroed for another family: all such clients as one.
+ */
+void server_conn_key(const struct sockaddr *sa, unsigned int prefix,
+		     unsigned char key[17])
+{
+	static const unsigned char mapped[12] = {
+		0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff
+	};
+	const unsigned char *a;
+	unsigned int i;
+
+	memset(key, 0, 17);
+	if (sa->sa_family == AF_INET) {
+		memcpy(key, &((const struct sockaddr_in *)sa)->sin_addr, 4);
+		key[16] = 4;
+	} else if (sa->sa_family == AF_INET6) {
+		a = ((const struct sockaddr_in6 *)sa)->sin6_addr.s6_addr;
+		if (!memcmp(a, mapped, sizeof(mapped))) {
+			memcpy(key, a + 12, 4);
+			key[16] = 4;
+			return;
+		}
+		for (i = 0; i < 16 && prefix >= 8; i++, prefix -= 8)
+			key[i] = a[i];
+		if (i < 16 && prefix)
+			key[i] = a[i] & (0xff << (8 - prefix));
+		key[16] = 6;
+	}
+}
+
+static void client_address(const struct sockaddr *sa, char *buf, size_t len)
+{
+	const void *a = NULL;
+
+	if (sa->sa_family == AF_INET)
+		a = &((const struct sockaddr_in *)sa)->sin_addr;
+	else if (sa->sa_family == AF_INET6)
+		a = &((const struct sockaddr_in6 *)sa)->sin6_addr;
+	if (!a || !inet_ntop(sa->sa_family, a, buf, len))
+		snprintf(buf, len, "?");
+}
+
 static void notify_connection(void *cls, struct MHD_Connection *c,
 			      void **socket_context,
 			      enum MHD_ConnectionNotificationCode toe)
 {
+	static const char *const limit_name[NR_REFUSED] = {
+		[REFUSED_MAX_CONNECTIONS] = "max_connections",
+		[REFUSED_MAX_CONNECTIONS_PER_IP] = "max_connections_per_ip",
+	};
 	struct server *s = cls;
 	const union MHD_ConnectionInfo *i;
 	struct conn *cn = *socket_context;
-
 	struct conn *other;
-	unsigned int same = 0;
-	const char *limit = NULL;
-	unsigned int limit_n = 0;
+	unsigned int same = 0, limit_n = 0;
+	int refused = 0;
+	char prefix[8] = "";
 
 	if (toe == MHD_CONNECTION_NOTIFY_STARTED) {
 		cn = calloc(1, sizeof(*cn));
@@ -380,35 +486,37 @@ static void notify_connection(void *cls, struct MHD_Connection *c,
 		}
 		cn->fd = i->connect_fd;
 		i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-		if (i && i->client_addr->sa_family == AF_INET) {
-			memcpy(cn->ip, &((struct sockaddr_in *)i->client_addr)->sin_addr, 4);
-			cn->ip[16] = 4;
-		} else if (i && i->client_addr->sa_family == AF_INET6) {
-			memcpy(cn->ip, &((struct sockaddr_in6 *)i->client_addr)->sin6_addr, 16);
-			cn->ip[16] = 6;
+		if (i && i->client_addr) {
+			server_conn_key(i->client_addr, s->ipv6_prefix, cn->ip);
+			client_address(i->client_addr, cn->addr, sizeof(cn->addr));
+		} else {
+			snprintf(cn->addr, sizeof(cn->addr), "?");
 		}
 		pthread_mutex_lock(&s->lock);
 		cn->since_ms = now_ms();
 		for (other = s->conns.next; other != &s->conns; other = other->next)
-			same += !other->cut && !memcmp(other->ip, cn->ip, sizeof(cn->ip));
+			same += !other->cut && !other->refused &&
+				!memcmp(other->ip, cn->ip, sizeof(cn->ip));
 		/*
 		 * The limits are kept here, not by libmicrohttpd: it would
 		 * leave connections past max_connections unaccepted, in the
-		 * backlog, and refuse past the per-address one in silence.
-		 * Refused here, a connection is closed unanswered at once, and
-		 * counted.
+		 * backlog, and close those past the per-address one unanswered.
+		 * Its accept policy callback can only accept or drop, too.
+		 * Over a limit here, a connection is taken, counted by reason,
+		 * and its request answered 503 with Retry-After and
+		 * "Connection: close" (handle()): a client, or the load
+		 * balancer in front, sees why.
 		 */
 		if (s->nr_conns >= s->max_connections) {
-			limit = "max_connections";
+			refused = REFUSED_MAX_CONNECTIONS + 1;
 			limit_n = s->max_connections;
-		} else if (same >= s->max_connections_per_ip) {
-			limit = "max_connections_per_ip";
+		} else if (s->max_connections_per_ip &&
+			   same >= s->max_connections_per_ip) {
+			refused = REFUSED_MAX_CONNECTIONS_PER_IP + 1;
 			limit_n = s->max_connections_per_ip;
 		}
-		if (limit) {
-			cn->cut = true;
-			shutdown(cn->fd, SHUT_RDWR);
-		} else {
+		cn->refused = refused;
+		if (!refused) {
 			/* Freshly opened: a request is presumably on its way. */
 			s->nr_conns++;
 			cn->busy = true;
@@ -422,11 +530,15 @@ static void notify_connection(void *cls, struct MHD_Connection *c,
 		*socket_context = cn;
 		if (s->api->metrics)
 			atomic_fetch_add(&s->api->metrics->conn_open, 1);
-		if (limit) {
+		if (refused) {
 			if (s->api->metrics)
-				atomic_fetch_add(&s->api->metrics->conn_refused, 1);
-			log_every(LOG_WARNING, limit, "%s: connections refused: %s (%u) "
-				  "reached", s->addr, limit, limit_n);
+				atomic_fetch_add(&s->api->metrics->conn_refused[refused - 1], 1);
+			if (refused - 1 == REFUSED_MAX_CONNECTIONS_PER_IP &&
+			    cn->ip[16] == 6 && s->ipv6_prefix < 128)
+				snprintf(prefix, sizeof(prefix), "/%u", s->ipv6_prefix);
+			log_every(LOG_WARNING, limit_name[refused - 1], "%s: connection "
+				  "from %s%s refused (503): %s (%u) reached", s->addr,
+				  cn->addr, prefix, limit_name[refused - 1], limit_n);
 		}
 		return;
 	}
@@ -436,7 +548,7 @@ static void notify_connection(void *cls, struct MHD_Connection *c,
 	pthread_mutex_lock(&s->lock);
 	cn->prev->next = cn->next;
 	cn->next->prev = cn->prev;
-	if (!cn->cut)
+	if (!cn->cut && !cn->refused)
 		s->nr_conns--;
 	if (cn->busy)
 		atomic_fetch_sub(&busy_conns, 1);
@@ -460,13 +572,20 @@ static void *watch(void *arg)
 		cut = 0;
 		now = now_ms();
 		pthread_mutex_lock(&s->lock);
-		for (cn = s->conns.next; cn != &s->conns; cn = cn->next)
-			if (!cn->cut && now - cn->since_ms > s->deadline_ms) {
+		for (cn = s->conns.next; cn != &s->conns; cn = cn->next) {
+			if (cn->cut)
+				continue;
+			if (cn->refused && now - cn->since_ms > REFUSED_MS) {
+				/* Refused, and no request to answer 503 came. */
+				shutdown(cn->fd, SHUT_RDWR);
+				cn->cut = true;
+			} else if (!cn->refused && now - cn->since_ms > s->deadline_ms) {
 				shutdown(cn->fd, SHUT_RDWR);
 				cn->cut = true;
 				s->nr_conns--;
 				cut++;
 			}
+		}
 		pthread_mutex_unlock(&s->lock);
 		if (!cut)
 			continue;
@@ -574,6 +693,7 @@ struct server *server_start(const char *addr, const struct server_limits *lim,
 	s->deadline_ms = 2 * lim->timeout_s * 1000;
 	s->max_connections = lim->max_connections;
 	s->max_connections_per_ip = lim->max_connections_per_ip;
+	s->ipv6_prefix = lim->ipv6_prefix_per_ip ? lim->ipv6_prefix_per_ip : 128;
 	if (!threads) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -588,7 +708,7 @@ struct server *server_start(const char *addr, const struct server_limits *lim,
 				MHD_OPTION_THREAD_POOL_SIZE, threads,
 				/* Above ours (notify_connection()): room to refuse. */
 				MHD_OPTION_CONNECTION_LIMIT,
-				lim->max_connections + REFUSE_ROOM,
+				lim->max_connections + SERVER_REFUSE_ROOM,
 				MHD_OPTION_CONNECTION_TIMEOUT, lim->timeout_s,
 				MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)MEMORY_LIMIT,
 				MHD_OPTION_NOTIFY_COMPLETED, completed, s,

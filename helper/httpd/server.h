@@ -10,13 +10,21 @@
 #define HTTPD_SERVER_H
 
 #include <stdint.h>
+#include <sys/socket.h>
 
 #include "api.h"
+
+/*
+ * Connections a listener takes past max_connections, to answer them 503;
+ * past these too, new connections wait in the listen backlog.
+ */
+#define SERVER_REFUSE_ROOM	64
 
 struct server_limits {
 	unsigned int threads;		/* per listener; 0: one per core */
 	unsigned int max_connections;
-	unsigned int max_connections_per_ip;
+	unsigned int max_connections_per_ip;	/* 0: no limit */
+	unsigned int ipv6_prefix_per_ip;	/* 1..128; 0: 128 */
 	unsigned int timeout_s;
 };
 
@@ -28,6 +36,13 @@ struct server;
  */
 struct server *server_start(const char *addr, const struct server_limits *lim,
 			    struct api *api);
+/*
+ * The key max_connections_per_ip counts a client's connections under:
+ * 16 bytes of address (IPv4 and IPv4-mapped: 4; IPv6: its first prefix
+ * bits), then the family, 4 or 6.
+ */
+void server_conn_key(const struct sockaddr *sa, unsigned int prefix,
+		     unsigned char key[17]);
 /* The port it listens on. */
 uint16_t server_port(const struct server *s);
 /*

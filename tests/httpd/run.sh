@@ -12,7 +12,9 @@
 #   - per-caller quotas: the burst, then 429 with Retry-After, passing
 #     after the wait it gave, no ID consumed by a refusal
 #   - limits: bodies over 4 KiB, connections per address, a stalled
-#     request cut off
+#     request cut off; a connection over a limit answered 503, IPv6
+#     clients counted by their /64 (in a network namespace), ambiguous
+#     framing refused (conn_test.py)
 #   - /metrics: counts after known requests, and the text format
 #   - the JSON it answers, parsed by Node (json_check.mjs): IDs as strings,
 #     exact in BigInt
@@ -477,8 +479,8 @@ read -r -t 10 line5 <&5; read -r -t 10 line6 <&6
 check "two keep-alive connections from one address are served" \
 	test "${line5%$'\r'}" = "HTTP/1.1 200 OK" -a "${line6%$'\r'}" = "HTTP/1.1 200 OK"
 req third "$url/livez"
-check "a third connection from that address, past --max-connections-per-ip 2, is refused" \
-	test "$(status_of third)" = 000
+check "a third connection from that address, past --max-connections-per-ip 2, is answered 503" \
+	test "$(status_of third)" = 503 -a "$(header_of third Retry-After)" = 1
 exec 5>&- 6>&-
 # Freed slots serve again (MHD frees them when it notices the close).
 for ((t = 0; t < 50; t++)); do
@@ -537,7 +539,7 @@ for ((t = 0; t < 100; t++)); do
 done
 sleep 0.5	# (connected is queued; accepted, the service's own business)
 req slowfull "$url/livez"
-check "with every slot held, a normal request is refused" test "$(status_of slowfull)" = 000
+check "with every slot held, a normal request is answered 503" test "$(status_of slowfull)" = 503
 for ((t = 0; t < 150; t++)); do
 	req slowfree "$url/livez"
 	[ "$(status_of slowfree)" = 200 ] && break
@@ -549,13 +551,23 @@ check "... the trickling clients were all cut off (lasted $(tail -n 1 "$work/slo
 	awk -v a="$(tail -n 1 "$work/slow2.out")" -v b="$(tail -n 1 "$work/slow3.out")" 'BEGIN { exit !(a < 10 && b < 10) }'
 req slowm "$url/metrics"
 check "/metrics counts the refused and the cut connections, and the open ones" eval \
-	'grep -Eq "^idgen_connections_refused_total [1-9][0-9]*$" "$work/slowm.body" &&
+	'grep -Eq "^idgen_connections_refused_total\{reason=\"max_connections\"\} [1-9][0-9]*$" "$work/slowm.body" &&
 	 grep -Eq "^idgen_connections_cut_total ([89]|[1-9][0-9]+)$" "$work/slowm.body" &&
 	 grep -Eq "^idgen_connections_open 1$" "$work/slowm.body"'
 check "the connection limit reached is logged, once" \
-	test "$(grep -c 'connections refused: max_connections (6) reached' "$work/slow.log")" = 1
+	test "$(grep -c 'refused (503): max_connections (6) reached' "$work/slow.log")" = 1
 stop
 check "the slow requests minted nothing" grep -q "simulated generator: 0 IDs minted" "$work/slow.log"
+
+# ---- connection limits answered, framing (conn_test.py) ------------------
+tap_run conns python3 "$here/conn_test.py" "$httpd" "$work"
+# IPv6 clients of one /64 as one: addresses of a /64 on a loopback of
+# its own, in a network namespace.
+if unshare -n true 2>/dev/null; then
+	tap_run conns-ipv6 unshare -n python3 "$here/conn_test.py" "$httpd" "$work" ipv6
+else
+	n=$((n + 1)); echo "ok $n IPv6 per-address limits # SKIP no network namespace (unshare -n)"
+fi
 
 # ---- libmicrohttpd's messages do not flood the log ----------------------
 # (Past 2 per address, refused too: one more kind of line.)

@@ -1,0 +1,372 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""conn_test.py HTTPD WORKDIR [ipv6]
+
+idgen-httpd's connection limits and HTTP framing, as TAP, against
+--device sim on loopback, with raw sockets (each client bound to the
+source address it is to be counted under):
+  - the default configuration serves 64 keep-alive connections from one
+    address (no per-address limit by default)
+  - a connection over max_connections_per_ip or max_connections gets
+    503 with Retry-After and Connection: close, counted by reason in
+    /metrics and logged with its address
+  - ambiguous framing (two Content-Length, Content-Length with
+    Transfer-Encoding, a Transfer-Encoding other than chunked): 400 in
+    the JSON error shape, the connection closed, nothing minted
+  - the refusals libmicrohttpd writes itself (431, 400, 413, 505): their
+    status, and the connection closed (their body is its HTML)
+With "ipv6", in a network namespace of its own (unshare -n: run.sh),
+with addresses it adds to its loopback: IPv6 clients counted by their
+/64, or whole with ipv6_prefix_per_ip = 128, or by another prefix.
+"""
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import time
+
+httpd, work = sys.argv[1], sys.argv[2]
+ipv6 = len(sys.argv) > 3 and sys.argv[3] == "ipv6"
+n = 0
+failed = False
+
+
+def ok(cond, desc, why=""):
+    global n, failed
+    n += 1
+    if cond:
+        print(f"ok {n} {desc}")
+    else:
+        failed = True
+        print(f"not ok {n} {desc}")
+        for line in str(why).splitlines():
+            print(f"# {line}")
+    sys.stdout.flush()
+    return cond
+
+
+class Server:
+    count = 0
+
+    def __init__(self, listen, *args):
+        Server.count += 1
+        self.log = os.path.join(work, f"conn{Server.count}.log")
+        with open(self.log, "w") as f:
+            self.p = subprocess.Popen([httpd, "--listen", listen, "--device", "sim",
+                                       "--clock-check", "no", *args],
+                                      stdout=f, stderr=subprocess.STDOUT)
+        self.port = None
+        for _ in range(100):
+            m = re.search(r"listening on .* \(port (\d+)\)", self.text())
+            if m:
+                self.port = int(m.group(1))
+                return
+            if self.p.poll() is not None:
+                break
+            time.sleep(0.1)
+        raise RuntimeError(f"idgen-httpd {listen} {args} did not start:\n{self.text()}")
+
+    def text(self):
+        with open(self.log) as f:
+            return f.read()
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        return self.p.wait(20)
+
+
+class Conn:
+    """One client connection, bound to src, to host:port."""
+
+    def __init__(self, host, port, src):
+        fam = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self.s = socket.socket(fam, socket.SOCK_STREAM)
+        self.s.settimeout(10)
+        self.s.bind((src, 0))
+        self.s.connect((host, port))
+        self.buf = b""
+
+    def send(self, data):
+        self.s.sendall(data)
+
+    def request(self, method="GET", path="/livez", body=None, headers=()):
+        head = f"{method} {path} HTTP/1.1\r\nHost: t\r\n"
+        for h in headers:
+            head += h + "\r\n"
+        if body is not None:
+            head += f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        try:
+            self.send(head.encode() + b"\r\n" + (body or b""))
+        except OSError as e:
+            return 0, {}, repr(e)
+        return self.response()
+
+    def _fill(self):
+        b = self.s.recv(65536)
+        if not b:
+            raise EOFError("closed")
+        self.buf += b
+
+    def response(self):
+        """(status, {header: value}, body), or (0, {}, why) if none came."""
+        try:
+            while b"\r\n\r\n" not in self.buf:
+                self._fill()
+            head, self.buf = self.buf.split(b"\r\n\r\n", 1)
+            lines = head.decode("latin1").split("\r\n")
+            status = int(lines[0].split()[1])
+            hdrs = {}
+            for line in lines[1:]:
+                k, _, v = line.partition(":")
+                hdrs[k.strip().lower()] = v.strip()
+            length = int(hdrs.get("content-length", "0"))
+            while len(self.buf) < length:
+                self._fill()
+            body, self.buf = self.buf[:length], self.buf[length:]
+            return status, hdrs, body
+        except (OSError, EOFError, ValueError, IndexError) as e:
+            return 0, {}, repr(e)
+
+    def closed(self, wait=5):
+        """True when the server closes the connection (within wait s)."""
+        self.s.settimeout(wait)
+        try:
+            while True:
+                b = self.s.recv(65536)
+                if not b:
+                    return True
+        except ConnectionResetError:
+            return True     # closed with our data unread: a reset
+        except OSError:
+            return False
+
+    def close(self):
+        self.s.close()
+
+
+def metric(srv, src, series):
+    c = Conn("127.0.0.1", srv.port, src)
+    st, _, body = c.request(path="/metrics")
+    c.close()
+    for line in body.decode().splitlines() if st == 200 else []:
+        if line.startswith(series + " "):
+            return line.split()[1]
+    return None
+
+
+def error_503(r, desc):
+    st, h, body = r
+    ok(st == 503 and h.get("retry-after") == "1" and h.get("connection", "").lower() == "close"
+       and h.get("content-type") == "application/json"
+       and body.startswith(b'{"error":{"code":"too_many_connections","message":"'),
+       desc + ": 503 too_many_connections, Retry-After: 1, Connection: close", r)
+
+
+def refused_series(reason):
+    return f'idgen_connections_refused_total{{reason="{reason}"}}'
+
+
+def per_ip(host, srcs, other, limit, args, desc):
+    """limit connections from srcs[0..limit-1] served, srcs[limit]
+    refused, other served."""
+    srv = Server(f"[{host}]:0" if ":" in host else f"{host}:0",
+                 "--max-connections-per-ip", str(limit), *args)
+    held = [Conn(host, srv.port, srcs[i]) for i in range(limit)]
+    got = [c.request()[0] for c in held]
+    ok(got == [200] * limit, f"{desc}: {limit} connections ({', '.join(srcs[:limit])}) served", got)
+    over = Conn(host, srv.port, srcs[limit])
+    r = over.request()
+    error_503(r, f"{desc}: one more from {srcs[limit]}")
+    ok(over.closed(), f"{desc}: ... and that connection closed")
+    c = Conn(host, srv.port, other)
+    st = c.request()[0]
+    ok(st == 200, f"{desc}: a connection from {other} served", st)
+    c.close()
+    srv.stop()
+    return srv, r
+
+
+def ipv6_tests():
+    # A loopback of our own (unshare -n): three addresses of one /64, one
+    # of another.
+    cmds = [["ip", "link", "set", "lo", "up"]]
+    for a in ["2001:db8:1::1", "2001:db8:1::2", "2001:db8:1::3", "2001:db8:2::1"]:
+        cmds.append(["ip", "-6", "addr", "add", a + "/64", "dev", "lo", "nodad"])
+    for c in cmds:
+        r = subprocess.run(c, capture_output=True, text=True)
+        if r.returncode:
+            print(f"1..0 # SKIP cannot set up addresses ({' '.join(c)}: {r.stderr.strip()})")
+            sys.exit(0)
+    a1, a2, a3, b1 = "2001:db8:1::1", "2001:db8:1::2", "2001:db8:1::3", "2001:db8:2::1"
+    srv, _ = per_ip(a1, [a1, a2, a3], b1, 2, [], "IPv6, per /64 (the default)")
+    ok("connection from 2001:db8:1::3/64 refused (503): max_connections_per_ip (2) reached"
+       in srv.text(), "IPv6: the refusal logged with the address and its /64", srv.text())
+    per_ip(a1, [a1, a1, a1], a2, 2, ["--ipv6-prefix-per-ip", "128"],
+           "IPv6, --ipv6-prefix-per-ip 128 (whole addresses)")
+    per_ip(a1, [a1, a2, a3], b1, 2, ["--ipv6-prefix-per-ip", "48"],
+           "IPv6, --ipv6-prefix-per-ip 48")
+    srv, _ = per_ip(a1, [a1, a2, b1], "::1", 2, ["--ipv6-prefix-per-ip", "31"],
+                    "IPv6, --ipv6-prefix-per-ip 31 (not on a byte)")
+
+
+def limit_tests():
+    # Issue 28: the defaults serve a load balancer's many connections.
+    srv = Server("127.0.0.1:0")
+    conns = [Conn("127.0.0.1", srv.port, "127.0.0.1") for _ in range(64)]
+    got = []
+    for rnd in range(2):
+        for c in conns:
+            got.append(c.request("POST", "/v1/ids:next", b'{"count":2}')[0])
+    ok(got == [200] * 128, "default configuration: 64 keep-alive connections from one "
+       "address, 2 requests on each, all 200",
+       f"{sum(g == 200 for g in got)} of 128 were 200: {sorted(set(got))}")
+    ok(metric(srv, "127.0.0.1", refused_series("max_connections_per_ip")) == "0" and
+       metric(srv, "127.0.0.1", refused_series("max_connections")) == "0",
+       "... none refused: idgen_connections_refused_total{reason} 0 for both limits")
+    for c in conns:
+        c.close()
+    srv.stop()
+
+    # A per-address limit: the connection past it is told why.
+    srv = Server("127.0.0.1:0", "--max-connections-per-ip", "4")
+    held = [Conn("127.0.0.1", srv.port, "127.0.0.1") for _ in range(4)]
+    got = [c.request()[0] for c in held]
+    ok(got == [200] * 4, "--max-connections-per-ip 4: 4 connections from 127.0.0.1 served", got)
+    over = Conn("127.0.0.1", srv.port, "127.0.0.1")
+    error_503(over.request("POST", "/v1/ids:next", b'{"count":1}'),
+              "the 5th connection from 127.0.0.1")
+    ok(over.closed(), "... and that connection closed")
+    ok(metric(srv, "127.0.0.2", refused_series("max_connections_per_ip")) == "1",
+       "... counted in idgen_connections_refused_total{reason=\"max_connections_per_ip\"}")
+    ok("connection from 127.0.0.1 refused (503): max_connections_per_ip (4) reached"
+       in srv.text(), "... logged with the address", srv.text())
+    got = [c.request()[0] for c in held]
+    ok(got == [200] * 4, "... while the 4 held keep-alive connections go on being served", got)
+    c = Conn("127.0.0.1", srv.port, "127.0.0.2")
+    ok(c.request()[0] == 200, "... and another address is served")
+    c.close()
+    # A refused connection that never sends a request is closed soon.
+    idle = Conn("127.0.0.1", srv.port, "127.0.0.1")
+    t0 = time.monotonic()
+    shut = idle.closed(10)
+    ok(shut and time.monotonic() - t0 < 5, "a refused connection that sends nothing is "
+       f"closed within a few seconds ({time.monotonic() - t0:.1f} s)")
+    held[0].close()
+    for _ in range(50):
+        c = Conn("127.0.0.1", srv.port, "127.0.0.1")
+        st = c.request()[0]
+        c.close()
+        if st == 200:
+            break
+        time.sleep(0.1)
+    ok(st == 200, "once one of the 4 closes, the address is served again", st)
+    for c in held[1:]:
+        c.close()
+    srv.stop()
+    ok("simulated generator: 0 IDs minted" in srv.text(),
+       "the refused POST minted nothing", srv.text())
+
+    # The global limit.
+    srv = Server("127.0.0.1:0", "--max-connections", "3")
+    held = [Conn("127.0.0.1", srv.port, f"127.0.0.{i + 1}") for i in range(3)]
+    got = [c.request()[0] for c in held]
+    ok(got == [200] * 3, "--max-connections 3: 3 connections from 3 addresses served", got)
+    over = Conn("127.0.0.1", srv.port, "127.0.0.4")
+    error_503(over.request(), "a 4th, from a 4th address")
+    ok(over.closed(), "... and that connection closed")
+    for c in held:
+        c.close()
+    # Until the service sees them closed, the scrape is refused too.
+    want = 1
+    for _ in range(50):
+        val = metric(srv, "127.0.0.5", refused_series("max_connections"))
+        if val is not None:
+            break
+        want += 1
+        time.sleep(0.1)
+    ok(val == str(want), "... counted in idgen_connections_refused_total{reason=\"max_connections\"}",
+       f"{val}, want {want}")
+    ok("connection from 127.0.0.4 refused (503): max_connections (3) reached" in srv.text(),
+       "... logged with the address", srv.text())
+    srv.stop()
+
+
+def framing_tests():
+    srv = Server("127.0.0.1:0")
+    body = b'{"count":1}'
+    post = (b"POST /v1/ids:next HTTP/1.1\r\nHost: t\r\n"
+            b"Content-Type: application/json\r\n")
+    cases = [
+        ("two Content-Length headers, different",
+         post + b"Content-Length: 2\r\nContent-Length: 11\r\n\r\n{}" + body),
+        ("two Content-Length headers, equal",
+         post + b"Content-Length: 11\r\ncontent-length: 11\r\n\r\n" + body),
+        ("Content-Length and Transfer-Encoding: chunked",
+         post + b"Content-Length: 16\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"b\r\n" + body + b"\r\n0\r\n\r\n"),
+        ("Transfer-Encoding: chunked, then Content-Length",
+         post + b"Transfer-Encoding: chunked\r\nContent-Length: 16\r\n\r\n"
+         b"b\r\n" + body + b"\r\n0\r\n\r\n"),
+        ("Transfer-Encoding: gzip (not chunked: no length)",
+         post + b"Transfer-Encoding: gzip\r\n\r\n" + body),
+        ("Transfer-Encoding: gzip, chunked",
+         post + b"Transfer-Encoding: gzip, chunked\r\n\r\nb\r\n" + body + b"\r\n0\r\n\r\n"),
+        ("two Transfer-Encoding headers",
+         post + b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"
+         b"b\r\n" + body + b"\r\n0\r\n\r\n"),
+    ]
+    for desc, raw in cases:
+        c = Conn("127.0.0.1", srv.port, "127.0.0.1")
+        c.send(raw)
+        r = c.response()
+        st, h, b = r
+        ok(st == 400 and h.get("connection", "").lower() == "close"
+           and h.get("content-type") == "application/json"
+           and b.startswith(b'{"error":{"code":"invalid_framing","message":"'),
+           f"{desc}: 400 invalid_framing (JSON), Connection: close", r)
+        ok(c.closed(), f"... and the connection closed, the rest unread")
+        c.close()
+    # Still served: one chunked body, and one Content-Length.
+    c = Conn("127.0.0.1", srv.port, "127.0.0.1")
+    c.send(post + b"Transfer-Encoding: Chunked\r\n\r\nb\r\n" + body + b"\r\n0\r\n\r\n")
+    st1 = c.response()[0]
+    st2 = c.request("POST", "/v1/ids:next", body)[0]
+    ok(st1 == 200 and st2 == 200, "Transfer-Encoding: chunked alone, then Content-Length "
+       "alone, on one connection: both 200", (st1, st2))
+    c.close()
+    # libmicrohttpd's own refusals (their body is its HTML).
+    own = [
+        ("headers over 8 KiB", 431,
+         b"GET /livez HTTP/1.1\r\nHost: t\r\nX-Big: " + b"a" * 9000 + b"\r\n\r\n"),
+        ("Content-Length: abc", 400,
+         b"GET /livez HTTP/1.1\r\nHost: t\r\nContent-Length: abc\r\n\r\n"),
+        ("Content-Length past 2^64", 413,
+         b"GET /livez HTTP/1.1\r\nHost: t\r\nContent-Length: 99999999999999999999999\r\n\r\n"),
+        ("HTTP/2.0 as a request line's version", 505,
+         b"GET /livez HTTP/2.0\r\nHost: t\r\n\r\n"),
+    ]
+    for desc, want, raw in own:
+        c = Conn("127.0.0.1", srv.port, "127.0.0.1")
+        c.send(raw)
+        r = c.response()
+        ok(r[0] == want and r[1].get("connection", "").lower() == "close" and c.closed(),
+           f"{desc}: libmicrohttpd's {want}, and the connection closed", r)
+        c.close()
+    srv.stop()
+    # The first request (two lengths) minted nothing; the chunked and the
+    # plain one a single ID each.
+    ok("simulated generator: 2 IDs minted" in srv.text(),
+       "the refused requests minted nothing (2 IDs for the 2 served)", srv.text())
+
+
+try:
+    if ipv6:
+        ipv6_tests()
+    else:
+        limit_tests()
+except Exception as e:  # a harness failure is a failed test, not a crash
+    ok(False, f"the tests ran to their end", repr(e))
+print(f"1..{n}")
+sys.exit(1 if failed else 0)
