@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <syslog.h>
 #include <time.h>
@@ -249,6 +250,52 @@ static enum MHD_Result refuse(struct server *s, struct MHD_Connection *c,
 	return queue(c, &out, true);
 }
 
+/* The headers that frame a request's body, counted (framing()). */
+struct framing {
+	unsigned int lengths, encodings;
+	const char *encoding;
+};
+
+static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind,
+				     const char *key, const char *value)
+{
+	struct framing *f = cls;
+
+	(void)kind;
+	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
+		f->lengths++;
+	} else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
+		f->encodings++;
+		f->encoding = value;
+	}
+	return MHD_YES;
+}
+
+/*
+ * Why the request's body has no one length, or NULL.  libmicrohttpd
+ * frames by the first Content-Length, or by chunked when both are given;
+ * a proxy in front may frame by another, and the bytes one takes for a
+ * body the other takes for the next request (request smuggling).  So
+ * the body must be framed by one header only, and only chunked is a
+ * transfer coding the service reads (RFC 9112 section 6.3: any other
+ * leaves the length unknown, a 400, the connection closed).
+ */
+static const char *framing(struct MHD_Connection *c)
+{
+	struct framing f = { 0 };
+
+	MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
+	if (f.lengths > 1)
+		return "more than one Content-Length header";
+	if (f.encodings > 1)
+		return "more than one Transfer-Encoding header";
+	if (f.encodings && f.lengths)
+		return "both Content-Length and Transfer-Encoding";
+	if (f.encodings && strcasecmp(f.encoding, "chunked"))
+		return "a Transfer-Encoding other than chunked";
+	return NULL;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version,
 			      const char *upload, size_t *upload_size, void **con_cls)
@@ -257,7 +304,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 	struct request *rq = *con_cls;
 	const union MHD_ConnectionInfo *i;
 	struct conn *cn;
-	const char *cl;
+	const char *cl, *why;
 	uint64_t len;
 
 	(void)version;
@@ -286,6 +333,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 				      "(max_connections_per_ip): try again later, "
 				      "or over a connection already open",
 				      REFUSED_RETRY_S, false);
+		why = framing(c);
+		if (why) {
+			log_every(LOG_INFO, "framing", "%s: a request with %s: answered "
+				  "400, connection closed (the client's error, or a "
+				  "proxy's)", s->addr, why);
+			return refuse(s, c, rq, 400, "invalid_framing", why, 0, true);
+		}
 		/*
 		 * A body announced too large is refused unread.  HTTP allows
 		 * leading zeros in a length ("04097"), the strict parser not.

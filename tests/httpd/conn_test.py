@@ -366,6 +366,7 @@ try:
         ipv6_tests()
     else:
         limit_tests()
+        framing_tests()
 except Exception as e:  # a harness failure is a failed test, not a crash
     ok(False, f"the tests ran to their end", repr(e))
 print(f"1..{n}")
