@@ -179,7 +179,7 @@ tap "idgen-httpd" httpd.log tests/httpd/run.sh
 # idgen-httpd --device sim hosts frozen, killed and faked; valgrind, ASan.
 tap "libidgen-client" client.log tests/client/run.sh
 # The lease protocol's model, searched by spin, and its mutants.
-tap "lease model" lease-model.log tests/model/run.sh
+tap "lease model" lease-model.log tests/model/run.sh $([ "$matrix" = --matrix ] && echo --matrix)
 
 for k in "${kernels[@]}"; do
 	if [ -f "build/$k/kmod/idgen.ko" ]; then
