@@ -30,6 +30,7 @@
 #include <curl/curl.h>
 
 #include "answer.h"
+#include "forkguard.h"
 #include "idgen_client.h"
 
 #define EXPORT	__attribute__((visibility("default")))
@@ -116,7 +117,7 @@ struct waiter {
 
 struct idgen_client {
 	struct idgen_client_options o;
-	unsigned long forks;		/* forks_seen when it was made */
+	uint64_t token;			/* the process that made it (forkguard.h) */
 	unsigned int nhosts;
 	struct host hosts[IDGEN_CLIENT_MAX_HOSTS];
 	uint64_t per_try_ns, deadline_ns, health_ns;
@@ -174,24 +175,16 @@ static void set_error(const char *fmt, ...)
 }
 
 /*
- * fork()s this process came through, counted in each child.  A child has
- * a copy of the buffer, whose IDs its parent hands out too, and no event
- * loop: a client made before the fork refuses to serve in the child.
+ * -ECHILD with the error set if c was made in another process: this is a
+ * child (of fork(), _Fork(), clone() or clone3()) with a copy of the
+ * buffer, whose IDs its parent hands out too, and no event loop.
  */
-static unsigned long forks_seen;
-
-static void count_fork(void)
-{
-	__atomic_add_fetch(&forks_seen, 1, __ATOMIC_RELAXED);
-}
-
-/* -ECHILD with the error set if c was made before this process's fork(). */
 static int check_process(const struct idgen_client *c)
 {
-	if (__atomic_load_n(&forks_seen, __ATOMIC_RELAXED) == c->forks)
+	if (idgen_forkguard_token() == c->token)
 		return 0;
-	set_error("this client was made before fork(): its IDs are the parent's; "
-		  "make a new one in this process");
+	set_error("this client was made before fork() (or clone()), in the parent: "
+		  "its IDs are the parent's; make a new one in this process");
 	return -ECHILD;
 }
 
@@ -1183,7 +1176,6 @@ static CURLcode curl_init_result;
 static void curl_init(void)
 {
 	curl_init_result = curl_global_init(CURL_GLOBAL_DEFAULT);
-	pthread_atfork(NULL, NULL, count_fork);
 }
 
 /* Split the endpoints into c->hosts; -EINVAL with the error set. */
@@ -1352,7 +1344,6 @@ EXPORT int idgen_client_new(const char *endpoints, const struct idgen_client_opt
 	c->queue_tail = &c->queue;
 	c->waiters_tail = &c->waiters;
 	c->rng = mono_ns() | 1;
-	c->forks = __atomic_load_n(&forks_seen, __ATOMIC_RELAXED);
 	ret = check_options(c, options);
 	if (!ret)
 		ret = parse_endpoints(c, endpoints);
@@ -1360,6 +1351,17 @@ EXPORT int idgen_client_new(const char *endpoints, const struct idgen_client_opt
 		client_free(c);
 		return ret;
 	}
+	/*
+	 * Without a wipe-on-fork page (a kernel before 4.14) a child that
+	 * keeps its parent's PID and ran no atfork handler passes the check:
+	 * then the client keeps no ID across calls, as with buffer_size 0.
+	 * Such a child's calls then reach no host (it has no event loop) and
+	 * time out, but never hand out its parent's IDs.  Refusing to make
+	 * the client would leave old kernels without one for no gain.
+	 */
+	if (!idgen_forkguard_init())
+		c->o.buffer_size = 0;
+	c->token = idgen_forkguard_token();
 	c->buf = calloc(c->o.buffer_size ? c->o.buffer_size : 1, sizeof(c->buf[0]));
 	if (c->o.buffer_size) {
 		/* Room for a buffer's worth and an idgen_client_next_n() of the most. */

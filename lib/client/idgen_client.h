@@ -25,9 +25,10 @@
  * idgen_client_last_error() then says what happened, naming each host
  * tried and why it failed.  Thread safety: every function but
  * idgen_client_free() may be called from many threads at once.  A client
- * serves only the process that made it: in a child of fork(), calls fail
+ * serves only the process that made it: in a child (of fork(), _Fork(),
+ * clone() or clone3(); a wipe-on-fork page tells, Linux 4.14), calls fail
  * with -ECHILD (its buffer holds its parent's IDs) and idgen_client_free()
- * does nothing.
+ * does nothing.  vfork() is out of scope: see idgen_client(3).
  */
 #ifndef LIBIDGEN_CLIENT_H
 #define LIBIDGEN_CLIENT_H
@@ -85,7 +86,7 @@ int idgen_client_new(const char *endpoints, const struct idgen_client_options *o
 /*
  * One ID.  0, or when none could be had within the deadline -ETIMEDOUT
  * (idgen_client_last_error() names each host tried and why it failed);
- * -ECHILD in a child of fork().
+ * -ECHILD in a child process (fork(), _Fork(), clone(), clone3()).
  */
 int idgen_client_next(struct idgen_client *c, uint64_t *id);
 

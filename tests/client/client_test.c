@@ -23,9 +23,14 @@
  *   hold URLS SECONDS HEALTH_MS
  *       calls for SECONDS with /readyz probed every HEALTH_MS, buffer 32:
  *       all answered (run.sh counts what reached a host frozen meanwhile)
- *   fork URLS
- *       a client with its buffer full, then fork(): the child's calls
- *       fail with -ECHILD, no ID of the child's is one of the parent's
+ *   fork URLS [HOW]
+ *       a client with its buffer full, then a child made by HOW: fork
+ *       (the default), _Fork, clone or clone3 (the system calls), or
+ *       pidns-fork, pidns-_Fork, pidns-clone, pidns-clone3: the same from
+ *       PID 1 of a PID namespace into a new one, the child PID 1 too
+ *       (skipped without CAP_SYS_ADMIN).  The child's calls fail with
+ *       -ECHILD, no ID of the child's is one of the parent's, and the
+ *       parent's calls go on
  *   bad FAKE GOOD GOOD_WORKER CALLS WHY
  *       FAKE answers badly: every call (of 4 IDs, so that order and
  *       duplicates show) answered by GOOD alone; against FAKE alone, the
@@ -37,12 +42,17 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/sched.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "idgen.h"
@@ -598,75 +608,149 @@ static int t_badbuf(const char *fake, const char *good, unsigned int good_worker
 
 /* ---- fork --------------------------------------------------------------- */
 
+#define CHILD_CALLS	8
+
 /* What the child saw, through a pipe. */
 struct fork_report {
-	int ret[4];
-	uint64_t ids[4];
+	int ret[CHILD_CALLS];
+	uint64_t ids[CHILD_CALLS];
+	pid_t pid;
 	char msg[256];
 };
 
-static int t_fork(const char *urls)
+static void on_alarm(int sig)
+{
+	(void)sig;
+	_exit(3);	/* a child that hangs (a PID 1 ignores a default SIGALRM) */
+}
+
+/*
+ * A child made as HOW says: fork, _Fork, clone or clone3 (by the system
+ * call), each with a pidns- form that makes it in a new PID namespace.
+ * Only fork runs the atfork handlers.
+ */
+static pid_t make_child(const char *how)
+{
+	bool newpid = !strncmp(how, "pidns-", 6);
+	struct clone_args ca;
+
+	if (newpid)
+		how += 6;
+	if (!strcmp(how, "fork") || !strcmp(how, "_Fork")) {
+		if (newpid && unshare(CLONE_NEWPID))
+			return -1;
+		return !strcmp(how, "fork") ? fork() : _Fork();
+	}
+	if (!strcmp(how, "clone"))
+		return syscall(SYS_clone, SIGCHLD | (newpid ? CLONE_NEWPID : 0), 0, 0, 0, 0);
+	if (!strcmp(how, "clone3")) {
+		memset(&ca, 0, sizeof(ca));
+		ca.flags = newpid ? CLONE_NEWPID : 0;
+		ca.exit_signal = SIGCHLD;
+		return syscall(SYS_clone3, &ca, sizeof(ca));
+	}
+	errno = EINVAL;
+	return -1;
+}
+
+static int t_fork(const char *urls, const char *how)
 {
 	struct idgen_client *c = client(urls, 32, 1000, 0);
-	uint64_t mine[40], theirs[4] = { 0 }, id;
+	uint64_t mine[40], theirs[CHILD_CALLS] = { 0 }, id;
 	int fds[2], status, i, k, ret, shared = 0;
+	bool newpid = !strncmp(how, "pidns-", 6);
+	struct fork_report out;
+	struct sigaction sa;
 	char msg[256] = "";
 	ssize_t got;
 	pid_t pid;
 
 	/* The first call's refill fills the buffer too. */
-	check(!idgen_client_next(c, &id), "a call before fork(): answered");
+	check(!idgen_client_next(c, &id), "a call before the child: answered");
 	usleep(50000);
 	if (pipe(fds))
 		return 2;
-	pid = fork();
-	if (pid < 0)
+	pid = make_child(how);
+	if (pid < 0) {
+		printf("# making the child (%s): %s\n", how, strerror(errno));
 		return 2;
+	}
 	if (!pid) {
-		struct fork_report out;
-
+		memset(&sa, 0, sizeof(sa));
+		sa.sa_handler = on_alarm;
+		sigaction(SIGALRM, &sa, NULL);
+		alarm(10);
 		memset(&out, 0, sizeof(out));
-		for (i = 0; i < 4; i++)
+		for (i = 0; i < CHILD_CALLS; i++)
 			out.ret[i] = idgen_client_next(c, &out.ids[i]);
+		out.pid = getpid();
 		snprintf(out.msg, sizeof(out.msg), "%s", idgen_client_last_error());
-		idgen_client_free(c);
 		if (write(fds[1], &out, sizeof(out)) != sizeof(out))
 			_exit(1);
+		/* Leaves it alone: no loop thread to join here. */
+		idgen_client_free(c);
 		_exit(0);
 	}
 	close(fds[1]);
 	for (i = 0; i < 40; i++)
 		if (idgen_client_next(c, &mine[i]))
 			mine[i] = 0;
-	{
-		struct fork_report out;
-
-		got = read(fds[0], &out, sizeof(out));
-		waitpid(pid, &status, 0);
-		check(got == sizeof(out) && WIFEXITED(status) && !WEXITSTATUS(status),
-		      "the child reported and exited");
-		ret = got == sizeof(out) ? 0 : -1;
-		for (i = 0; got == sizeof(out) && i < 4; i++) {
-			if (out.ret[i] != -ECHILD)
-				ret = out.ret[i] ? out.ret[i] : 1;
-			if (!out.ret[i])
-				theirs[i] = out.ids[i];
-		}
-		if (got == sizeof(out))
-			snprintf(msg, sizeof(msg), "%s", out.msg);
+	got = read(fds[0], &out, sizeof(out));
+	waitpid(pid, &status, 0);
+	check(got == sizeof(out) && WIFEXITED(status) && !WEXITSTATUS(status),
+	      "the child (%s) reported and exited (status 0x%x)", how, status);
+	ret = got == sizeof(out) ? 0 : -1;
+	for (i = 0; got == sizeof(out) && i < CHILD_CALLS; i++) {
+		if (out.ret[i] != -ECHILD)
+			ret = out.ret[i] ? out.ret[i] : 1;
+		if (!out.ret[i])
+			theirs[i] = out.ids[i];
 	}
+	if (got == sizeof(out))
+		snprintf(msg, sizeof(msg), "%s", out.msg);
 	close(fds[0]);
-	for (i = 0; i < 4; i++)
+	for (i = 0; i < CHILD_CALLS; i++)
 		for (k = 0; k < 40; k++)
 			shared += theirs[i] && theirs[i] == mine[k];
-	check(!ret && strstr(msg, "fork()"), "the child's calls: -ECHILD, \"%s\" (got %d)", msg,
-	      ret);
+	check(!ret && strstr(msg, "fork()"), "the child's %d calls: -ECHILD, \"%s\" (got %d)",
+	      CHILD_CALLS, msg, ret);
 	check(!shared, "no ID the child got is one the parent got (%d)", shared);
 	for (i = 0, k = 0; i < 40; i++)
 		k += !mine[i];
-	check(!k, "the parent's 40 calls after the fork: answered (%d failed)", k);
+	check(!k, "the parent's 40 calls after the child was made: answered (%d failed)", k);
+	if (newpid)
+		check(getpid() == 1 && got == sizeof(out) && out.pid == 1,
+		      "the case under test: parent and child both PID 1 (%d, %d)", getpid(),
+		      got == sizeof(out) ? out.pid : 0);
 	idgen_client_free(c);
 	return done();
+}
+
+/*
+ * fork URLS HOW with HOW pidns-...: from PID 1 of a new PID namespace, as
+ * `unshare --pid --fork` makes one, so that the child, in a namespace of
+ * its own, is PID 1 too.  Skipped without CAP_SYS_ADMIN.
+ */
+static int t_fork_pid1(const char *urls, const char *how)
+{
+	int status;
+	pid_t pid;
+
+	if (unshare(CLONE_NEWPID)) {
+		if (errno != EPERM)
+			return 2;
+		printf("ok 1 # SKIP a new PID namespace needs CAP_SYS_ADMIN\n1..1\n");
+		return 0;
+	}
+	fflush(stdout);
+	pid = fork();
+	if (pid < 0)
+		return 2;
+	if (!pid)
+		_exit(t_fork(urls, how));
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
+		return 2;
+	return WEXITSTATUS(status);
 }
 
 int main(int argc, char *argv[])
@@ -692,7 +776,11 @@ int main(int argc, char *argv[])
 	if (!strcmp(m, "badbuf") && argc == 7)
 		return t_badbuf(argv[2], argv[3], num(argv[4]), num(argv[5]), argv[6]);
 	if (!strcmp(m, "fork") && argc == 3)
-		return t_fork(argv[2]);
+		return t_fork(argv[2], "fork");
+	if (!strcmp(m, "fork") && argc == 4 && !strncmp(argv[3], "pidns-", 6))
+		return t_fork_pid1(argv[2], argv[3]);
+	if (!strcmp(m, "fork") && argc == 4)
+		return t_fork(argv[2], argv[3]);
 	if (!strcmp(m, "bad") && argc == 7)
 		return t_bad(argv[2], argv[3], num(argv[4]), num(argv[5]), argv[6]);
 	fprintf(stderr, "client_test: unknown mode or wrong arguments (see the source)\n");

@@ -18,7 +18,8 @@
 #     by calls of 20 with the buffer: none twice, each thread's IDs of one
 #     host strictly increasing
 #   - the buffer's age bound, with sleeps past it
-#   - a client made before fork() serves no call in the child (its buffer
+#   - a client made before fork(), _Fork(), clone() or clone3(), from PID 1
+#     into a new PID namespace too, serves no call in the child (its buffer
 #     holds IDs the parent hands out)
 #   - bad answers from fake_server.py (not JSON, numbers, duplicates, out
 #     of order, a wrong count, a wrong layout version, too long, 503,
@@ -163,6 +164,11 @@ tap_run "8 threads, buffer 32, next_n(20)" "$ct" unique "$urls" 400000 8 32 20
 tap_run "one host, buffer 32, next_n(20)" "$ct" unique "$(url 11)" 40000 1 32 20
 tap_run "age bound 50 ms" "$ct" stale "$urls" 50
 tap_run "fork" "$ct" fork "$urls"
+# Children that run no atfork handler, and children that are PID 1 as
+# their parent is (those skipped without CAP_SYS_ADMIN).
+for how in _Fork clone clone3 pidns-fork pidns-_Fork pidns-clone pidns-clone3; do
+	tap_run "fork $how" "$ct" fork "$urls" "$how"
+done
 
 # ---- a frozen host ---------------------------------------------------------
 freeze 11
