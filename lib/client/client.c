@@ -1355,9 +1355,9 @@ EXPORT int idgen_client_new(const char *endpoints, const struct idgen_client_opt
 	 * Without a wipe-on-fork page (a kernel before 4.14) a child that
 	 * keeps its parent's PID and ran no atfork handler passes the check:
 	 * then the client keeps no ID across calls, as with buffer_size 0.
-	 * Such a child's calls then reach no host (it has no event loop) and
-	 * time out, but never hand out its parent's IDs.  Refusing to make
-	 * the client would leave old kernels without one for no gain.
+	 * Such a child's calls then wait for an event loop it does not have,
+	 * but never hand out its parent's IDs.  Refusing to make the client
+	 * would leave old kernels without one, for a child that misuses it.
 	 */
 	if (!idgen_forkguard_init())
 		c->o.buffer_size = 0;

@@ -30,7 +30,10 @@
  *       PID 1 of a PID namespace into a new one, the child PID 1 too
  *       (skipped without CAP_SYS_ADMIN).  The child's calls fail with
  *       -ECHILD, no ID of the child's is one of the parent's, and the
- *       parent's calls go on
+ *       parent's calls go on.  HOW no-wipe-...: the same where
+ *       madvise(MADV_WIPEONFORK) fails (a seccomp filter): no buffer, and
+ *       the child's calls -ECHILD all the same (no-wipe-_Fork,
+ *       no-wipe-clone: getpid() tells those)
  *   bad FAKE GOOD GOOD_WORKER CALLS WHY
  *       FAKE answers badly: every call (of 4 IDs, so that order and
  *       duplicates show) answered by GOOD alone; against FAKE alone, the
@@ -51,7 +54,12 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
+#include <stddef.h>
+#include <linux/filter.h>
 #include <linux/sched.h>
+#include <linux/seccomp.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -653,12 +661,39 @@ static pid_t make_child(const char *how)
 	return -1;
 }
 
-static int t_fork(const char *urls, const char *how)
+/* madvise(MADV_WIPEONFORK) fails with EINVAL from now on, as before 4.14. */
+static int no_wipe_on_fork(void)
+{
+	/* The advice argument's low 32 bits. */
+	const unsigned int advice = offsetof(struct seccomp_data, args[2]) +
+		(__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4 : 0);
+	struct sock_filter f[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_madvise, 0, 3),
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, advice),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MADV_WIPEONFORK, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EINVAL),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
+	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
+
+	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
+	       prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) ? -1 : 0;
+}
+
+/*
+ * With no_wipe (HOW no-wipe-...), where the kernel has no
+ * MADV_WIPEONFORK: the client keeps no buffer, and the fallback's
+ * getpid() tells a child of _Fork() or clone().  (One it cannot tell, PID
+ * 1 from PID 1, waits forever in its first call: not tested here.)
+ */
+static int t_fork(const char *urls, const char *how, bool no_wipe)
 {
 	struct idgen_client *c = client(urls, 32, 1000, 0);
 	uint64_t mine[40], theirs[CHILD_CALLS] = { 0 }, id;
 	int fds[2], status, i, k, ret, shared = 0;
 	bool newpid = !strncmp(how, "pidns-", 6);
+	struct idgen_client_stats st;
 	struct fork_report out;
 	struct sigaction sa;
 	char msg[256] = "";
@@ -718,6 +753,12 @@ static int t_fork(const char *urls, const char *how)
 	for (i = 0, k = 0; i < 40; i++)
 		k += !mine[i];
 	check(!k, "the parent's 40 calls after the child was made: answered (%d failed)", k);
+	if (no_wipe) {
+		idgen_client_stats(c, &st, sizeof(st));
+		check(!st.buffer_hits && !st.refills,
+		      "without MADV_WIPEONFORK no buffer (%" PRIu64 " hits, %" PRIu64 " refills)",
+		      st.buffer_hits, st.refills);
+	}
 	if (newpid)
 		check(getpid() == 1 && got == sizeof(out) && out.pid == 1,
 		      "the case under test: parent and child both PID 1 (%d, %d)", getpid(),
@@ -731,7 +772,7 @@ static int t_fork(const char *urls, const char *how)
  * `unshare --pid --fork` makes one, so that the child, in a namespace of
  * its own, is PID 1 too.  Skipped without CAP_SYS_ADMIN.
  */
-static int t_fork_pid1(const char *urls, const char *how)
+static int t_fork_pid1(const char *urls, const char *how, bool no_wipe)
 {
 	int status;
 	pid_t pid;
@@ -747,7 +788,7 @@ static int t_fork_pid1(const char *urls, const char *how)
 	if (pid < 0)
 		return 2;
 	if (!pid)
-		_exit(t_fork(urls, how));
+		_exit(t_fork(urls, how, no_wipe));
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status))
 		return 2;
 	return WEXITSTATUS(status);
@@ -776,11 +817,21 @@ int main(int argc, char *argv[])
 	if (!strcmp(m, "badbuf") && argc == 7)
 		return t_badbuf(argv[2], argv[3], num(argv[4]), num(argv[5]), argv[6]);
 	if (!strcmp(m, "fork") && argc == 3)
-		return t_fork(argv[2], "fork");
-	if (!strcmp(m, "fork") && argc == 4 && !strncmp(argv[3], "pidns-", 6))
-		return t_fork_pid1(argv[2], argv[3]);
-	if (!strcmp(m, "fork") && argc == 4)
-		return t_fork(argv[2], argv[3]);
+		return t_fork(argv[2], "fork", false);
+	if (!strcmp(m, "fork") && argc == 4) {
+		const char *how = argv[3];
+		bool no_wipe = !strncmp(how, "no-wipe-", 8);
+
+		/* Before the first client: the fork guard is set up then. */
+		if (no_wipe && no_wipe_on_fork()) {
+			printf("# seccomp: %s\n", strerror(errno));
+			return 2;
+		}
+		how += no_wipe ? 8 : 0;
+		if (!strncmp(how, "pidns-", 6))
+			return t_fork_pid1(argv[2], how, no_wipe);
+		return t_fork(argv[2], how, no_wipe);
+	}
 	if (!strcmp(m, "bad") && argc == 7)
 		return t_bad(argv[2], argv[3], num(argv[4]), num(argv[5]), argv[6]);
 	fprintf(stderr, "client_test: unknown mode or wrong arguments (see the source)\n");

@@ -169,6 +169,10 @@ tap_run "fork" "$ct" fork "$urls"
 for how in _Fork clone clone3 pidns-fork pidns-_Fork pidns-clone pidns-clone3; do
 	tap_run "fork $how" "$ct" fork "$urls" "$how"
 done
+# Where madvise(MADV_WIPEONFORK) fails (a seccomp filter): no buffer.
+for how in no-wipe-_Fork no-wipe-clone; do
+	tap_run "fork $how" "$ct" fork "$urls" "$how"
+done
 
 # ---- a frozen host ---------------------------------------------------------
 freeze 11
