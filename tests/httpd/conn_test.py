@@ -49,6 +49,7 @@ def ok(cond, desc, why=""):
 
 class Server:
     count = 0
+    running = []    # stopped at the end, whatever failed
 
     def __init__(self, listen, *args):
         Server.count += 1
@@ -57,6 +58,7 @@ class Server:
             self.p = subprocess.Popen([httpd, "--listen", listen, "--device", "sim",
                                        "--clock-check", "no", *args],
                                       stdout=f, stderr=subprocess.STDOUT)
+        Server.running.append(self)
         self.port = None
         for _ in range(100):
             m = re.search(r"listening on .* \(port (\d+)\)", self.text())
@@ -73,6 +75,7 @@ class Server:
             return f.read()
 
     def stop(self):
+        Server.running.remove(self)
         self.p.send_signal(signal.SIGTERM)
         return self.p.wait(20)
 
@@ -326,7 +329,7 @@ def framing_tests():
            and h.get("content-type") == "application/json"
            and b.startswith(b'{"error":{"code":"invalid_framing","message":"'),
            f"{desc}: 400 invalid_framing (JSON), Connection: close", r)
-        ok(c.closed(), f"... and the connection closed, the rest unread")
+        ok(c.closed(), "... and the connection closed, the rest unread")
         c.close()
     # Still served: one chunked body, and one Content-Length.
     c = Conn("127.0.0.1", srv.port, "127.0.0.1")
@@ -368,6 +371,10 @@ try:
         limit_tests()
         framing_tests()
 except Exception as e:  # a harness failure is a failed test, not a crash
-    ok(False, f"the tests ran to their end", repr(e))
+    ok(False, "the tests ran to their end", repr(e))
+finally:
+    for srv in Server.running:
+        srv.p.kill()
+        srv.p.wait()
 print(f"1..{n}")
 sys.exit(1 if failed else 0)
