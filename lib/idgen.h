@@ -255,9 +255,12 @@ const char *idgen_strerror(int err);
  * plus clock skew.  IDs come out in increasing order.
  *
  * idgen_buffer_take() may be called from many threads at once (a mutex;
- * a refill, one read(), happens under it).  A child process after fork()
- * never gets the IDs its parent buffered: the buffer drops them when it
- * sees another pid.  The buffer does not own fd; close it after
+ * a refill, one read(), happens under it).  A child process, however it
+ * was made (fork(), _Fork(), clone(), clone3(), into a new PID namespace
+ * or not), never gets the IDs its parent buffered: the buffer drops them
+ * when a token in a wipe-on-fork page says it is in another process
+ * (libidgen(3) says what an old kernel without one gets).  The buffer does
+ * not own fd; close it after
  * idgen_buffer_free().
  *
  * idgen_buffer_new(): capacity 1 to 65536; returns 0 or -EINVAL/-ENOMEM.
