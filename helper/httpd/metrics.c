@@ -245,6 +245,9 @@ static void write_state(struct minter *minter, const struct readiness_config *re
 	}
 	gauge(f, "idgen_ready", "1 while GET /readyz answers 200.", "%d",
 	      readiness_check(ready, minter, verdict, sizeof(verdict), &len));
+	gauge(f, "idgen_generator_simulated", "1 while the IDs come from the "
+	      "in-process simulation (--device sim), never fit for production.",
+	      "%d", minter->simulated);
 	help(f, "idgen_build_info", "gauge", "The build, and the layout version in force "
 	     "now by the layouts table.");
 	fprintf(f, "idgen_build_info{version=\"%s\",layout_version=\"%u\"} 1\n",

@@ -3,12 +3,17 @@
  * The simulated generator (mint_sim.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "idgen.h"
 #include "log.h"
@@ -25,6 +30,7 @@ struct mint_sim {
 	_Atomic uint64_t last;
 	_Atomic uint64_t minted;	/* IDs handed out, for the log at the end */
 	uint32_t worker;
+	int lock_fd;			/* flock()ed for the process's life */
 	uint64_t floor_ms;
 	uint64_t valid_until_ms;	/* LIBIDGEN_MS_MAX + 1: no fence */
 };
@@ -151,6 +157,7 @@ static void sim_close(void *ctx)
 	struct mint_sim *s = ctx;
 
 	log_info("simulated generator: %" PRIu64 " IDs minted", atomic_load(&s->minted));
+	close(s->lock_fd);
 	free(s);
 }
 
@@ -162,20 +169,89 @@ static const struct minter_ops sim_ops = {
 	.close = sim_close,
 };
 
-int mint_sim_open(struct minter *m, uint32_t worker, uint64_t lease_ms)
+/*
+ * The directory of the node locks: the first of $RUNTIME_DIRECTORY
+ * (systemd's RuntimeDirectory=), else MINT_SIM_RUN_DIR when it can be
+ * made or written (root), else /tmp.
+ */
+static void lock_dir(char *dir, size_t size)
+{
+	const char *rt = getenv("RUNTIME_DIRECTORY");
+
+	if (rt && *rt) {
+		snprintf(dir, size, "%.*s", (int)strcspn(rt, ":"), rt);
+		return;
+	}
+	if ((!mkdir(MINT_SIM_RUN_DIR, 0755) || errno == EEXIST) &&
+	    !access(MINT_SIM_RUN_DIR, W_OK))
+		snprintf(dir, size, "%s", MINT_SIM_RUN_DIR);
+	else
+		snprintf(dir, size, "/tmp");
+}
+
+/*
+ * One simulated generator per node on the host: two of one worker would
+ * mint the same IDs.  The lock is the open file's, let go when the
+ * process ends however it ends; the file stays (unlinking it would let a
+ * third process lock a new file while the second holds the old one).
+ */
+static int lock_node(uint32_t worker, char *err, size_t errlen)
+{
+	char dir[PATH_MAX - 64], path[PATH_MAX];
+	int fd, ret;
+
+	lock_dir(dir, sizeof(dir));
+	snprintf(path, sizeof(path), "%s/idgen-httpd-sim-r0-w%u.lock", dir, worker);
+	fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "the simulated generator of region 0, worker %u "
+			 "cannot open its lock file %s: %s", worker, path, strerror(-ret));
+		return ret;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		ret = -errno;
+		close(fd);
+		if (ret == -EWOULDBLOCK) {
+			snprintf(err, errlen, "another simulated generator of region 0, "
+				 "worker %u runs on this host (it holds %s): two would "
+				 "mint the same IDs; give each its own worker", worker, path);
+			return -EBUSY;
+		}
+		snprintf(err, errlen, "the simulated generator of region 0, worker %u "
+			 "cannot lock %s: %s", worker, path, strerror(-ret));
+		return ret;
+	}
+	return fd;
+}
+
+int mint_sim_open(struct minter *m, uint32_t worker, uint64_t lease_ms,
+		  char *err, size_t errlen)
 {
 	struct timespec pause = { 0, 1000000 };
 	struct mint_sim *s;
 	uint64_t now = wall_ms();
+	int fd;
 
-	if (worker >> idgen_layout_v1.worker_bits)
+	if (worker >> idgen_layout_v1.worker_bits) {
+		snprintf(err, errlen, "the simulation's worker must be from 0 to 127");
 		return -EINVAL;
-	if (!now)
+	}
+	if (!now) {
+		snprintf(err, errlen, "the wall clock is before the idgen epoch");
 		return -ETIME;
+	}
+	fd = lock_node(worker, err, errlen);
+	if (fd < 0)
+		return fd;
 	s = calloc(1, sizeof(*s));
-	if (!s)
+	if (!s) {
+		close(fd);
+		snprintf(err, errlen, "%s", strerror(ENOMEM));
 		return -ENOMEM;
+	}
 	s->worker = worker;
+	s->lock_fd = fd;
 	/* Above every ms a run before this one could have stamped. */
 	s->floor_ms = now + MINT_SIM_MAX_LEAD_MS;
 	atomic_init(&s->last, (s->floor_ms << SEQ_BITS) | SEQ_MASK);

@@ -17,6 +17,12 @@
  * clock stepped back between two runs is not covered (the module is what
  * covers it); use the simulation for tests, never for IDs that are kept.
  * At the end it logs how many IDs it minted.
+ *
+ * Only one may run per node (region 0 and its worker) on the host: it
+ * holds an exclusive flock(2) on idgen-httpd-sim-r0-wWORKER.lock in
+ * $RUNTIME_DIRECTORY (the unit's RuntimeDirectory=), else in
+ * MINT_SIM_RUN_DIR when it can write there (root), else in /tmp, for
+ * its whole life, and a second one on the same worker is refused.
  */
 #ifndef HTTPD_MINT_SIM_H
 #define HTTPD_MINT_SIM_H
@@ -30,11 +36,19 @@
 /* The most milliseconds one call waits for the clock at the lead. */
 #define MINT_SIM_WAIT_MS	1000
 
+/* Where the node locks are without $RUNTIME_DIRECTORY, for root. */
+#define MINT_SIM_RUN_DIR	"/run/idgen-httpd"
+
 /*
  * worker 0..127.  lease_ms 0: the lease never ends; else it ends that
  * many ms after the floor, and minting then fails with -EKEYEXPIRED as
  * at the module's fence (for tests of the service's refusals).
+ * Returns 0, or a negative errno with err saying why: -EBUSY when
+ * another process holds the worker's lock (err names region, worker and
+ * lock file), -EINVAL for a worker out of range, -ETIME for a wall
+ * clock before the epoch.
  */
-int mint_sim_open(struct minter *m, uint32_t worker, uint64_t lease_ms);
+int mint_sim_open(struct minter *m, uint32_t worker, uint64_t lease_ms,
+		  char *err, size_t errlen);
 
 #endif /* HTTPD_MINT_SIM_H */

@@ -104,6 +104,7 @@ int minter_open(struct minter *m, const char *spec, uint64_t sim_lease_ms,
 	struct idgen_state st;
 	struct device *d;
 	uint64_t worker = 0;
+	char why[512];
 	int fd, ret;
 
 	memset(m, 0, sizeof(*m));
@@ -113,11 +114,9 @@ int minter_open(struct minter *m, const char *spec, uint64_t sim_lease_ms,
 				 "must be a decimal number from 0 to 127", spec);
 			return -EINVAL;
 		}
-		ret = mint_sim_open(m, worker, sim_lease_ms);
+		ret = mint_sim_open(m, worker, sim_lease_ms, why, sizeof(why));
 		if (ret)
-			snprintf(err, errlen, "device '%s': %s", spec,
-				 ret == -ETIME ? "the wall clock is before the idgen epoch" :
-				 strerror(-ret));
+			snprintf(err, errlen, "device '%s': %s", spec, why);
 		return ret;
 	}
 	/* Blocking: the generator sleeps only for short, bounded waits. */

@@ -167,10 +167,10 @@ bool readiness_check(const struct readiness_config *cfg, struct minter *m,
 			reason(&a, "clock_offset", "the clock is %" PRId64 " us off, "
 			       "not under %" PRIu64 " us", c.offset_us, cfg->max_offset_us);
 	}
-	add(&a, "]}");
 	/* Written before the verdict was known: say it now. */
 	if (!a.reasons)
-		a.len = snprintf(buf, size, "{\"ready\":true,\"reasons\":[]}");
+		a.len = snprintf(buf, size, "{\"ready\":true,\"reasons\":[");
+	add(&a, "]%s}", m->simulated ? ",\"generator\":\"simulated\"" : "");
 	*len = a.len;
 	return !a.reasons;
 }

@@ -4,19 +4,26 @@
  * the module's guarantees within its process: strictly increasing
  * batches of its own node, borrowing the next millisecond, never more
  * than its lead ahead of the wall clock, refusing at its fence, no ID
- * twice across threads, and a restart above every ID of the run before.
+ * twice across threads, a restart above every ID of the run before,
+ * and only one process per worker on the host.
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "idgen.h"
 #include "mint_sim.h"
 #include "kselftest_harness.h"
 
 #define SEQ_PER_MS	4096
+
+static char err[512];	/* what mint_sim_open() says when it fails */
 
 static uint64_t wall_ms(void)
 {
@@ -41,7 +48,7 @@ TEST(batch_of_its_node_borrowing_ms)
 	uint64_t ms_seen = 0;
 	size_t i;
 
-	ASSERT_EQ(0, mint_sim_open(&m, 37, 0));
+	ASSERT_EQ(0, mint_sim_open(&m, 37, 0, err, sizeof(err)));
 	EXPECT_TRUE(m.simulated);
 	ASSERT_EQ(10000, m.ops->mint(m.ctx, ids, 10000));
 	ASSERT_EQ(0, idgen_decode(ids[0], NULL, &first));
@@ -68,7 +75,7 @@ TEST(never_past_the_lead)
 	int i;
 	ssize_t r;
 
-	ASSERT_EQ(0, mint_sim_open(&m, 1, 0));
+	ASSERT_EQ(0, mint_sim_open(&m, 1, 0, err, sizeof(err)));
 	/*
 	 * Asking for more than the lead holds: short batches, waiting for
 	 * the clock at the lead rather than refusing, never past it.
@@ -98,7 +105,7 @@ TEST(restart_starts_above_the_run_before)
 	int i;
 
 	/* The first run borrows as far ahead as it may (each call), and ends. */
-	ASSERT_EQ(0, mint_sim_open(&a, 9, 0));
+	ASSERT_EQ(0, mint_sim_open(&a, 9, 0, err, sizeof(err)));
 	for (i = 0; i < 20; i++) {
 		r = a.ops->mint(a.ctx, ids, 65536);
 		ASSERT_LT(0, r);
@@ -106,7 +113,7 @@ TEST(restart_starts_above_the_run_before)
 	}
 	a.ops->close(a.ctx);
 	/* The next run, at once, on the same node. */
-	ASSERT_EQ(0, mint_sim_open(&b, 9, 0));
+	ASSERT_EQ(0, mint_sim_open(&b, 9, 0, err, sizeof(err)));
 	ASSERT_EQ(1, b.ops->mint(b.ctx, ids, 1));
 	EXPECT_LT(last, ids[0]);
 	b.ops->close(b.ctx);
@@ -121,7 +128,7 @@ TEST(stops_at_its_fence)
 	ssize_t r = 0;
 	int i;
 
-	ASSERT_EQ(0, mint_sim_open(&m, 2, 50));
+	ASSERT_EQ(0, mint_sim_open(&m, 2, 50, err, sizeof(err)));
 	ASSERT_EQ(0, m.ops->state(m.ctx, &st));
 	EXPECT_EQ(st.floor_ms + 50, st.valid_until_ms);
 	for (i = 0; i < 2000; i++) {
@@ -148,7 +155,7 @@ TEST(worker_out_of_range)
 {
 	struct minter m;
 
-	EXPECT_EQ(-EINVAL, mint_sim_open(&m, 128, 0));
+	EXPECT_EQ(-EINVAL, mint_sim_open(&m, 128, 0, err, sizeof(err)));
 }
 
 #define THREADS	4
@@ -199,7 +206,7 @@ TEST(threads_never_share_an_id)
 	struct minter m;
 	int i;
 
-	ASSERT_EQ(0, mint_sim_open(&m, 5, 0));
+	ASSERT_EQ(0, mint_sim_open(&m, 5, 0, err, sizeof(err)));
 	for (i = 0; i < THREADS; i++) {
 		w[i].m = &m;
 		ASSERT_EQ(0, pthread_create(&t[i], NULL, take, &w[i]));
@@ -213,6 +220,59 @@ TEST(threads_never_share_an_id)
 	for (i = 1; i < THREADS * PER; i++)
 		ASSERT_NE(all[i - 1], all[i]);
 	m.ops->close(m.ctx);
+}
+
+/*
+ * Two processes on one worker would mint the same IDs: the second is
+ * refused, naming region, worker and the lock file, while another
+ * worker opens; once the first has ended the worker is free again.
+ */
+TEST(one_process_per_worker)
+{
+	char dir[] = "/tmp/mint_sim_test.XXXXXX", lock[256];
+	int held[2], done[2], status;
+	struct minter m, other;
+	pid_t pid;
+	char c;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, setenv("RUNTIME_DIRECTORY", dir, 1));
+	snprintf(lock, sizeof(lock), "%s/idgen-httpd-sim-r0-w21.lock", dir);
+	ASSERT_EQ(0, pipe(held));
+	ASSERT_EQ(0, pipe(done));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		/* The first process: holds worker 21 until told to end. */
+		close(held[0]);
+		close(done[1]);
+		if (mint_sim_open(&m, 21, 0, err, sizeof(err)))
+			_exit(1);
+		if (write(held[1], "h", 1) != 1 || read(done[0], &c, 1) < 0)
+			_exit(2);
+		_exit(0);
+	}
+	close(held[1]);
+	close(done[0]);
+	ASSERT_EQ(1, read(held[0], &c, 1));
+
+	ASSERT_EQ(-EBUSY, mint_sim_open(&m, 21, 0, err, sizeof(err)));
+	TH_LOG("%s", err);
+	EXPECT_NE(NULL, strstr(err, "region 0, worker 21"));
+	EXPECT_NE(NULL, strstr(err, lock));
+	ASSERT_EQ(0, mint_sim_open(&other, 22, 0, err, sizeof(err)));
+	other.ops->close(other.ctx);
+
+	close(done[1]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(0, mint_sim_open(&m, 21, 0, err, sizeof(err)));
+	m.ops->close(m.ctx);
+	unlink(lock);
+	snprintf(lock, sizeof(lock), "%s/idgen-httpd-sim-r0-w22.lock", dir);
+	unlink(lock);
+	rmdir(dir);
 }
 
 TEST_HARNESS_MAIN

@@ -41,6 +41,9 @@ cleanup() {
 }
 trap cleanup EXIT
 bail() { echo "1..$n"; exit 1; }
+# The simulated generators' node locks (mint_sim.h): this run's own, so
+# another run at the same time does not hold its workers.
+export RUNTIME_DIRECTORY=$work
 
 echo "TAP version 13"
 tap_step "build helper/httpd" make -s -C "$top/helper/httpd" || bail
@@ -119,6 +122,12 @@ start "$work/sim.log" --device sim:37 --clock-check no || { not_ok "idgen-httpd 
 ok "idgen-httpd --device sim:37 starts and says where it listens"
 check "it says in its log that the generator is simulated" \
 	grep -q 'SIMULATED generator (sim:37: region 0, worker 37' "$work/sim.log"
+# A second simulation of worker 37 would mint the same IDs.
+timeout 20 "$httpd" --device sim:37 --clock-check no --listen 127.0.0.1:0 >"$work/sim2.out" 2>&1
+rc=$?
+check "a second --device sim:37 while the first runs: exit 1, naming region, worker and lock file" \
+	test $rc = 1 -a -n "$(grep -F "another simulated generator of region 0, worker 37 runs on this host (it holds $work/idgen-httpd-sim-r0-w37.lock)" "$work/sim2.out")"
+sed 's/^/# /' "$work/sim2.out"
 
 minted=0	# IDs the good requests below ask for
 req next1 -X POST "$url/v1/ids:next"
@@ -152,8 +161,8 @@ check "GET /v1/ids:min?at=2026-03-15T00:00:00Z: {\"id\":\"26454314188800000\"}" 
 req live "$url/livez"
 check "GET /livez: 200 {\"status\":\"ok\"}" test "$(status_of live):$(cat "$work/live.body")" = '200:{"status":"ok"}'
 req ready "$url/readyz"
-check "GET /readyz with the clock check off: 200, ready" \
-	test "$(status_of ready):$(cat "$work/ready.body")" = '200:{"ready":true,"reasons":[]}'
+check "GET /readyz with the clock check off: 200, ready, and the generator simulated" \
+	test "$(status_of ready):$(cat "$work/ready.body")" = '200:{"ready":true,"reasons":[],"generator":"simulated"}'
 req head -I "$url/livez"
 # (curl -I writes the headers where the body would go.)
 check "HEAD /livez: 200, no body" \
@@ -415,7 +424,7 @@ check "... without Retry-After" test -z "$(header_of "bad$nbad" Retry-After)"
 req nolease "$url/readyz"
 check "GET /readyz past the fence: 503, reason no_lease" \
 	test "$(status_of nolease)" = 503 -a "$(cat "$work/nolease.body")" = \
-	'{"ready":false,"reasons":[{"code":"no_lease","message":"the generator holds no lease: it refuses to mint"}]}'
+	'{"ready":false,"reasons":[{"code":"no_lease","message":"the generator holds no lease: it refuses to mint"}],"generator":"simulated"}'
 req decode_anyway "$url/v1/ids/108421920055775237"
 check "decoding needs no lease: GET /v1/ids/{id} still 200" test "$(status_of decode_anyway)" = 200
 stop
@@ -680,7 +689,7 @@ check "the duration histogram counts every answer (7 before the scrape)" eval \
 	'has "idgen_request_duration_seconds_bucket{le=\"+Inf\"} 7" && has "idgen_request_duration_seconds_count 7" &&
 	 grep -q "^idgen_request_duration_seconds_bucket{le=\"2.5e-05\"} " "$m"'
 check "the generator's IDs, the lease, readiness and the build" eval 'has "idgen_generator_ids_total 2004" &&
-	has "idgen_lease_in_force 1" && has "idgen_ready 1" &&
+	has "idgen_lease_in_force 1" && has "idgen_ready 1" && has "idgen_generator_simulated 1" &&
 	has "idgen_build_info{version=\"0.1.0\",layout_version=\"1\"} 1" &&
 	grep -q "^idgen_clock_synced [01]$" "$m" && grep -q "^idgen_clock_offset_seconds -\?[0-9.]*$" "$m"'
 # The exposition's shape: every family's HELP and TYPE before its samples,
