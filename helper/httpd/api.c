@@ -5,7 +5,8 @@
  *   400 invalid_json        the body is not one strict JSON value, or it
  *                           gives a key twice
  *   400 invalid_request     JSON of the wrong shape: not an object, or a
- *                           field the route does not know
+ *                           field the route does not know (a top-level key
+ *                           is its name exactly, written without escapes)
  *   400 invalid_count       count not an integer from 1 to API_MAX_COUNT
  *   400 invalid_caller      caller not a string of 1 to API_MAX_CALLER of
  *                           A-Z a-z 0-9 . _ : -
@@ -135,15 +136,19 @@ static size_t string_end(const char *body, size_t len, size_t i)
  * (the last wins, so a proxy that checked the first is fooled).  Scans
  * the text json-c accepted: false for a ' or a word not true, false or
  * null, else *keys the top-level object's keys counted, duplicates and
- * all.
+ * all, and *escaped_key whether one of them is written with a '\'.
+ * json-c ends a key at an escaped NUL ("caller\u0000" is "caller"), so
+ * only a key without escapes is the name json-c gives for it.
  */
-static bool strict_scan(const char *body, size_t len, size_t *keys)
+static bool strict_scan(const char *body, size_t len, size_t *keys,
+			bool *escaped_key)
 {
 	char last = 0;		/* the last structural character */
 	unsigned int depth = 0;
-	size_t i;
+	size_t i, end;
 
 	*keys = 0;
+	*escaped_key = false;
 	for (i = 0; i < len; i++) {
 		char ch = body[i];
 
@@ -166,9 +171,13 @@ static bool strict_scan(const char *body, size_t len, size_t *keys)
 		case '\'':
 			return false;
 		case '"':
-			if (depth == 1 && (last == '{' || last == ','))
+			end = string_end(body, len, i);
+			if (depth == 1 && (last == '{' || last == ',')) {
 				(*keys)++;
-			i = string_end(body, len, i);
+				if (memchr(body + i + 1, '\\', end - i - 1))
+					*escaped_key = true;
+			}
+			i = end;
 			break;
 		case '{':
 		case '[':
@@ -253,6 +262,7 @@ static int parse_next(const struct api_request *rq, struct api_response *out,
 	struct json_object *obj;
 	enum json_tokener_error jerr;
 	size_t end, i, keys;
+	bool escaped_key;
 	int ret = 1;
 
 	*count = 1;
@@ -284,7 +294,7 @@ static int parse_next(const struct api_request *rq, struct api_response *out,
 		json_object_put(obj);
 		return reject(out, 400, "invalid_json", "the body is not one JSON value");
 	}
-	if (!strict_scan(rq->body, end, &keys)) {
+	if (!strict_scan(rq->body, end, &keys, &escaped_key)) {
 		ret = reject(out, 400, "invalid_json", "the body is not strict JSON: "
 			    "strings and keys take double quotes, no NaN or Infinity");
 		goto out;
@@ -299,7 +309,10 @@ static int parse_next(const struct api_request *rq, struct api_response *out,
 		goto out;
 	}
 	json_object_object_foreach(obj, key, val) {
-		if (!strcmp(key, "count")) {
+		/* Written with an escape, a key is none of ours (the else). */
+		const char *name = escaped_key ? "" : key;
+
+		if (!strcmp(name, "count")) {
 			int64_t c;
 
 			if (!json_object_is_type(val, json_type_int)) {
@@ -316,7 +329,7 @@ static int parse_next(const struct api_request *rq, struct api_response *out,
 				goto out;
 			}
 			*count = c;
-		} else if (!strcmp(key, "caller")) {
+		} else if (!strcmp(name, "caller")) {
 			if (!json_object_is_type(val, json_type_string) ||
 			    !api_caller_valid(json_object_get_string(val),
 					  json_object_get_string_len(val))) {
@@ -326,7 +339,7 @@ static int parse_next(const struct api_request *rq, struct api_response *out,
 				goto out;
 			}
 			strcpy(caller, json_object_get_string(val));
-		} else if (!strcmp(key, "public")) {
+		} else if (!strcmp(name, "public")) {
 			if (!json_object_is_type(val, json_type_boolean)) {
 				ret = reject(out, 400, "invalid_public",
 					    "public must be true or false (a JSON boolean)");

@@ -186,6 +186,12 @@ body_cases() {
 	bad "caller with a blank" 400 invalid_caller -X POST "${J[@]}" -d '{"caller":"a b"}' "$url/v1/ids:next"
 	bad "caller of 65 bytes" 400 invalid_caller -X POST "${J[@]}" -d "{\"caller\":\"$(printf 'a%.0s' {1..65})\"}" "$url/v1/ids:next"
 	bad "an unknown field" 400 invalid_request -X POST "${J[@]}" -d '{"cuont":3}' "$url/v1/ids:next"
+	# json-c ends a key at an escaped NUL: these would read count and caller.
+	bad 'a key "count\u0000"' 400 invalid_request -X POST "${J[@]}" -d '{"count\u0000":5}' "$url/v1/ids:next"
+	bad 'a key "caller\u0000"' 400 invalid_request -X POST "${J[@]}" \
+		-d '{"caller\u0000":"order-service","count":200}' "$url/v1/ids:next"
+	bad 'a key "co\u0075nt", escaped' 400 invalid_request -X POST "${J[@]}" -d '{"co\u0075nt":2}' "$url/v1/ids:next"
+	bad 'a key "public\/"' 400 invalid_request -X POST "${J[@]}" -d '{"public\/":true}' "$url/v1/ids:next"
 	bad "an array, not an object" 400 invalid_request -X POST "${J[@]}" -d '[3]' "$url/v1/ids:next"
 	bad "a bare number" 400 invalid_request -X POST "${J[@]}" -d '3' "$url/v1/ids:next"
 	bad "invalid JSON" 400 invalid_json -X POST "${J[@]}" -d '{"count":' "$url/v1/ids:next"
