@@ -409,9 +409,10 @@ IDGEN_EXPORT int idgen_key_parse(const char *text, size_t len, uint32_t *version
 	ret = idgen_decimal(text, sp - text, 0, UINT32_MAX, &v);
 	if (ret == -ERANGE)
 		return BAD("the key version is above 4294967295");
+	/* Never the text itself: swapped fields would put the key in a log. */
 	if (ret)
-		return BAD("the key version '%.*s' is not a decimal number",
-			   (int)(sp - text) > 20 ? 20 : (int)(sp - text), text);
+		return BAD("the key version (the first field, %zu character%s) is not "
+			   "a decimal number", (size_t)(sp - text), sp - text == 1 ? "" : "s");
 	hex = sp + 1;
 	hexlen = end - hex;
 	for (i = 0; i < hexlen; i++)

@@ -629,9 +629,9 @@ static const struct {
 	{ "7\n", "want one line" },
 	{ "000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n", "want one line" },
 	{ "x 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n",
-	  "the key version 'x' is not a decimal number" },
+	  "the key version (the first field, 1 character) is not a decimal number" },
 	{ "07 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n",
-	  "the key version '07' is not a decimal number" },
+	  "the key version (the first field, 2 characters) is not a decimal number" },
 	{ "-7 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n",
 	  "is not a decimal number" },
 	{ "4294967296 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n",
@@ -656,6 +656,60 @@ static const struct {
 	  "8 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f\n",
 	  "want one line" },
 };
+
+/*
+ * Whether err quotes any 12 hex digits in a row of text (more than a
+ * key version's 10 decimal ones, which a message may name): an error
+ * about a key file reaches the journal, and must never carry the key.
+ */
+static bool quotes_key(const char *err, const char *text)
+{
+	size_t i, n = strlen(text);
+
+	for (i = 0; i + 12 <= n; i++) {
+		char window[13];
+
+		if (strspn(text + i, "0123456789abcdefABCDEF") < 12)
+			continue;
+		memcpy(window, text + i, 12);
+		window[12] = '\0';
+		if (strstr(err, window))
+			return true;
+	}
+	return false;
+}
+
+/* The two fields swapped: the key is where the version should be. */
+TEST_F(keyfile, an_error_never_quotes_the_key)
+{
+	static const char *const swapped[] = {
+		"8f3ac91e5b27d04a6c1e9f8b3d7a2c5e9b0f4d6a8c2e1b3f5d7a9c0e2b4d6f81 7\n",
+		"8f3ac91e5b27d04a6c1e9f8b3d7a2c5e9b0f4d6a8c2e1b3f5d7a9c0e2b4d6f81 7 x\n",
+		"8f3ac91e5b27d04a6c1e9f8b 7\n",
+	};
+	struct idgen_keyring *kr;
+	char err[256];
+	size_t i;
+
+	ASSERT_EQ(0, idgen_keyring_new(&kr));
+	for (i = 0; i < sizeof(swapped) / sizeof(swapped[0]); i++) {
+		ASSERT_EQ(0, write_key(self->path, swapped[i], 0600));
+		err[0] = '\0';
+		EXPECT_EQ(-EINVAL, idgen_keyring_load(kr, self->path, err, sizeof(err)));
+		TH_LOG("%s", err);
+		EXPECT_FALSE(quotes_key(err, swapped[i]));
+		EXPECT_NE(NULL, strstr(err, "the first field"));
+	}
+	for (i = 0; i < sizeof(bad_keys) / sizeof(bad_keys[0]); i++) {
+		ASSERT_EQ(0, write_key(self->path, bad_keys[i].text, 0600));
+		err[0] = '\0';
+		EXPECT_EQ(-EINVAL, idgen_keyring_load(kr, self->path, err, sizeof(err)));
+		if (quotes_key(err, bad_keys[i].text))
+			TH_LOG("key file %zu: '%s' quotes its key", i, err);
+		EXPECT_FALSE(quotes_key(err, bad_keys[i].text));
+	}
+	idgen_keyring_free(kr);
+}
 
 TEST_F(keyfile, malformed_key_files_are_refused)
 {
