@@ -177,8 +177,12 @@ int idgen_format_time(int64_t unix_ms, char buf[LIBIDGEN_TIME_STRLEN]);
  * Parse an RFC 3339 timestamp, strictly: YYYY-MM-DDTHH:MM:SS, an optional
  * fraction of 1 to 9 digits (truncated to the millisecond), and "Z" or an
  * offset "+hh:mm"/"-hh:mm".  "T" and "Z" may be lower case; nothing else
- * is tolerated (no blanks, no leap second 60, the day must exist in the
- * month).  Years 0000 to 9999.  -EINVAL on bad syntax or a field out of
+ * is tolerated (no blanks, the day must exist in the month).  A leap
+ * second, second 60 of 23:59 UTC, is the last millisecond of 23:59:59
+ * (23:59:59.999), whatever its fraction; second 60 of any other UTC
+ * minute is refused.  Years 0000 to 9999, as RFC 3339 has them; a time
+ * before 1970 gives negative Unix ms, and idgen_min_id_at() of any time
+ * before the idgen epoch is 0.  -EINVAL on bad syntax or a field out of
  * range.
  */
 int idgen_parse_time(const char *s, int64_t *unix_ms);

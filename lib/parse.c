@@ -115,7 +115,7 @@ IDGEN_EXPORT int idgen_parse_time(const char *s, int64_t *unix_ms)
 	p++;
 	if (fixed(&p, 2, ':', 0, 23, &hour) ||
 	    fixed(&p, 2, ':', 0, 59, &min) ||
-	    fixed(&p, 2, '\0', 0, 59, &sec))
+	    fixed(&p, 2, '\0', 0, 60, &sec))
 		return -EINVAL;
 	if (*p == '.') {
 		p++;
@@ -141,6 +141,22 @@ IDGEN_EXPORT int idgen_parse_time(const char *s, int64_t *unix_ms)
 	}
 	if (*p)
 		return -EINVAL;
+	/*
+	 * A leap second is 23:59:60 UTC (RFC 3339 5.7), whatever the
+	 * offset makes of its hour and minute.  Unix time has no such
+	 * second: it is the last millisecond of 23:59:59, whatever its
+	 * fraction, so that a later time never maps below an earlier one
+	 * (and idgen_min_id_at() never goes backwards).
+	 */
+	if (sec == 60) {
+		int utc_min = ((int)(hour * 60 + min) - sign * (int)(oh * 60 + om) +
+			       2 * 1440) % 1440;
+
+		if (utc_min != 23 * 60 + 59)
+			return -EINVAL;
+		sec = 59;
+		ms = 999;
+	}
 	secs = days_from_civil(year, mon, day) * 86400 + hour * 3600 + min * 60 + sec;
 	secs -= sign * (int64_t)(oh * 3600 + om * 60);
 	*unix_ms = secs * 1000 + ms;

@@ -330,6 +330,19 @@ static const struct {
 	{ "2026-01-01T24:00:00Z", -EINVAL, 0 },
 	{ "2026-01-01T00:60:00Z", -EINVAL, 0 },
 	{ "2026-01-01T00:00:60Z", -EINVAL, 0 },
+	/* A leap second: 23:59:60 UTC is 23:59:59.999, whatever its fraction. */
+	{ "2026-12-31T23:59:60Z", 0, 1798761599999LL },
+	{ "2026-12-31T23:59:60.000Z", 0, 1798761599999LL },
+	{ "2026-12-31T23:59:60.999999999Z", 0, 1798761599999LL },
+	{ "2026-12-31T15:59:60-08:00", 0, 1798761599999LL },
+	{ "2027-01-01T05:29:60+05:30", 0, 1798761599999LL },
+	{ "2026-12-31T23:58:60Z", -EINVAL, 0 },
+	{ "2026-12-31T22:59:60Z", -EINVAL, 0 },
+	{ "2026-12-31T23:59:60+01:00", -EINVAL, 0 },
+	{ "2026-12-31T23:59:61Z", -EINVAL, 0 },
+	/* RFC 3339's years start at 0000: before 1970, negative Unix ms. */
+	{ "0000-01-01T00:00:00Z", 0, -62167219200000LL },
+	{ "9999-12-31T23:59:59.999Z", 0, 253402300799999LL },
 	{ "2026-01-01T00:00:00", -EINVAL, 0 },
 	{ "2026-01-01 00:00:00Z", -EINVAL, 0 },
 	{ "2026-01-01T00:00:00.Z", -EINVAL, 0 },
@@ -356,6 +369,42 @@ TEST(parse_time_table)
 		EXPECT_EQ(times[i].ret, ret);
 		EXPECT_EQ(times[i].ret ? 12345 : times[i].unix_ms, v);
 	}
+}
+
+/*
+ * Around a leap second, and from year 0000: min-id-at never goes down
+ * as the time goes up, and any time before the epoch is 0.
+ */
+TEST(min_id_at_through_a_leap_second)
+{
+	static const char *const in_order[] = {
+		"0000-01-01T00:00:00Z",
+		"2025-12-31T23:59:60Z",
+		"2026-01-01T00:00:00Z",
+		"2026-12-31T23:59:59.998Z",
+		"2026-12-31T23:59:59.999Z",
+		"2026-12-31T23:59:60Z",
+		"2026-12-31T23:59:60.5Z",
+		"2026-12-31T15:59:60.999-08:00",
+		"2027-01-01T00:00:00Z",
+		"2027-01-01T00:00:00.001Z",
+	};
+	uint64_t id, last = 0;
+	int64_t unix_ms;
+	size_t i;
+
+	for (i = 0; i < sizeof(in_order) / sizeof(in_order[0]); i++) {
+		ASSERT_EQ(0, idgen_parse_time(in_order[i], &unix_ms)) TH_LOG("%s", in_order[i]);
+		ASSERT_EQ(0, idgen_min_id_at(unix_ms, &id));
+		EXPECT_LE(last, id) TH_LOG("%s", in_order[i]);
+		if (i < 2)
+			EXPECT_EQ(0, id);
+		last = id;
+	}
+	/* The leap second is above every ID of the second before it. */
+	ASSERT_EQ(0, idgen_parse_time("2026-12-31T23:59:60Z", &unix_ms));
+	ASSERT_EQ(0, idgen_min_id_at(unix_ms, &id));
+	EXPECT_EQ((uint64_t)(1798761599999LL - 1767225600000LL) << 22, id);
 }
 
 TEST(format_time_round_trip)
