@@ -11,6 +11,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -66,6 +67,21 @@ static int check_layout(struct minter *m, const struct idgen_layouts *layouts)
 }
 
 /*
+ * A key file's path: a bare name (no '/') is a systemd credential, in
+ * $CREDENTIALS_DIRECTORY (LoadCredential=NAME:/etc/idgen/NAME in the
+ * unit), when systemd gave the service one; else the path as it is.
+ */
+static const char *key_path(const char *name, char *buf, size_t size)
+{
+	const char *creds = getenv("CREDENTIALS_DIRECTORY");
+
+	if (strchr(name, '/') || !creds || !*creds)
+		return name;
+	snprintf(buf, size, "%s/%s", creds, name);
+	return buf;
+}
+
+/*
  * The public-ID keys of public_keys, public_current's version current:
  * 0 with *out NULL when none is configured; 0; or 1 after saying what is
  * wrong (a key file readable by others, say: libidgen's message).
@@ -73,7 +89,7 @@ static int check_layout(struct minter *m, const struct idgen_layouts *layouts)
 static int load_keys(const struct httpd_config *cfg, struct idgen_keyring **out)
 {
 	struct idgen_keyring *kr;
-	char err[512];
+	char err[512], path[PATH_MAX];
 	uint64_t version;
 	unsigned int i;
 	int ret;
@@ -93,7 +109,8 @@ static int load_keys(const struct httpd_config *cfg, struct idgen_keyring **out)
 		return 1;
 	}
 	for (i = 0; i < cfg->nr_public_keys; i++) {
-		if (idgen_keyring_load(kr, cfg->public_keys[i], err, sizeof(err))) {
+		if (idgen_keyring_load(kr, key_path(cfg->public_keys[i], path, sizeof(path)),
+				       err, sizeof(err))) {
 			fprintf(stderr, "idgen-httpd: public_keys: %s\n", err);
 			idgen_keyring_free(kr);
 			return 1;

@@ -409,6 +409,18 @@ rc=$?
 check "a key file of mode 0644: refused, exit 1, the key file and its mode named" eval \
 	'[ $rc = 1 ] && grep -q "public_keys: $keys/k7-0644: readable by group or others (mode 0644)" "$work/pub644.out"'
 sed 's/^/# /' "$work/pub644.out"
+# Under the unit: a bare name is a credential systemd laid out, a 0440
+# file of the service's user and group in a 0500 $CREDENTIALS_DIRECTORY.
+mkdir -p "$work/creds"
+cp "$keys/k7" "$work/creds/public-7.key"
+chmod 440 "$work/creds/public-7.key"
+chmod 500 "$work/creds"
+CREDENTIALS_DIRECTORY=$work/creds timeout 20 "$httpd" --device sim --public-keys public-7.key \
+	--check-config >"$work/cred.out" 2>&1
+rc=$?
+check "public_keys = NAME from \$CREDENTIALS_DIRECTORY, systemd's 0440 in 0500: loads" test $rc = 0
+sed 's/^/# /' "$work/cred.out"
+chmod 700 "$work/creds"
 
 # ---- a real browser: fetch, BigInt, and a decode (browser/run.sh) ------
 if start "$work/browser.log" --device sim:37 --clock-check no; then

@@ -606,6 +606,63 @@ TEST_F(keyfile, owned_by_another_user_is_refused)
 	idgen_keyring_free(kr);
 }
 
+/*
+ * LoadCredential= under DynamicUser=yes: systemd puts the key in
+ * $CREDENTIALS_DIRECTORY, a directory of mode 0500, as a file of the
+ * service's user and group, mode 0440.  That layout loads; the same
+ * mode anywhere else, or with the directory writable or open to others,
+ * or readable by others, is still refused.
+ */
+TEST_F(keyfile, a_systemd_credential_loads)
+{
+	char creds[96], other[96], err[256];
+	struct idgen_keyring *kr;
+	size_t i;
+	static const struct {
+		mode_t file, dir;
+		bool loads;
+	} cases[] = {
+		{ 0440, 0500, true },
+		{ 0440, 0550, true },
+		{ 0400, 0500, true },
+		{ 0440, 0700, false },	/* the directory writable */
+		{ 0440, 0505, false },	/* the directory open to others */
+		{ 0444, 0500, false },	/* the file readable by others */
+		{ 0460, 0500, false },	/* the file writable by its group */
+	};
+
+	snprintf(creds, sizeof(creds), "%s/credentials", self->dir);
+	snprintf(other, sizeof(other), "%s/credentials/public-2.key", self->dir);
+	ASSERT_EQ(0, mkdir(creds, 0700));
+	ASSERT_EQ(0, setenv("CREDENTIALS_DIRECTORY", creds, 1));
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		ASSERT_EQ(0, chmod(creds, 0700));
+		ASSERT_EQ(0, write_key(other, good_key, cases[i].file));
+		ASSERT_EQ(0, chmod(creds, cases[i].dir));
+		err[0] = '\0';
+		ASSERT_EQ(0, idgen_keyring_new(&kr));
+		EXPECT_EQ(cases[i].loads ? 0 : -EACCES,
+			  idgen_keyring_load(kr, other, err, sizeof(err)))
+			TH_LOG("file %04o in a directory %04o: %s", (unsigned int)cases[i].file,
+			       (unsigned int)cases[i].dir, err);
+		idgen_keyring_free(kr);
+	}
+	ASSERT_EQ(0, idgen_keyring_new(&kr));
+	/* 0440 outside the credentials directory: refused. */
+	ASSERT_EQ(0, chmod(creds, 0700));
+	ASSERT_EQ(0, write_key(self->path, good_key, 0440));
+	EXPECT_EQ(-EACCES, idgen_keyring_load(kr, self->path, err, sizeof(err)));
+	/* ... and inside it with no $CREDENTIALS_DIRECTORY. */
+	ASSERT_EQ(0, write_key(other, good_key, 0440));
+	ASSERT_EQ(0, chmod(creds, 0500));
+	ASSERT_EQ(0, unsetenv("CREDENTIALS_DIRECTORY"));
+	EXPECT_EQ(-EACCES, idgen_keyring_load(kr, other, err, sizeof(err)));
+	ASSERT_EQ(0, chmod(creds, 0700));
+	unlink(other);
+	rmdir(creds);
+	idgen_keyring_free(kr);
+}
+
 /* A FIFO at the path: refused at once, not a read that waits forever. */
 TEST_F_TIMEOUT(keyfile, a_fifo_is_refused_without_hanging, 10)
 {
