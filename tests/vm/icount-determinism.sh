@@ -12,7 +12,9 @@
 #
 # The kernel's UUID (pread of /proc/sys/kernel/random/uuid) is shown but
 # not compared: its count varies from call to call by a few instructions
-# (no value holds even half of the calls), so its mode may move.
+# (no value holds even half of the calls), so its mode may move.  A
+# measure with two paths of about equal weight is compared by its
+# minimum (modes(), below).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -45,9 +47,17 @@ if [[ -z $runs_ok ]]; then
 	echo "not ok $((n + 1)) - the counts are of what ran (a run failed)"
 	exit 1
 fi
-# tag, calls, mode, kernel mode, user mode; and the measure's name.
+# tag, calls, mode, kernel mode, user mode; and the measure's name.  A
+# measure whose mode holds less than 60% of its calls has two paths of
+# about equal weight (a 64-ID read crossing a millisecond's sequence, or
+# not, in about half of its calls): which one wins the mode is chance, so
+# its minimum (the cheaper path, exact in every run) stands for it, as
+# "min".
 modes() {
-	awk -F'\t' '$1 == "C" { print $2, $4, $6, $8 }' "$work/$1/counts.txt"
+	awk -F'\t' '$1 == "C" {
+		if ($11 * 10 >= $3 * 6) print $2, $4, $6, $8
+		else print $2, "min" $5, "min" $7, "min" $9
+	}' "$work/$1/counts.txt"
 }
 names=$(grep -a '^ICOUNT-TAG ' "$work/1/console.log" | cut -d' ' -f2,5-)
 differ=0 compared=0
@@ -81,8 +91,9 @@ fi
 # Counts of what ran (tags of bench/idgen_bench.c): the markers alone are
 # the begin marker, one user instruction; each system call (2-5, 10-15)
 # runs kernel and user instructions; the in-process generators (20, 21)
-# never enter the kernel; a compared mode is what most calls counted, not
-# a value a few of them happened to share.
+# never enter the kernel; a compared mode is what a third of the calls or
+# more counted (one of two paths of equal weight holds about half), not a
+# value a few of them happened to share.
 n=$((n + 1))
 wrong=$(awk -F'\t' -v not_compared="$not_compared" '
 	$1 != "C" { next }
@@ -96,7 +107,7 @@ wrong=$(awk -F'\t' -v not_compared="$not_compared" '
 	(tag == 20 || tag == 21) && kmode != 0 {
 		printf "# tag %d, in-process: %d kernel instructions\n", tag, kmode
 	}
-	index(not_compared, " " tag " ") == 0 && 2 * at_mode < calls {
+	index(not_compared, " " tag " ") == 0 && 3 * at_mode < calls {
 		printf "# tag %d: its mode %d counted by %d of %d calls only\n", tag, mode, at_mode, calls
 	}
 	END {
