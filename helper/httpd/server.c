@@ -3,6 +3,7 @@
  * libmicrohttpd glue for the routes of api.c (server.h).
  */
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <netdb.h>
 #include <pthread.h>
@@ -254,16 +255,64 @@ static enum MHD_Result refuse(struct server *s, struct MHD_Connection *c,
 struct framing {
 	unsigned int lengths, encodings;
 	const char *encoding;
+	const char *bad;	/* why a header cannot be trusted, or NULL */
 };
+
+/* RFC 9110 section 5.6.2: a field name is a token. */
+static bool is_token(const char *p)
+{
+	if (!*p)
+		return false;
+	for (; *p; p++)
+		if (!isalnum((unsigned char)*p) && !strchr("!#$%&'*+-.^_`|~", *p))
+			return false;
+	return true;
+}
+
+static bool all_digits(const char *p)
+{
+	if (!*p)
+		return false;
+	for (; *p; p++)
+		if (*p < '0' || *p > '9')
+			return false;
+	return true;
+}
 
 static enum MHD_Result count_framing(void *cls, enum MHD_ValueKind kind,
 				     const char *key, const char *value)
 {
 	struct framing *f = cls;
+	const char *p;
 
 	(void)kind;
+	/*
+	 * libmicrohttpd keeps "Content-Length " (a space before the colon)
+	 * or a folded line as a header of another name or an odd value, and
+	 * frames the request as having no body, where a lenient proxy may
+	 * take the bytes that follow for this request's body.
+	 */
+	if (!is_token(key))
+		f->bad = "a header name that is not a token (white space before its colon)";
+	/*
+	 * A folded "Content-Length:\r\n 147" reaches us as a header named
+	 * "Content-Length147" with no value, which a proxy that unfolds it
+	 * takes for the body's length.
+	 */
+	else if ((!strncasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH,
+			       strlen(MHD_HTTP_HEADER_CONTENT_LENGTH)) &&
+		  strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) ||
+		 (!strncasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING,
+			       strlen(MHD_HTTP_HEADER_TRANSFER_ENCODING)) &&
+		  strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)))
+		f->bad = "a framing header's name run into other text (a folded line)";
+	for (p = value ? value : ""; *p; p++)
+		if ((unsigned char)*p < 0x20 && *p != '\t')
+			f->bad = "a control character in a header's value";
 	if (!strcasecmp(key, MHD_HTTP_HEADER_CONTENT_LENGTH)) {
 		f->lengths++;
+		if (!all_digits(value ? value : ""))
+			f->bad = "a Content-Length that is not a decimal number alone";
 	} else if (!strcasecmp(key, MHD_HTTP_HEADER_TRANSFER_ENCODING)) {
 		f->encodings++;
 		f->encoding = value;
@@ -285,6 +334,8 @@ static const char *framing(struct MHD_Connection *c)
 	struct framing f = { 0 };
 
 	MHD_get_connection_values(c, MHD_HEADER_KIND, count_framing, &f);
+	if (f.bad)
+		return f.bad;
 	if (f.lengths > 1)
 		return "more than one Content-Length header";
 	if (f.encodings > 1)

@@ -11,7 +11,8 @@ source address it is to be counted under):
     503 with Retry-After and Connection: close, counted by reason in
     /metrics and logged with its address
   - ambiguous framing (two Content-Length, Content-Length with
-    Transfer-Encoding, a Transfer-Encoding other than chunked): 400 in
+    Transfer-Encoding, a Transfer-Encoding other than chunked, a
+    Content-Length libmicrohttpd does not see as one): 400 in
     the JSON error shape, the connection closed, nothing minted
   - the refusals libmicrohttpd writes itself (431, 400, 413, 505): their
     status, and the connection closed (their body is its HTML)
@@ -320,6 +321,17 @@ def framing_tests():
          post + b"Transfer-Encoding: chunked\r\nTransfer-Encoding: chunked\r\n\r\n"
          b"b\r\n" + body + b"\r\n0\r\n\r\n"),
     ]
+    # A framing header libmicrohttpd does not see as one, where a lenient
+    # proxy does: the request that follows would reach the service unseen,
+    # charged to whatever caller it names.
+    inner = (b"POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Length: 37\r\n\r\n"
+             b'{"count":7,"caller":"victim-service"}')
+    get = b"GET /livez HTTP/1.1\r\nHost: t\r\n"
+    for desc, hdr in [("a space before its colon", b"Content-Length : %d\r\n"),
+                      ("a tab before its colon", b"Content-Length\t: %d\r\n"),
+                      ("its value on a folded line", b"Content-Length:\r\n %d\r\n")]:
+        cases.append((f"Content-Length with {desc}, a request behind it",
+                      get + hdr % len(inner) + b"\r\n" + inner))
     for desc, raw in cases:
         c = Conn("127.0.0.1", srv.port, "127.0.0.1")
         c.send(raw)
