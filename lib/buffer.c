@@ -110,10 +110,13 @@ static int refill(struct idgen_buffer *b)
 
 IDGEN_EXPORT int idgen_buffer_take(struct idgen_buffer *b, uint64_t *id)
 {
-	uint64_t token = idgen_forkguard_token();
-	int ret = 0;
+	uint64_t token;
+	int ret;
 
 	pthread_mutex_lock(&b->lock);
+again:
+	ret = 0;
+	token = idgen_forkguard_token();
 	if (token != b->token) {
 		/* In a child, however made: the parent owns what was buffered. */
 		b->head = b->count = 0;
@@ -137,6 +140,12 @@ IDGEN_EXPORT int idgen_buffer_take(struct idgen_buffer *b, uint64_t *id)
 			if (!ret && !b->count)
 				ret = -ETIME;
 		}
+		/*
+		 * A fork() in a signal handler while read() slept: the child
+		 * goes on from here with its parent's IDs in the buffer.
+		 */
+		if (idgen_forkguard_token() != token)
+			goto again;
 	}
 	if (!ret) {
 		*id = b->ids[b->head++];

@@ -3,6 +3,7 @@
  * The fork guard (forkguard.h): a per-process token in a wipe-on-fork
  * page, with a fallback for kernels without one.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <sys/mman.h>
 #include <unistd.h>
@@ -46,7 +47,14 @@ static void setup(void)
 	void *p;
 
 	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (p != MAP_FAILED && !madvise(p, size, MADV_WIPEONFORK)) {
+	/*
+	 * A madvise() that answers 0 to anything (QEMU's user-mode emulation
+	 * before 5.0, some sandboxes) would make a page that is never wiped
+	 * look like one: only a madvise() that refuses an advice it cannot
+	 * know (EINVAL) is believed when it accepts MADV_WIPEONFORK.
+	 */
+	if (p != MAP_FAILED && madvise(p, size, -1) && errno == EINVAL &&
+	    !madvise(p, size, MADV_WIPEONFORK)) {
 		idgen_forkguard_word = p;
 		wipes = true;
 	} else if (p != MAP_FAILED) {

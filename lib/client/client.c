@@ -1113,6 +1113,12 @@ EXPORT ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t
 		bool hit;
 		ssize_t got = take(c, ids, n, &hit);
 
+		/*
+		 * A fork() in a signal handler while take() waited: the child
+		 * holds IDs its parent hands out too.  Nothing is returned.
+		 */
+		if (got > 0 && check_process(c))
+			return -ECHILD;
 		if (got < 0)
 			BUMP(c, calls_failed);
 		else if (hit)
@@ -1142,6 +1148,8 @@ EXPORT int idgen_client_next(struct idgen_client *c, uint64_t *id)
 	}
 	BUMP(c, calls);
 	ret = take(c, id, 1, &hit) < 0 ? -ETIMEDOUT : 0;
+	if (!ret && check_process(c))
+		return -ECHILD;	/* forked in a signal handler meanwhile */
 	if (ret)
 		BUMP(c, calls_failed);
 	else if (hit)

@@ -193,6 +193,13 @@ static int scenario(enum how how, bool newpid, bool no_wipe)
 	return bad;
 }
 
+/*
+ * With lying set, every madvise() answers 0 and does nothing, as QEMU's
+ * user-mode emulation before 5.0 does: the guard must not take that for
+ * a wipe-on-fork page.
+ */
+static bool lying;
+
 /* madvise(MADV_WIPEONFORK) fails with EINVAL from now on, as before 4.14. */
 static int no_wipe_on_fork(void)
 {
@@ -207,8 +214,18 @@ static int no_wipe_on_fork(void)
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EINVAL),
 		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
 	};
+	struct sock_filter lie[] = {
+		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_madvise, 0, 1),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 0),
+		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+	};
 	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
 
+	if (lying) {
+		prog.len = sizeof(lie) / sizeof(lie[0]);
+		prog.filter = lie;
+	}
 	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
 	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
 		return -1;
@@ -261,5 +278,12 @@ FORK_TEST(pidns_clone, HOW_CLONE, true, false)
 FORK_TEST(pidns_clone3, HOW_CLONE3, true, false)
 FORK_TEST(no_wipe_child_of__Fork, HOW__FORK, false, true)
 FORK_TEST(no_wipe_pidns_clone, HOW_CLONE, true, true)
+
+/* A madvise() that says yes to everything is not believed. */
+TEST(lying_madvise_child_of__Fork)
+{
+	lying = true;
+	ASSERT_EQ(0, run(HOW__FORK, false, true));
+}
 
 TEST_HARNESS_MAIN
