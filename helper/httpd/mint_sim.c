@@ -10,8 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/stat.h>
+#include <stddef.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -30,7 +31,7 @@ struct mint_sim {
 	_Atomic uint64_t last;
 	_Atomic uint64_t minted;	/* IDs handed out, for the log at the end */
 	uint32_t worker;
-	int lock_fd;			/* flock()ed for the process's life */
+	int lock_fd;			/* the node's lock (lock_node()) */
 	uint64_t floor_ms;
 	uint64_t valid_until_ms;	/* LIBIDGEN_MS_MAX + 1: no fence */
 };
@@ -170,56 +171,45 @@ static const struct minter_ops sim_ops = {
 };
 
 /*
- * The directory of the node locks: the first of $RUNTIME_DIRECTORY
- * (systemd's RuntimeDirectory=), else MINT_SIM_RUN_DIR when it can be
- * made or written (root), else /tmp.
- */
-static void lock_dir(char *dir, size_t size)
-{
-	const char *rt = getenv("RUNTIME_DIRECTORY");
-
-	if (rt && *rt) {
-		snprintf(dir, size, "%.*s", (int)strcspn(rt, ":"), rt);
-		return;
-	}
-	if ((!mkdir(MINT_SIM_RUN_DIR, 0755) || errno == EEXIST) &&
-	    !access(MINT_SIM_RUN_DIR, W_OK))
-		snprintf(dir, size, "%s", MINT_SIM_RUN_DIR);
-	else
-		snprintf(dir, size, "/tmp");
-}
-
-/*
  * One simulated generator per node on the host: two of one worker would
- * mint the same IDs.  The lock is the open file's, let go when the
- * process ends however it ends; the file stays (unlinking it would let a
- * third process lock a new file while the second holds the old one).
+ * mint the same IDs.  The lock is a name in the abstract socket namespace
+ * ("@idgen-httpd-sim-r0-wWORKER", unix(7)), bound for the process's life:
+ * one name for every user, environment and directory on the host (its
+ * network namespace), which no file system clean-up can remove and which
+ * the kernel lets go when the process ends however it ends.  A file's
+ * lock could be neither: its directory depended on who ran it, and a
+ * removed file let a second process lock a new one.
  */
 static int lock_node(uint32_t worker, char *err, size_t errlen)
 {
-	char dir[PATH_MAX - 64], path[PATH_MAX];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	socklen_t len;
 	int fd, ret;
 
-	lock_dir(dir, sizeof(dir));
-	snprintf(path, sizeof(path), "%s/idgen-httpd-sim-r0-w%u.lock", dir, worker);
-	fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+	/* sun_path[0] stays 0: the abstract namespace. */
+	len = offsetof(struct sockaddr_un, sun_path) + 1 +
+	      snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
+		       MINT_SIM_LOCK_NAME "%u", worker);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "the simulated generator of region 0, worker %u "
-			 "cannot open its lock file %s: %s", worker, path, strerror(-ret));
+			 "cannot make its lock (a unix socket): %s", worker, strerror(-ret));
 		return ret;
 	}
-	if (flock(fd, LOCK_EX | LOCK_NB)) {
+	if (bind(fd, (struct sockaddr *)&sa, len)) {
 		ret = -errno;
 		close(fd);
-		if (ret == -EWOULDBLOCK) {
+		if (ret == -EADDRINUSE) {
 			snprintf(err, errlen, "another simulated generator of region 0, "
-				 "worker %u runs on this host (it holds %s): two would "
-				 "mint the same IDs; give each its own worker", worker, path);
+				 "worker %u runs on this host (it holds @" MINT_SIM_LOCK_NAME
+				 "%u): two would mint the same IDs; give each its own worker",
+				 worker, worker);
 			return -EBUSY;
 		}
 		snprintf(err, errlen, "the simulated generator of region 0, worker %u "
-			 "cannot lock %s: %s", worker, path, strerror(-ret));
+			 "cannot take its lock @" MINT_SIM_LOCK_NAME "%u: %s", worker,
+			 worker, strerror(-ret));
 		return ret;
 	}
 	return fd;
@@ -240,6 +230,12 @@ int mint_sim_open(struct minter *m, uint32_t worker, uint64_t lease_ms,
 	if (!now) {
 		snprintf(err, errlen, "the wall clock is before the idgen epoch");
 		return -ETIME;
+	}
+	/* A real generator's lease may hold any worker of region 0 too. */
+	if (!access("/dev/idgen", F_OK)) {
+		snprintf(err, errlen, "/dev/idgen exists: a real generator runs on this "
+			 "host, and a simulated one could mint its IDs; use --device /dev/idgen");
+		return -EEXIST;
 	}
 	fd = lock_node(worker, err, errlen);
 	if (fd < 0)

@@ -19,10 +19,10 @@
  * At the end it logs how many IDs it minted.
  *
  * Only one may run per node (region 0 and its worker) on the host: it
- * holds an exclusive flock(2) on idgen-httpd-sim-r0-wWORKER.lock in
- * $RUNTIME_DIRECTORY (the unit's RuntimeDirectory=), else in
- * MINT_SIM_RUN_DIR when it can write there (root), else in /tmp, for
- * its whole life, and a second one on the same worker is refused.
+ * binds the abstract unix socket name MINT_SIM_LOCK_NAME WORKER for its
+ * whole life, one name whoever runs it, and a second one on the same
+ * worker is refused.  It refuses to run beside a real generator
+ * (/dev/idgen), whose numbers it would share.
  */
 #ifndef HTTPD_MINT_SIM_H
 #define HTTPD_MINT_SIM_H
@@ -36,8 +36,8 @@
 /* The most milliseconds one call waits for the clock at the lead. */
 #define MINT_SIM_WAIT_MS	1000
 
-/* Where the node locks are without $RUNTIME_DIRECTORY, for root. */
-#define MINT_SIM_RUN_DIR	"/run/idgen-httpd"
+/* The node's lock: this, then the worker, in the abstract namespace. */
+#define MINT_SIM_LOCK_NAME	"idgen-httpd-sim-r0-w"
 
 /*
  * worker 0..127.  lease_ms 0: the lease never ends; else it ends that
@@ -45,8 +45,8 @@
  * at the module's fence (for tests of the service's refusals).
  * Returns 0, or a negative errno with err saying why: -EBUSY when
  * another process holds the worker's lock (err names region, worker and
- * lock file), -EINVAL for a worker out of range, -ETIME for a wall
- * clock before the epoch.
+ * lock), -EEXIST when /dev/idgen exists, -EINVAL for a worker out of
+ * range, -ETIME for a wall clock before the epoch.
  */
 int mint_sim_open(struct minter *m, uint32_t worker, uint64_t lease_ms,
 		  char *err, size_t errlen);

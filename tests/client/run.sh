@@ -40,9 +40,6 @@ ct=$out/client_test
 
 mkdir -p "$top/build"
 work=$(mktemp -d "$top/build/client-run.XXXXXX") || exit 1
-# The simulated hosts' node locks (mint_sim.h): this run's own, so
-# another run at the same time does not hold its workers.
-export RUNTIME_DIRECTORY=$work
 declare -A hpid hport
 fake_pid=
 cleanup() {

@@ -41,9 +41,6 @@ cleanup() {
 }
 trap cleanup EXIT
 bail() { echo "1..$n"; exit 1; }
-# The simulated generators' node locks (mint_sim.h): this run's own, so
-# another run at the same time does not hold its workers.
-export RUNTIME_DIRECTORY=$work
 
 echo "TAP version 13"
 tap_step "build helper/httpd" make -s -C "$top/helper/httpd" || bail
@@ -126,7 +123,12 @@ check "it says in its log that the generator is simulated" \
 timeout 20 "$httpd" --device sim:37 --clock-check no --listen 127.0.0.1:0 >"$work/sim2.out" 2>&1
 rc=$?
 check "a second --device sim:37 while the first runs: exit 1, naming region, worker and lock file" \
-	test $rc = 1 -a -n "$(grep -F "another simulated generator of region 0, worker 37 runs on this host (it holds $work/idgen-httpd-sim-r0-w37.lock)" "$work/sim2.out")"
+	test $rc = 1 -a -n "$(grep -F "another simulated generator of region 0, worker 37 runs on this host (it holds @idgen-httpd-sim-r0-w37)" "$work/sim2.out")"
+# Whoever runs it and wherever $RUNTIME_DIRECTORY points, the lock is one.
+mkdir -p "$work/elsewhere"
+RUNTIME_DIRECTORY=$work/elsewhere timeout 20 "$httpd" --device sim:37 --clock-check no \
+	--listen 127.0.0.1:0 >"$work/sim3.out" 2>&1
+check "... and with another RUNTIME_DIRECTORY too: exit 1" test $? = 1
 sed 's/^/# /' "$work/sim2.out"
 
 minted=0	# IDs the good requests below ask for
