@@ -14,9 +14,12 @@
 # other kernels users run, downloaded into a cache by
 # scripts/fetch-kernels.sh (tests/vm/kernels.sh lists both).  By default
 # (and in CI) all of those others run but the ones tests/vm/kernels.sh
-# --matrix-ci leaves out, and says why; --matrix runs them all.  Each is built at W=1 and checked with sparse;
-# each that boots runs the device tests in a guest.  idgend's guest suite
-# runs on the two installed kernels only.
+# --matrix-ci leaves out, and says why; --matrix runs them all.  Each is
+# built at W=1 and checked with sparse.  The installed kernels run the
+# whole device suite in a guest, and idgend and idgen-httpd; each other
+# one that boots runs a smoke of the device (tests/vm/guest-suite.sh
+# --smoke), and with --matrix the whole suite.  The README's "What runs
+# where" gives the rule.  The run ends with a table of each step's time.
 #
 # Every check prints a TAP-like line; the run ends with the summary line
 # "N passed, N failed, N skipped" and exits non-zero on any failure.
@@ -73,6 +76,7 @@ step_run() {
 	else
 		tail -n 40 "$log" | sed 's/^/#   /'
 		fail "$name (log: ${log#"$top"/})"
+		return 1
 	fi
 }
 
@@ -281,7 +285,8 @@ if [ ${#kernels[@]} -gt 0 ]; then
 	tap "dkms ${kernels[0]}" "dkms-${kernels[0]}.log" tests/vm/dkms-test.sh "${kernels[0]}"
 fi
 # The Debian packages: built, linted, installed into a fresh Debian 12
-# and 13 root (DKMS builds the module there), booted in a guest, purged.
+# root (DKMS builds the module there), booted in a guest, purged; with
+# --matrix, into a Debian 13 root too.
 cache=$cache_root/roots/bookworm+security tap "Debian packages, Debian 12" packages.log tests/pkg/run.sh bookworm
 # Debian 13's root proves the packages on the next release: with --matrix.
 if [ "$matrix" = --matrix ]; then

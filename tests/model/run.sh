@@ -95,7 +95,8 @@ bitstate() {
 	(cd "$dir" && timeout -s INT "${IDGEN_MODEL_SECONDS:-1200}" ./pan -w33 -k3 -m10000000 >"$log" 2>&1)
 	rc=$?
 	hf=$(sed -n 's/.*hash factor: *\([0-9.e+]*\).*/\1/p' "$log" | head -n 1)
-	if ! grep -q 'assertion violated' "$log" && ! [ -e "$dir/lease.pml.trail" ] &&
+	if ! grep -qE 'assertion violated|max search depth too small|out of memory' "$log" &&
+		! [ -e "$dir/lease.pml.trail" ] &&
 		{ [ "$rc" -eq 0 ] || [ "$rc" -eq 124 ]; }; then
 		ok "model, $name, bitstate: no duplicate ID in what it reached ($(summary "$log"), hash factor ${hf:-not reported}$([ "$rc" -eq 124 ] && echo ", stopped at the time limit: partial"))"
 	else

@@ -32,6 +32,8 @@ echo "TAP version 13"
 
 if [ "$smoke" = 1 ]; then
 	check "insmod $(basename "$module")" insmod "$module"
+	# Without the device every test below would skip, not fail.
+	check "/dev/idgen is a character device" test -c /dev/idgen
 	"$top/tests/selftests/idgen_test" -t device_node -t read_enokey \
 		-t renewal -t fence_stops_minting -t read_after_revoke_enokey \
 		-t revoke_then_new_node -t read_increasing_decodes || status=1
