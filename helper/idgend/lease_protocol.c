@@ -384,6 +384,18 @@ static int write_layout(const struct lease_config *cfg,
 			 "and not counted", cfg->region, garbled);
 	next->from_ms = max_until;
 	if (max_until > now + cfg->lease_ms) {
+		struct store_layout cur;
+
+		/*
+		 * Creating the first record, and leases a lease_ms ahead:
+		 * when daemons start together in a new region, those are the
+		 * claims of hosts that read a layout record written since
+		 * ours was found missing (their clocks a few ms ahead of
+		 * this one).  Read it again rather than refuse.
+		 */
+		if (!expect_rev && !store->layout_get(ctx, cfg->region, &cur) &&
+		    cur.exists)
+			return -ECANCELED;
 		if (!force) {
 			log_err("r%" PRIu32 ": the layout %u/%u/%u would start at ms %"
 				PRIu64 ", %" PRIu64 " s ahead of this clock (more than "
