@@ -42,6 +42,7 @@
 #include <json-c/json.h>
 
 #include "api.h"
+#include "lane.h"
 #include "log.h"
 
 #define JSON_DEPTH	8	/* the body is one flat object */
@@ -485,52 +486,54 @@ static ssize_t public_array(const struct idgen_keyring *kr, const uint64_t *ids,
 	return p - start;
 }
 
-static int ids_next(struct api *api, const struct api_request *rq,
-		    struct api_response *out)
-{
+/* A POST /v1/ids:next past its checks: what its answer needs. */
+struct api_deferred {
+	struct lane_job job;		/* the IDs: job.ids, job.count */
+	struct api *api;
 	char caller[API_MAX_CALLER + 1];
-	struct idgen_decoded d;
-	unsigned int qi = 0;
-	uint64_t *ids, tat = 0;
-	size_t count, i, size;
 	bool public;
+	unsigned int qi;		/* the caller's bucket, and what the */
+	uint64_t tat;			/* take stored, for a refund */
+	struct api_response out;	/* made by deferred_done() */
+	void (*resume)(void *arg);
+	void *arg;
+};
+
+/* No ID answered: the caller keeps its quota. */
+static void give_back(struct api_deferred *d)
+{
+	if (d->api->quota)
+		quota_refund(d->api->quota, d->qi, d->job.count, d->tat, monotonic_ns());
+}
+
+/*
+ * The answer to d, its IDs minted (err 0) or refused (a negative errno):
+ * 0, or -ENOMEM.  Frees d->job.ids.
+ */
+static int next_answer(struct api_deferred *d, int err, struct api_response *out)
+{
+	struct api *api = d->api;
+	const uint64_t *ids = d->job.ids;
+	size_t count = d->job.count, i, size;
+	struct idgen_decoded dec;
 	char *p;
-	int ret;
 
-	if (strcmp(rq->method, "POST"))
-		return method_not_allowed(out, "POST");
-	if (rq->body_too_large)
-		return error(out, 413, "body_too_large", "the body exceeds 4096 bytes");
-	ret = parse_next(rq, out, &count, caller, &public);
-	if (ret)
-		return ret < 0 ? ret : 0;
-	/* Refused before the quota and the generator: nothing is taken. */
-	if (public && !api->keyring)
-		return error(out, 400, "no_public_keys", "public IDs were asked for, but "
-			     "no public-ID keys are configured (public_keys)");
-	if (api->quota) {
-		ret = take_quota(api, caller, count, &qi, &tat, out);
-		if (ret)
-			return ret < 0 ? ret : 0;
+	if (err) {
+		free(d->job.ids);
+		give_back(d);
+		return refused(out, err);
 	}
-
-	ids = malloc(count * sizeof(*ids));
 	/*
 	 * "{"ids":[" + count * ""id"," + "],"layout_version":N}", and
 	 * ","public":[" + count * ""pub"," with public.
 	 */
 	size = 64 + count * (LIBIDGEN_ID_STRLEN + 3) +
-	       (public ? 16 + count * (LIBIDGEN_PUBLIC_STRLEN + 3) : 0);
+	       (d->public ? 16 + count * (LIBIDGEN_PUBLIC_STRLEN + 3) : 0);
 	out->body = malloc(size);
-	ret = ids && out->body ? minter_mint_all(api->minter, ids, count) : 1;
-	if (ret) {
-		free(ids);
-		free(out->body);
-		out->body = NULL;
-		/* No ID answered: the caller keeps its quota. */
-		if (api->quota)
-			quota_refund(api->quota, qi, count, tat, monotonic_ns());
-		return ret > 0 ? -ENOMEM : refused(out, ret);
+	if (!out->body) {
+		free(d->job.ids);
+		give_back(d);
+		return -ENOMEM;
 	}
 	p = out->body;
 	p += sprintf(p, "{\"ids\":[");
@@ -542,11 +545,11 @@ static int ids_next(struct api *api, const struct api_request *rq,
 		*p++ = '"';
 	}
 	*p++ = ']';
-	if (public) {
+	if (d->public) {
 		ssize_t n = public_array(api->keyring, ids, count, p);
 
 		if (n < 0) {
-			free(ids);
+			free(d->job.ids);
 			free(out->body);
 			out->body = NULL;
 			log_err("public ID of a minted ID: %s", strerror((int)-n));
@@ -555,14 +558,84 @@ static int ids_next(struct api *api, const struct api_request *rq,
 		}
 		p += n;
 	}
-	idgen_decode(ids[0], api->layouts, &d);
-	p += sprintf(p, ",\"layout_version\":%u}", d.version);
+	idgen_decode(ids[0], api->layouts, &dec);
+	p += sprintf(p, ",\"layout_version\":%u}", dec.version);
 	out->len = p - out->body;
 	out->status = 200;
-	free(ids);
+	free(d->job.ids);
 	if (api->metrics)
-		metrics_issued(api->metrics, caller[0] ? caller : NULL, count);
+		metrics_issued(api->metrics, d->caller[0] ? d->caller : NULL, count);
 	return 0;
+}
+
+/* The lane's word that d's IDs are minted: its answer, then the server's turn. */
+static void deferred_done(struct lane_job *job)
+{
+	struct api_deferred *d = (struct api_deferred *)job;
+
+	d->out.content_type = "application/json";
+	d->out.route = ROUTE_NEXT;
+	/* Out of memory, the body stays NULL: the connection is closed. */
+	next_answer(d, job->err, &d->out);
+	d->resume(d->arg);
+}
+
+void api_defer(struct api_deferred *d, void (*resume)(void *arg), void *arg)
+{
+	d->resume = resume;
+	d->arg = arg;
+	lane_submit(d->api->lane, &d->job);
+}
+
+int api_deferred_answer(struct api_deferred *d, struct api_response *out)
+{
+	*out = d->out;
+	free(d);
+	return out->body ? 0 : -ENOMEM;
+}
+
+static int ids_next(struct api *api, const struct api_request *rq,
+		    struct api_response *out)
+{
+	struct api_deferred next = { .api = api }, *d;
+	int ret;
+
+	if (strcmp(rq->method, "POST"))
+		return method_not_allowed(out, "POST");
+	if (rq->body_too_large)
+		return error(out, 413, "body_too_large", "the body exceeds 4096 bytes");
+	ret = parse_next(rq, out, &next.job.count, next.caller, &next.public);
+	if (ret)
+		return ret < 0 ? ret : 0;
+	/* Refused before the quota and the generator: nothing is taken. */
+	if (next.public && !api->keyring)
+		return error(out, 400, "no_public_keys", "public IDs were asked for, but "
+			     "no public-ID keys are configured (public_keys)");
+	if (api->quota) {
+		ret = take_quota(api, next.caller, next.job.count, &next.qi, &next.tat, out);
+		if (ret)
+			return ret < 0 ? ret : 0;
+	}
+	next.job.ids = malloc(next.job.count * sizeof(*next.job.ids));
+	if (!next.job.ids) {
+		give_back(&next);
+		return -ENOMEM;
+	}
+	/* A large request is minted on the lane, off this thread (lane.h). */
+	if (api->lane && next.job.count >= LANE_MIN_COUNT) {
+		d = malloc(sizeof(*d));
+		if (!d) {
+			free(next.job.ids);
+			give_back(&next);
+			return -ENOMEM;
+		}
+		*d = next;
+		d->job.done = deferred_done;
+		out->deferred = d;
+		return 0;
+	}
+	return next_answer(&next, minter_mint_all(api->minter, next.job.ids,
+						  next.job.count), out);
 }
 
 /* 200 with the decoded ID, the one body of GET /v1/ids/{id}. */

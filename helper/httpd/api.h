@@ -33,6 +33,9 @@
 #include "quota.h"
 #include "readiness.h"
 
+struct lane;
+struct api_deferred;
+
 #define API_MAX_BODY	4096	/* bytes of a request body */
 #define API_MAX_COUNT	10000	/* IDs per request */
 #define API_MAX_CALLER	64	/* bytes of a caller's name */
@@ -44,6 +47,7 @@ struct api {
 	struct metrics *metrics;
 	struct quota *quota;			/* NULL: no caller limited */
 	const struct idgen_keyring *keyring;	/* NULL: no public IDs */
+	struct lane *lane;			/* NULL: every request minted inline */
 };
 
 struct api_request {
@@ -64,6 +68,12 @@ struct api_response {
 	unsigned int retry_after;	/* seconds, 0 for no Retry-After */
 	const char *content_type;	/* application/json unless /metrics */
 	enum metrics_route route;	/* for idgen_requests_total */
+	/*
+	 * Not NULL: no answer yet (status 0, body NULL).  A POST
+	 * /v1/ids:next of LANE_MIN_COUNT IDs or more, to be minted on the
+	 * api's lane (lane.h): set the connection aside, then api_defer().
+	 */
+	struct api_deferred *deferred;
 };
 
 
@@ -79,5 +89,18 @@ bool api_caller_valid(const char *s, size_t len);
  */
 int api_handle(struct api *api, const struct api_request *rq,
 	       struct api_response *out);
+
+/*
+ * Mint a deferred request's IDs on the lane and make its answer; then
+ * resume(arg), once, from the lane's thread or this one.  The connection
+ * must be set aside before: resume() may come before this returns.
+ */
+void api_defer(struct api_deferred *d, void (*resume)(void *arg), void *arg);
+
+/*
+ * After resume(): the answer into out, and d freed.  0, or -ENOMEM when
+ * no answer could be made (the caller closes the connection).
+ */
+int api_deferred_answer(struct api_deferred *d, struct api_response *out);
 
 #endif /* HTTPD_API_H */

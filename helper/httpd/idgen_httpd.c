@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "lane.h"
 #include "config.h"
 #include "decimal.h"
 #include "idgen.h"
@@ -265,6 +266,17 @@ int main(int argc, char *argv[])
 			.max_offset_us = cfg.clock_max_offset_us,
 		},
 	};
+	api.lane = lane_start(&minter);
+	if (!api.lane) {
+		log_err("cannot start the thread that mints large requests");
+		quota_free(&quota);
+		metrics_free(&metrics);
+		minter_close(&minter);
+		idgen_keyring_free(keyring);
+		idgen_layouts_free(layouts);
+		httpd_config_free(&cfg);
+		return 1;
+	}
 	if (!cfg.clock_check)
 		log_warn("clock_check = no: /readyz does not ask whether the clock is "
 			 "synchronised");
@@ -295,6 +307,7 @@ int main(int argc, char *argv[])
 		ret = 0;
 	}
 	servers_stop(servers, cfg.nr_listen, DRAIN_MS);
+	lane_free(api.lane);
 	quota_free(&quota);
 	metrics_free(&metrics);
 	minter_close(&minter);

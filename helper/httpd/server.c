@@ -22,6 +22,7 @@
 #include <microhttpd.h>
 
 #include "decimal.h"
+#include "lane.h"
 #include "log.h"
 #include "server.h"
 
@@ -151,6 +152,7 @@ struct request {
 	size_t dropped;			/* bytes past the limit, read and dropped */
 	bool too_large;
 	bool answered;
+	struct api_deferred *deferred;	/* set aside for the lane (lane.h) */
 	char body[API_MAX_BODY + 1];	/* and a NUL, for api.h */
 };
 
@@ -189,6 +191,42 @@ static enum MHD_Result queue(struct MHD_Connection *c, struct api_response *r,
 	return ret;
 }
 
+/* The answer out to a request, counted in /metrics. */
+static enum MHD_Result send_answer(struct server *s, struct MHD_Connection *c,
+				   struct request *rq, struct api_response *out)
+{
+	struct timespec now;
+
+	if (!out->body)
+		return MHD_NO;		/* out of memory: close the connection */
+	if (s->api->metrics) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		metrics_request(s->api->metrics, out->route, out->status,
+				(now.tv_sec - rq->start.tv_sec) * 1000000000ULL +
+				now.tv_nsec - rq->start.tv_nsec);
+	}
+	return queue(c, out, false);
+}
+
+/* The lane made a set-aside request's answer: back to libmicrohttpd. */
+static void resume(void *c)
+{
+	MHD_resume_connection(c);
+}
+
+/* A set-aside request, resumed: its answer is made. */
+static enum MHD_Result deferred(struct server *s, struct MHD_Connection *c,
+				struct request *rq)
+{
+	struct api_response out;
+	int err;
+
+	err = api_deferred_answer(rq->deferred, &out);
+	rq->deferred = NULL;
+	rq->answered = true;
+	return err ? MHD_NO : send_answer(s, c, rq, &out);
+}
+
 /* Answer now, before (or instead of) reading the body. */
 static enum MHD_Result answer(struct server *s, struct MHD_Connection *c,
 			      const char *url, const char *method,
@@ -204,18 +242,21 @@ static enum MHD_Result answer(struct server *s, struct MHD_Connection *c,
 		.body_too_large = rq->too_large,
 	};
 	struct api_response out;
-	struct timespec now;
 
 	rq->body[rq->len] = '\0';
-	if (api_handle(s->api, &in, &out) || !out.body)
+	if (api_handle(s->api, &in, &out))
 		return MHD_NO;		/* out of memory: close the connection */
-	if (s->api->metrics) {
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		metrics_request(s->api->metrics, out.route, out.status,
-				(now.tv_sec - rq->start.tv_sec) * 1000000000ULL +
-				now.tv_nsec - rq->start.tv_nsec);
+	if (out.deferred) {
+		/*
+		 * Set aside before the lane may finish: handle() is called
+		 * again once it has, and sends the answer (deferred()).
+		 */
+		rq->deferred = out.deferred;
+		MHD_suspend_connection(c);
+		api_defer(out.deferred, resume, c);
+		return MHD_YES;
 	}
-	return queue(c, &out, false);
+	return send_answer(s, c, rq, &out);
 }
 
 /*
@@ -372,6 +413,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		rq->len = 0;
 		rq->dropped = 0;
 		rq->too_large = rq->answered = false;
+		rq->deferred = NULL;
 		*con_cls = rq;
 		atomic_fetch_add(&in_flight, 1);	/* until completed() */
 		/* Over a limit at its opening (notify_connection()). */
@@ -405,6 +447,8 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		}
 		return MHD_YES;
 	}
+	if (rq->deferred)
+		return deferred(s, c, rq);
 	if (*upload_size) {
 		if (!rq->too_large && *upload_size <= API_MAX_BODY - rq->len) {
 			memcpy(rq->body + rq->len, upload, *upload_size);
@@ -474,10 +518,17 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	const union MHD_ConnectionInfo *i;
 	struct conn *cn;
 
+	struct request *rq = *con_cls;
+	struct api_response out;
+
 	(void)toe;
-	if (*con_cls)
+	if (rq) {
 		atomic_fetch_sub(&in_flight, 1);
-	free(*con_cls);
+		/* Resumed, and closed before its answer was sent. */
+		if (rq->deferred && !api_deferred_answer(rq->deferred, &out))
+			free(out.body);
+	}
+	free(rq);
 	*con_cls = NULL;
 	/* The next request's deadline counts from here. */
 	i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -778,7 +829,7 @@ struct server *server_start(const char *addr, const struct server_limits *lim,
 			    struct api *api)
 {
 	unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_TURBO |
-			     MHD_USE_ERROR_LOG | MHD_USE_ITC;
+			     MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
 	unsigned int threads = lim->threads;
 	struct addrinfo *ai;
 	struct server *s;
@@ -870,6 +921,15 @@ void servers_stop(struct server **servers, unsigned int n, unsigned int drain_ms
 	if (atomic_load(&in_flight) || atomic_load(&busy_conns))
 		log_warn("%u connection(s) with a request unanswered after %u ms: "
 			 "closing them", atomic_load(&busy_conns), drain_ms);
+	/*
+	 * No connection may stay set aside when its daemon stops: the lane
+	 * answers every request it holds first (all servers share one api).
+	 */
+	for (i = 0; i < n; i++)
+		if (servers[i] && servers[i]->api->lane) {
+			lane_stop(servers[i]->api->lane);
+			break;
+		}
 	for (i = 0; i < n; i++) {
 		struct server *s = servers[i];
 

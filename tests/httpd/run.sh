@@ -9,6 +9,8 @@
 #     no ID consumed (the simulated generator logs how many it minted)
 #   - the generator's refusals as 503 with Retry-After, and /readyz's
 #     reasons (adjtimex through tests/httpd/fake_adjtimex.c)
+#   - the bulk lane large requests are minted on (lane_test.c), and large
+#     requests beside small ones, and through a stop
 #   - per-caller quotas: the burst, then 429 with Retry-After, passing
 #     after the wait it gave, no ID consumed by a refusal
 #   - limits: bodies over 4 KiB, connections per address, a stalled
@@ -113,6 +115,7 @@ J=(-H 'Content-Type: application/json')
 
 tap_run "simulated generator" "$out/mint_sim_test"
 tap_run "quotas" "$out/quota_test"
+tap_run "bulk lane" "$out/lane_test"
 
 # ---- a live simulated generator, worker 37 ----------------------------
 start "$work/sim.log" --device sim:37 --clock-check no || { not_ok "idgen-httpd --device sim:37 starts"; bail; }
@@ -295,6 +298,26 @@ cat "$work"/big*.body | grep -o '"[0-9]*"' >"$work/big.all"
 check "8 requests of 10000 at once: all 200, 80000 IDs, none twice" \
 	test "$(sort -u "$work/big.status")" = 200 -a "$(wc -l <"$work/big.all")" = 80000 \
 	     -a "$(sort -u "$work/big.all" | wc -l)" = 80000
+# Large requests go to the bulk lane (helper/httpd/lane.h), small ones
+# stay on the connections' threads: both at once, no ID twice.
+seq 1 6 | xargs -P 6 -I{} curl -s --max-time 20 -X POST "${J[@]}" \
+	-d '{"count":10000}' -o "$work/mixbig{}.body" "$url/v1/ids:next" &
+mixbig=$!
+seq 1 60 | xargs -P 3 -I{} sh -c 'curl -s --max-time 20 -X POST \
+	-H "Content-Type: application/json" -d "{\"count\":$(({} * 5))}" \
+	-o "$0/mixsmall{}.body" "$1/v1/ids:next"' "$work" "$url"
+wait "$mixbig"
+minted=$((minted + 6 * 10000 + 5 * 60 * 61 / 2))
+: >"$work/mix.bad"
+for f in "$work"/mixbig*.body "$work"/mixsmall*.body; do
+	grep -o '"[0-9]*"' "$f" | tr -d '"' >"$f.ids"
+	sort -n -c "$f.ids" 2>/dev/null && [ -z "$(uniq -d "$f.ids")" ] || echo "$f" >>"$work/mix.bad"
+done
+cat "$work"/mixbig*.ids "$work"/mixsmall*.ids >"$work/mix.all"
+check "6 requests of 10000 (the lane) beside 60 of 5 to 300 at once: every count exact, none twice, each increasing" \
+	test "$(wc -l <"$work/mix.all")" = $((6 * 10000 + 5 * 60 * 61 / 2)) \
+	     -a "$(sort -u "$work/mix.all" | wc -l)" = $((6 * 10000 + 5 * 60 * 61 / 2)) \
+	     -a ! -s "$work/mix.bad"
 if command -v node >/dev/null; then
 	tap_run json node "$here/json_check.mjs" "$url" 37 "$errors"
 else
@@ -664,6 +687,40 @@ check "... then the service exits 0, having minted their 4 IDs" \
 	eval 'test $? = 0 && grep -q "simulated generator: 4 IDs minted" "$work/drain2.log"'
 pid=
 exec 7>&-
+# Large requests whose bodies end after SIGTERM: minted on the lane while
+# the service drains, answered before it stops.
+start "$work/drain3.log" --device sim --clock-check no --threads 1 ||
+	{ not_ok "idgen-httpd --threads 1 starts"; bail; }
+head='POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{"count"'
+exec 5<>"/dev/tcp/127.0.0.1/$port" 6<>"/dev/tcp/127.0.0.1/$port"
+printf "$head" >&5
+printf "$head" >&6
+sleep 0.5	# (their headers read: in flight)
+kill -TERM "$pid"
+for ((t = 0; t < 50; t++)); do
+	grep -q 'stopping once the requests in flight are answered' "$work/drain3.log" && break
+	sleep 0.1
+done
+printf ':10000}' >&5
+printf ':10000}' >&6
+timeout 20 cat <&5 | tr -d '\r' >"$work/drain3.a5"
+timeout 20 cat <&6 | tr -d '\r' >"$work/drain3.a6"
+exec 5>&- 6>&-
+wait "$pid"
+rc=$?
+pid=
+for f in a5 a6; do
+	grep -o '"[0-9]*"' "$work/drain3.$f" | tr -d '"' >"$work/drain3.$f.ids"
+done
+# closing_200_file FILE: closing_200 of an answer too large for a variable.
+closing_200_file() {
+	[ "$(head -n 1 "$1")" = "HTTP/1.1 200 OK" ] && grep -qix "Connection: close" "$1"
+}
+check "two requests of 10000 completed after SIGTERM: both 200 with 10000 IDs, none twice" \
+	eval 'closing_200_file "$work/drain3.a5" && closing_200_file "$work/drain3.a6" &&
+	      test "$(cat "$work"/drain3.a?.ids | sort -u | wc -l)" = 20000'
+check "... then the service exits 0, having minted those 20000" \
+	eval 'test $rc = 0 && grep -q "simulated generator: 20000 IDs minted" "$work/drain3.log"'
 # An idle keep-alive connection has nothing to finish: the stop does not
 # wait for it (the drain would wait 5 s).
 start "$work/idle.log" --device sim --clock-check no || { not_ok "idgen-httpd starts"; bail; }
@@ -815,6 +872,8 @@ cfg() {
 printf '[httpd]\nlisten = 127.0.0.1:1 [::1]:2\n  127.0.0.2:3\ndevice = sim:5\ntimeout_s = 7\n' >"$work/good.conf"
 cfg "the example file checks" 0 "ready_margin_ms = 30000" \
 	--config "$top/helper/httpd/idgen-httpd.conf" --check-config
+cfg "the example file gives every caller it does not name a quota" 0 \
+	"quotas = other=1000000/20000" --config "$top/helper/httpd/idgen-httpd.conf" --check-config
 cfg "listen over indented lines" 0 "listen = 127.0.0.1:1 [::1]:2 127.0.0.2:3" \
 	--config "$work/good.conf" --check-config
 cfg "a flag wins over the file" 0 "timeout_s = 9" --config "$work/good.conf" --timeout-s 9 --check-config

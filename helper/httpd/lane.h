@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The bulk lane: where large requests are minted, so that they never make
+ * a small one wait (idgen-spec section 9, "one caller taking the node").
+ *
+ * A node mints 2^seq IDs a millisecond.  Minted on the connection's own
+ * thread, ten requests for 10,000 IDs each hold their threads for
+ * milliseconds apiece, and a request for one ID behind them on the same
+ * thread waits for all of them; their reads also keep the generator at
+ * the end of its lead, so even a free thread waits for the clock.  So a
+ * request of LANE_MIN_COUNT IDs or more is handed to the lane's one
+ * thread instead, and its connection set aside until the answer is made:
+ *
+ *   - the lane mints LANE_CHUNK IDs of one request at a time, taking
+ *     its requests in turn, so a large request never waits for all of
+ *     the others;
+ *   - it keeps the IDs it mints at most LANE_AHEAD_MS ahead of the wall
+ *     clock (by the millisecond of the last ID it got), and sleeps while
+ *     they run further ahead, so the rest of the generator's lead is
+ *     always there for small requests, which never wait for the clock
+ *     on its account.  While the generator runs ahead for another reason
+ *     (the wall clock stepped back) the lane waits too, at most the
+ *     generator's lead: large requests are slowed, small ones go on;
+ *   - it formats the answer itself, so the connection's thread only
+ *     sends it.
+ *
+ * Small requests are minted on the connection's thread as before.  The
+ * lane changes who waits, never which IDs exist: every ID still comes
+ * from one read of the generator, strictly increasing within a request.
+ */
+#ifndef HTTPD_LANE_H
+#define HTTPD_LANE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "minter.h"
+
+#define LANE_MIN_COUNT	256	/* IDs: a request of this many goes to the lane */
+#define LANE_CHUNK	512	/* IDs minted for one request before the next */
+#define LANE_AHEAD_MS	5	/* of the generator's 10 ms lead, the lane's */
+
+struct lane_job {
+	uint64_t *ids;		/* count of them */
+	size_t count;
+	size_t got;		/* minted so far */
+	int err;		/* 0, or the generator's negative errno */
+	/*
+	 * Called once, when every ID is minted or the generator refused
+	 * (err): on the lane's thread, or on lane_submit()'s caller's when
+	 * the lane has stopped.  The job is the callee's from then on.
+	 */
+	void (*done)(struct lane_job *job);
+	struct lane_job *next;
+};
+
+struct lane;
+
+/* The lane's thread, minting through m.  NULL: out of memory or threads. */
+struct lane *lane_start(struct minter *m);
+
+/*
+ * Mint job->count IDs into job->ids, then call job->done.  On a lane
+ * that has stopped, at once on this thread, in one go.
+ */
+void lane_submit(struct lane *l, struct lane_job *job);
+
+/*
+ * Finish every job submitted (their done called), then stop the thread.
+ * Jobs submitted from now on are minted by their submitter.
+ */
+void lane_stop(struct lane *l);
+void lane_free(struct lane *l);
+
+#endif /* HTTPD_LANE_H */

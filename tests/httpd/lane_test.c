@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * idgen-httpd's bulk lane (helper/httpd/lane.c), over a generator the
+ * test plays: requests take turns a chunk at a time, each gets exactly
+ * its count, a refusal ends its request alone, short reads are read on,
+ * a stop answers every request queued before it returns, a request after
+ * it is minted by its submitter, and the lane never mints again while
+ * its last ID runs more than LANE_AHEAD_MS ahead of the wall clock.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "idgen.h"
+#include "lane.h"
+#include "minter.h"
+#include "kselftest_harness.h"
+
+#define MAX_CALLS	64
+
+/* The generator the test plays: IDs of time field ms_ahead past the wall. */
+struct fake {
+	pthread_mutex_t lock;
+	pthread_cond_t open_cond;
+	bool open;			/* the first mint waits for it */
+	unsigned int entered;		/* reads begun, waiting or not */
+	unsigned int calls;
+	struct { uint64_t *ids; size_t n; uint64_t wall_ms; } call[MAX_CALLS];
+	unsigned int refuse_at;		/* this call (1-based) fails, 0: none */
+	size_t short_by;		/* every read gives this many fewer */
+	uint64_t ms_ahead;
+	uint64_t next_seq;
+};
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 -
+	       LIBIDGEN_EPOCH_UNIX_MS;
+}
+
+static ssize_t fake_mint(void *ctx, uint64_t *ids, size_t n)
+{
+	struct fake *f = ctx;
+	unsigned int call;
+	size_t i;
+
+	pthread_mutex_lock(&f->lock);
+	f->entered++;
+	while (!f->open)
+		pthread_cond_wait(&f->open_cond, &f->lock);
+	call = f->calls++;
+	if (call < MAX_CALLS) {
+		f->call[call].ids = ids;
+		f->call[call].n = n;
+		f->call[call].wall_ms = wall_ms();
+	}
+	if (f->refuse_at == call + 1) {
+		pthread_mutex_unlock(&f->lock);
+		return -EKEYEXPIRED;
+	}
+	if (f->short_by && n > f->short_by)
+		n -= f->short_by;
+	for (i = 0; i < n; i++)
+		ids[i] = (wall_ms() + f->ms_ahead) << LIBIDGEN_NODE_SEQ_BITS |
+			 (f->next_seq++ & 0xfff);
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+static const struct minter_ops fake_ops = { .mint = fake_mint };
+
+static void fake_open(struct fake *f)
+{
+	pthread_mutex_lock(&f->lock);
+	f->open = true;
+	pthread_cond_broadcast(&f->open_cond);
+	pthread_mutex_unlock(&f->lock);
+}
+
+struct job {
+	struct lane_job job;
+	atomic_int done;
+	pthread_t done_by;
+};
+
+static void job_done(struct lane_job *j)
+{
+	struct job *job = (struct job *)j;
+
+	job->done_by = pthread_self();
+	atomic_fetch_add(&job->done, 1);
+}
+
+static void job_init(struct job *job, size_t count)
+{
+	memset(job, 0, sizeof(*job));
+	job->job.ids = calloc(count, sizeof(uint64_t));
+	job->job.count = count;
+	job->job.done = job_done;
+}
+
+static void wait_done(struct job *job)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	while (!atomic_load(&job->done))
+		nanosleep(&ms, NULL);
+}
+
+/* Which job a call minted for, by where it wrote. */
+static int owner(struct job *jobs, int n, uint64_t *ids)
+{
+	int i;
+
+	for (i = 0; i < n; i++)
+		if (ids >= jobs[i].job.ids && ids < jobs[i].job.ids + jobs[i].job.count)
+			return i;
+	return -1;
+}
+
+FIXTURE(lane) {
+	struct fake f;
+	struct minter m;
+	struct lane *l;
+	struct job jobs[3];
+};
+
+FIXTURE_SETUP(lane)
+{
+	memset(&self->f, 0, sizeof(self->f));
+	pthread_mutex_init(&self->f.lock, NULL);
+	pthread_cond_init(&self->f.open_cond, NULL);
+	memset(&self->m, 0, sizeof(self->m));
+	self->m.ops = &fake_ops;
+	self->m.ctx = &self->f;
+	self->l = lane_start(&self->m);
+	ASSERT_NE(NULL, self->l);
+	memset(self->jobs, 0, sizeof(self->jobs));
+}
+
+FIXTURE_TEARDOWN(lane)
+{
+	int i;
+
+	fake_open(&self->f);
+	lane_free(self->l);
+	for (i = 0; i < 3; i++)
+		free(self->jobs[i].job.ids);
+}
+
+/* The first job's first chunk holds the lane until all three are queued. */
+static void submit_three(struct __test_metadata *_metadata, FIXTURE_DATA(lane) *self,
+			 size_t a, size_t b, size_t c)
+{
+	struct timespec ms = { 0, 1000000 };
+	unsigned int calls;
+
+	job_init(&self->jobs[0], a);
+	job_init(&self->jobs[1], b);
+	job_init(&self->jobs[2], c);
+	lane_submit(self->l, &self->jobs[0].job);
+	/* Until the lane is in the first job's first read. */
+	do {
+		nanosleep(&ms, NULL);
+		pthread_mutex_lock(&self->f.lock);
+		calls = self->f.entered;
+		pthread_mutex_unlock(&self->f.lock);
+	} while (!calls);
+	lane_submit(self->l, &self->jobs[1].job);
+	lane_submit(self->l, &self->jobs[2].job);
+	ASSERT_EQ(0, atomic_load(&self->jobs[0].done));
+	fake_open(&self->f);
+	wait_done(&self->jobs[0]);
+	wait_done(&self->jobs[1]);
+	wait_done(&self->jobs[2]);
+}
+
+TEST_F(lane, requests_take_turns_a_chunk_each)
+{
+	/* Expected reads: A 512, B 512, C 300, A 512, B 488, A 476. */
+	static const struct { int job; size_t n; } want[] = {
+		{ 0, 512 }, { 1, 512 }, { 2, 300 }, { 0, 512 }, { 1, 488 }, { 0, 476 },
+	};
+	unsigned int i;
+
+	submit_three(_metadata, self, 1500, 1000, 300);
+	ASSERT_EQ(ARRAY_SIZE(want), self->f.calls);
+	for (i = 0; i < ARRAY_SIZE(want); i++) {
+		EXPECT_EQ(want[i].job, owner(self->jobs, 3, self->f.call[i].ids));
+		EXPECT_EQ(want[i].n, self->f.call[i].n);
+	}
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(1, atomic_load(&self->jobs[i].done));
+		EXPECT_EQ(0, self->jobs[i].job.err);
+		EXPECT_EQ(self->jobs[i].job.count, self->jobs[i].job.got);
+	}
+}
+
+TEST_F(lane, every_id_written_once_in_order)
+{
+	size_t i;
+	int j;
+
+	submit_three(_metadata, self, 1500, 1000, 300);
+	for (j = 0; j < 3; j++)
+		for (i = 1; i < self->jobs[j].job.count; i++)
+			ASSERT_LT(self->jobs[j].job.ids[i - 1] & 0xfffffffffff,
+				  self->jobs[j].job.ids[i] & 0xfffffffffff)
+				TH_LOG("job %d, ID %zu", j, i);
+}
+
+TEST_F(lane, a_refusal_ends_its_request_alone)
+{
+	/* The fourth read, A's second chunk, is refused. */
+	self->f.refuse_at = 4;
+	submit_three(_metadata, self, 1500, 1000, 300);
+	EXPECT_EQ(-EKEYEXPIRED, self->jobs[0].job.err);
+	EXPECT_EQ(512, self->jobs[0].job.got);
+	EXPECT_EQ(0, self->jobs[1].job.err);
+	EXPECT_EQ(1000, self->jobs[1].job.got);
+	EXPECT_EQ(0, self->jobs[2].job.err);
+	EXPECT_EQ(300, self->jobs[2].job.got);
+	EXPECT_EQ(1, atomic_load(&self->jobs[0].done));
+}
+
+TEST_F(lane, short_reads_are_read_on)
+{
+	self->f.short_by = 100;
+	submit_three(_metadata, self, 1500, 1000, 300);
+	EXPECT_EQ(1500, self->jobs[0].job.got);
+	EXPECT_EQ(1000, self->jobs[1].job.got);
+	EXPECT_EQ(300, self->jobs[2].job.got);
+	/* Every read asks for a chunk at most, and gets 100 fewer. */
+	EXPECT_EQ(LANE_CHUNK, self->f.call[0].n);
+	EXPECT_LT(6, self->f.calls);
+}
+
+static void *stop_lane(void *l)
+{
+	lane_stop(l);
+	return NULL;
+}
+
+TEST_F(lane, a_stop_answers_every_request_queued)
+{
+	struct timespec ms = { 0, 1000000 };
+	pthread_t stopper;
+	int i;
+
+	job_init(&self->jobs[0], 2000);
+	job_init(&self->jobs[1], 700);
+	job_init(&self->jobs[2], 256);
+	for (i = 0; i < 3; i++)
+		lane_submit(self->l, &self->jobs[i].job);
+	ASSERT_EQ(0, pthread_create(&stopper, NULL, stop_lane, self->l));
+	nanosleep(&ms, NULL);
+	for (i = 0; i < 3; i++)
+		EXPECT_EQ(0, atomic_load(&self->jobs[i].done));
+	fake_open(&self->f);
+	ASSERT_EQ(0, pthread_join(stopper, NULL));
+	/* lane_stop() returned: every request it held is answered. */
+	for (i = 0; i < 3; i++) {
+		EXPECT_EQ(1, atomic_load(&self->jobs[i].done));
+		EXPECT_EQ(self->jobs[i].job.count, self->jobs[i].job.got);
+	}
+}
+
+TEST_F(lane, after_a_stop_the_submitter_mints)
+{
+	fake_open(&self->f);
+	lane_stop(self->l);
+	job_init(&self->jobs[0], 3000);
+	lane_submit(self->l, &self->jobs[0].job);
+	/* Done before lane_submit() returned, on this thread, in one go. */
+	ASSERT_EQ(1, atomic_load(&self->jobs[0].done));
+	EXPECT_TRUE(pthread_equal(pthread_self(), self->jobs[0].done_by));
+	EXPECT_EQ(3000, self->jobs[0].job.got);
+	EXPECT_EQ(0, self->jobs[0].job.err);
+	EXPECT_EQ(1, self->f.calls);
+}
+
+TEST_F(lane, no_read_while_its_last_id_runs_ahead)
+{
+	unsigned int i;
+
+	/* Every ID 20 ms ahead of the wall clock: past LANE_AHEAD_MS. */
+	self->f.ms_ahead = 20;
+	fake_open(&self->f);
+	job_init(&self->jobs[0], 4 * LANE_CHUNK);
+	lane_submit(self->l, &self->jobs[0].job);
+	wait_done(&self->jobs[0]);
+	ASSERT_EQ(4, self->f.calls);
+	/*
+	 * Each read after the first waited for the clock to come within
+	 * LANE_AHEAD_MS of the last ID before it.  A slow machine only
+	 * makes the waits longer.
+	 */
+	for (i = 1; i < 4; i++) {
+		uint64_t last = self->jobs[0].job.ids[i * LANE_CHUNK - 1] >>
+				LIBIDGEN_NODE_SEQ_BITS;
+
+		EXPECT_GE(self->f.call[i].wall_ms + LANE_AHEAD_MS, last)
+			TH_LOG("read %u at %llu, the last ID at %llu", i,
+			       (unsigned long long)self->f.call[i].wall_ms,
+			       (unsigned long long)last);
+	}
+}
+
+TEST_HARNESS_MAIN
