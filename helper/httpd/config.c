@@ -15,8 +15,8 @@
 #include "inifile.h"
 #include "quota.h"
 
-#ifndef IDGEN_HTTPD_VERSION
-#define IDGEN_HTTPD_VERSION "0.1.0"
+#ifndef IDGEN_VERSION
+#error "IDGEN_VERSION: the tree's one version (VERSION), set by the Makefile"
 #endif
 
 #define PROG		"idgen-httpd"
@@ -425,7 +425,7 @@ int httpd_config_load(struct httpd_config *cfg, int argc, char *argv[])
 			return 1;
 		}
 		if (!strcmp(argv[i], "--version")) {
-			printf(PROG " %s\n", IDGEN_HTTPD_VERSION);
+			printf(PROG " %s\n", IDGEN_VERSION);
 			return 1;
 		}
 		if (!strcmp(argv[i], "--config") && i + 1 < argc) {

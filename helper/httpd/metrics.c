@@ -12,8 +12,8 @@
 #include "idgen.h"
 #include "metrics.h"
 
-#ifndef IDGEN_HTTPD_VERSION
-#define IDGEN_HTTPD_VERSION "0.1.0"
+#ifndef IDGEN_VERSION
+#error "IDGEN_VERSION: the tree's one version (VERSION), set by the Makefile"
 #endif
 
 static const char *const route_label[NR_ROUTES] = {
@@ -251,7 +251,7 @@ static void write_state(struct minter *minter, const struct readiness_config *re
 	help(f, "idgen_build_info", "gauge", "The build, and the layout version in force "
 	     "now by the layouts table.");
 	fprintf(f, "idgen_build_info{version=\"%s\",layout_version=\"%u\"} 1\n",
-		IDGEN_HTTPD_VERSION, idgen_layout_at(layouts, st.now_ms)->version);
+		IDGEN_VERSION, idgen_layout_at(layouts, st.now_ms)->version);
 }
 
 int metrics_render(struct metrics *m, struct minter *minter,

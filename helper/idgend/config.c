@@ -17,8 +17,8 @@
 #include "inifile.h"
 #include "json_ascii.h"
 
-#ifndef IDGEND_VERSION
-#define IDGEND_VERSION "0.1.0"
+#ifndef IDGEN_VERSION
+#error "IDGEN_VERSION: the tree's one version (VERSION), set by the Makefile"
 #endif
 
 enum opt_type { T_STR, T_U32, T_U64, T_BOOL, T_MODE, T_LIST };
@@ -457,7 +457,7 @@ int config_load(struct config *cfg, int argc, char *argv[])
 			return 1;
 		}
 		if (!strcmp(argv[i], "--version")) {
-			printf("idgend %s\n", IDGEND_VERSION);
+			printf("idgend %s\n", IDGEN_VERSION);
 			return 1;
 		}
 		if (!strcmp(argv[i], "--config")) {
