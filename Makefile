@@ -3,7 +3,8 @@
 # make                 build kmod/idgen.ko against KDIR
 # make KDIR=<tree>     ... against another kernel tree or headers
 # make W=1 / C=2       kbuild's extra warnings / sparse on every file
-# make style           checkpatch --strict over the kernel sources
+# make style           checkpatch --strict and kernel-doc -Wall over the
+#                      kernel sources
 # make sparse          sparse over the module (C=2)
 # make check           every test, in QEMU guests (see README.md)
 # make matrix          the same on every kernel of the matrix (see README.md)
@@ -31,6 +32,7 @@ sparse:
 
 style:
 	scripts/checkpatch.sh $(KERNEL_SOURCES)
+	scripts/kernel-doc.sh $(filter-out tests/%,$(KERNEL_SOURCES))
 
 check:
 	scripts/check.sh

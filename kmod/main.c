@@ -81,9 +81,9 @@ static int __init idgen_init(void)
 		return -EINVAL;
 	}
 
-	if (!fence_near_ms || fence_near_ms > 3600000) {
-		pr_err("fence_near_ms=%u must be within 1..3600000\n",
-		       fence_near_ms);
+	if (!fence_near_ms || fence_near_ms > IDGEN_FENCE_NEAR_MS_MAX) {
+		pr_err("fence_near_ms=%u must be within 1..%u\n",
+		       fence_near_ms, IDGEN_FENCE_NEAR_MS_MAX);
 		return -EINVAL;
 	}
 

@@ -28,7 +28,7 @@ static const struct nla_policy idgen_get_state_policy[IDGEN_A_MAX + 1] = {};
 /* Not const: on 6.1, struct nla_policy points at it without const. */
 static struct netlink_range_validation idgen_fence_near_range = {
 	.min = 1,
-	.max = 3600000,
+	.max = IDGEN_FENCE_NEAR_MS_MAX,
 };
 
 static const struct nla_policy idgen_set_config_policy[IDGEN_A_FENCE_NEAR_MS + 1] = {

@@ -33,6 +33,9 @@ def check(name, value):
     c = name.upper().replace('-', '_')
     print(f'\tif ({c} != {value}) {{ printf("# {c} is %d, the spec says {value}\\n", (int){c}); bad = 1; }}')
 for d in spec['definitions']:
+    if d['type'] == 'const':
+        check(d.get('name-prefix', 'idgen-') + d['name'], d['value'])
+        continue
     start = d.get('value-start', 0)
     for i, e in enumerate(d['entries']):
         v = start + i if d['type'] == 'enum' else 1 << i

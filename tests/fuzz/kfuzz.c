@@ -104,7 +104,6 @@
 #define SET_PROBES	64
 #define BUF_BYTES	(1U << 20)	/* a reader's buffer, then a guard page */
 #define MAX_REPORTS	25
-#define FENCE_NEAR_MAX	3600000U
 /* A host this far ahead of its clock mints nothing for a while: reload. */
 #define POISONED_MS	5000
 #define KERNEL_ADDR	((void *)0xffffffff81000000UL)
@@ -1154,7 +1153,7 @@ static void nl_check_state(const struct nl_attrs *p)
 		if (p->has[lease[i]] != leased)
 			fail(C_NETLINK, "GET_STATE reply %s attribute %d though %sleased",
 			     leased ? "lacks" : "has", lease[i], leased ? "" : "not ");
-	if (!p->v[IDGEN_A_FENCE_NEAR_MS] || p->v[IDGEN_A_FENCE_NEAR_MS] > FENCE_NEAR_MAX)
+	if (!p->v[IDGEN_A_FENCE_NEAR_MS] || p->v[IDGEN_A_FENCE_NEAR_MS] > IDGEN_FENCE_NEAR_MS_MAX)
 		fail(C_NETLINK, "GET_STATE reply: fence-near %llu out of range",
 		     (unsigned long long)p->v[IDGEN_A_FENCE_NEAR_MS]);
 }
@@ -1275,14 +1274,14 @@ static void do_netlink(struct ctx *c)
 	/*
 	 * SET_CONFIG's policy, strictly validated in order: an attribute of
 	 * another type, size or with NLA_F_NESTED is EINVAL, a value out of
-	 * 1..3600000 ERANGE; without FENCE_NEAR_MS, EINVAL.  GET_STATE has
+	 * 1..IDGEN_FENCE_NEAR_MS_MAX ERANGE; without FENCE_NEAR_MS, EINVAL.  GET_STATE has
 	 * an empty policy: any attribute is EINVAL.
 	 */
 	for (i = 0; i < nattrs && !expect; i++) {
 		__u16 type = chance(c, 75) ? IDGEN_A_FENCE_NEAR_MS : below(c, IDGEN_A_MAX + 5);
 		int len = chance(c, 80) ? 4 : (int)(below(c, 3) ? below(c, 9) : below(c, 300));
-		__u32 v32 = chance(c, 50) ? 1 + below(c, FENCE_NEAR_MAX) :
-			    (__u32[]){ 0, 1, FENCE_NEAR_MAX, FENCE_NEAR_MAX + 1, ~0U, (__u32)rnd(c) }[below(c, 6)];
+		__u32 v32 = chance(c, 50) ? 1 + below(c, IDGEN_FENCE_NEAR_MS_MAX) :
+			    (__u32[]){ 0, 1, IDGEN_FENCE_NEAR_MS_MAX, IDGEN_FENCE_NEAR_MS_MAX + 1, ~0U, (__u32)rnd(c) }[below(c, 6)];
 		__u8 val[300];
 		int w;
 
@@ -1307,7 +1306,7 @@ static void do_netlink(struct ctx *c)
 		}
 		if (type != IDGEN_A_FENCE_NEAR_MS || len != 4)
 			expect = EINVAL;
-		else if (!v32 || v32 > FENCE_NEAR_MAX)
+		else if (!v32 || v32 > IDGEN_FENCE_NEAR_MS_MAX)
 			expect = ERANGE;
 		else
 			fence_ok = true;

@@ -37,7 +37,6 @@
 #define NOBODY		65534
 #define HOUR_MS		(3600 * 1000LL)
 #define STEP_SLACK_MS	50
-#define FENCE_NEAR_MAX	3600000
 
 static __u32 field_mask(unsigned int bits)
 {
@@ -543,7 +542,7 @@ static void expect_state_matches(struct __test_metadata *_metadata,
 	EXPECT_EQ(a->region_bits, v[IDGEN_A_REGION_BITS]);
 	EXPECT_EQ(a->worker_bits, v[IDGEN_A_WORKER_BITS]);
 	EXPECT_EQ(a->seq_bits, v[IDGEN_A_SEQ_BITS]);
-	EXPECT_BETWEEN(1, v[IDGEN_A_FENCE_NEAR_MS], FENCE_NEAR_MAX, "fence_near_ms");
+	EXPECT_BETWEEN(1, v[IDGEN_A_FENCE_NEAR_MS], IDGEN_FENCE_NEAR_MS_MAX, "fence_near_ms");
 	for (i = 0; i < NR_COUNTERS; i++)
 		EXPECT_BETWEEN(counter(a, i), v[counters[i].attr], counter(b, i), "counter");
 }
@@ -675,7 +674,7 @@ FIXTURE_VARIANT_ADD(malformed, fence_near_4000000) {
 };
 
 FIXTURE_VARIANT_ADD(malformed, fence_near_max_plus_1) {
-	.attrs = { { IDGEN_A_FENCE_NEAR_MS, 4, FENCE_NEAR_MAX + 1 } }, .nattrs = 1,
+	.attrs = { { IDGEN_A_FENCE_NEAR_MS, 4, IDGEN_FENCE_NEAR_MS_MAX + 1 } }, .nattrs = 1,
 };
 
 FIXTURE_VARIANT_ADD(malformed, fence_near_missing) {
@@ -963,9 +962,9 @@ TEST_F(guest, set_config_bounds_accepted)
 	set_fence_near(_metadata, self, 1);
 	ASSERT_EQ(0, genl_get_state(&self->g, &r));
 	EXPECT_EQ(1, r.a.v[IDGEN_A_FENCE_NEAR_MS]);
-	set_fence_near(_metadata, self, FENCE_NEAR_MAX);
+	set_fence_near(_metadata, self, IDGEN_FENCE_NEAR_MS_MAX);
 	ASSERT_EQ(0, genl_get_state(&self->g, &r));
-	EXPECT_EQ(FENCE_NEAR_MAX, r.a.v[IDGEN_A_FENCE_NEAR_MS]);
+	EXPECT_EQ(IDGEN_FENCE_NEAR_MS_MAX, r.a.v[IDGEN_A_FENCE_NEAR_MS]);
 }
 
 /* A new lease, then a new node: lease-set, with what was set. */
@@ -1103,7 +1102,7 @@ TEST_F(guest, fence_near_follows_setting)
 	ASSERT_EQ(0, read_one(self->fd));
 	EXPECT_FALSE(wait_event(&self->l, IDGEN_EVENT_FENCE_NEAR, 300, &ev))
 		TH_LOG("fence-near with the fence 120 s away and fence-near 60 s");
-	set_fence_near(_metadata, self, FENCE_NEAR_MAX);
+	set_fence_near(_metadata, self, IDGEN_FENCE_NEAR_MS_MAX);
 	ASSERT_EQ(0, read_one(self->fd));
 	ASSERT_EVENT(self, IDGEN_EVENT_FENCE_NEAR, &ev);
 	EXPECT_LEASE_EVENT(&ev, self->region, self->worker, st.valid_until_ms);

@@ -260,9 +260,8 @@ struct idgen_state {
 
 /*
  * The ioctl type byte: free in Documentation/userspace-api/ioctl/
- * ioctl-number.rst (Linux 6.12), where 0xB7, once used here, belongs to
- * nsfs and remoteproc (IDGEN_IOC_ADOPT_CLOCK was NS_GET_OWNER_UID).  The
- * module asserts at build time that its commands are not nsfs's.
+ * ioctl-number.rst (Linux 6.12).  The module asserts at build time that
+ * its commands are not nsfs's.
  */
 #define IDGEN_IOC_MAGIC		0xE9
 
@@ -337,7 +336,8 @@ struct idgen_state {
  *   IDGEN_A_CNT_EVENTS_DROPPED have no ioctl counterpart.
  *
  * IDGEN_CMD_SET_CONFIG - change a setting (CAP_NET_ADMIN).
- *   IDGEN_A_FENCE_NEAR_MS (u32, 1..3600000): how long before valid_until
+ *   IDGEN_A_FENCE_NEAR_MS (u32, 1..IDGEN_FENCE_NEAR_MS_MAX, an hour): how
+ *   long before valid_until
  *   the fence-near event fires.  A value out of range fails with ERANGE;
  *   a request without an attribute it can apply, or with a malformed or
  *   unknown one, with EINVAL.  Either way an extended ack message says
@@ -362,6 +362,7 @@ struct idgen_state {
 #define IDGEN_GENL_MCGRP_EVENTS		"events"
 #define IDGEN_EVENT_BURST		10
 #define IDGEN_EVENT_INTERVAL_MS		5000
+#define IDGEN_FENCE_NEAR_MS_MAX		3600000
 
 enum idgen_cmd {
 	IDGEN_CMD_UNSPEC,
