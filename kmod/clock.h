@@ -12,8 +12,10 @@
  * struct idgen_clock_state - what the generator clock remembers
  * @offset_ns:  the trusted offset of the wall clock from the raw clock
  *              (CLOCK_REALTIME - suspend-corrected CLOCK_MONOTONIC_RAW).
- * @ref_raw_ns: raw reading at which @offset_ns was last confirmed; NTP slew
- *              may have moved the wall clock by up to drift_ppm since.
+ * @ref_raw_ns: raw reading the drift allowance counts from: where
+ *              @offset_ns was last confirmed or, while a step is held,
+ *              where the held step was last judged; NTP slew may have
+ *              moved the wall clock by up to drift_ppm since.
  * @held_ns:    size of a forward wall-clock step not followed, 0 if none.
  * @confirmed_raw_ns: raw reading at which @offset_ns was last confirmed;
  *              unlike @ref_raw_ns it stays put while a step is held, so
@@ -125,6 +127,8 @@ void idgen_clock_fast_view(const struct idgen_clock_state *st,
  * rule judges.
  *
  * Context: any; pure.
+ * Return: true when @wall_ns may be taken as it is, false when the
+ * reading must go to idgen_clock_advance().
  */
 static inline bool idgen_clock_fast_ok(const struct idgen_clock_fast *f,
 				       u64 raw_ns, s64 wall_ns)

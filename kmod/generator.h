@@ -68,6 +68,8 @@ struct idgen_event_info {
  *               stamped ms by borrowing (sequences running out).
  * @clock_high_ms: the highest trusted ms a reader has seen: the clock is
  *               absorbing a step back while it reads below it.
+ * @oldest_wait: the oldest wait the borrow bound refused, which the other
+ *               readers leave the next millisecond to (share.h).
  * @stats:       per-CPU counters.
  * @wait:        pollers, woken when a lease changes or a wait runs out.
  * @poll_timer:  wakes @wait when the clock will have caught up.

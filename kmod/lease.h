@@ -59,6 +59,7 @@ struct idgen_lease {
  * event about the new fence nor uses up the one the new fence is owed.
  *
  * Context: any.
+ * Return: true if this caller is the one to send the event about @fence.
  */
 static inline bool idgen_fence_event_claim(atomic64_t *sent, u64 fence)
 {
@@ -105,6 +106,8 @@ static inline u64 idgen_tick_floor(u64 now_ms, u8 seq_bits)
  *
  * Those after @now_ms whose first tick (sequence 0) falls in @r: each is
  * counted once, by the run that crossed into it.
+ *
+ * Return: the number of such milliseconds.
  */
 static inline u64 idgen_range_borrowed_ms(const struct idgen_range *r,
 					  u64 now_ms)

@@ -142,7 +142,7 @@ for k in "${kernels[@]}" "${others[@]}"; do
 	cache=build/$k/kmod step "build idgen.ko at W=1 without warnings for $k" "build-$k.log" \
 		scripts/build-module.sh "$k"
 done
-step "checkpatch --strict" checkpatch.log make -s style
+step "checkpatch --strict, kernel-doc -Wall" checkpatch.log make -s style
 # VERSION, and every place that states the version, agree.
 tap "one version" version.log tests/version.sh
 for k in "${kernels[@]}" "${others[@]}"; do

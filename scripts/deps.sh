@@ -58,7 +58,7 @@ packages=(
 	# not gcc-multilib, which conflicts with the cross-compiler (and
 	# lib32gcc-N-dev, release_packages)
 	libc6-dev-i386
-	# checkpatch.pl comes from the kernel source tarball
+	# checkpatch.pl and kernel-doc come from the kernel source tarball
 	linux-source-6.12
 	# the guests
 	qemu-system-x86 busybox-static cpio
