@@ -14,6 +14,7 @@
 
 #include "config.h"
 #include "decimal.h"
+#include "http_url.h"
 #include "inifile.h"
 #include "json_ascii.h"
 
@@ -89,56 +90,11 @@ static void *field(struct config *cfg, const struct opt *o)
 	return (char *)cfg + o->off;
 }
 
-/*
- * An etcd client URL: http:// or https://, a host (a name, an IPv4
- * address or a bracketed IPv6 one), an optional port from 1 to 65535, and
- * an optional path.  NULL, or why not.
- */
-static const char *bad_url(const char *url)
-{
-	const char *host, *end, *colon = NULL;
-	uint64_t port;
-
-	if (!strncmp(url, "http://", 7))
-		host = url + 7;
-	else if (!strncmp(url, "https://", 8))
-		host = url + 8;
-	else
-		return "is not an http:// or https:// URL";
-	end = host + strcspn(host, "/?#");
-	if (host == end)
-		return "names no host";
-	if (memchr(host, '@', end - host))
-		return "has user information, which idgend does not send";
-	if (*host == '[') {
-		const char *close = memchr(host, ']', end - host);
-
-		if (!close || close == host + 1)
-			return "has a bad [IPv6] host";
-		if (close + 1 < end) {
-			if (close[1] != ':')
-				return "has text after its [IPv6] host";
-			colon = close + 1;
-		}
-	} else {
-		colon = memchr(host, ':', end - host);
-		if (colon == host)
-			return "names no host";
-		for (const char *c = host; c < (colon ? colon : end); c++)
-			if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
-			      (*c >= '0' && *c <= '9') || *c == '.' || *c == '-' ||
-			      *c == '_'))
-				return "has a bad host name";
-	}
-	if (colon && idgen_decimal(colon + 1, end - colon - 1, 1, 65535, &port))
-		return "has a bad port (want 1 to 65535)";
-	return NULL;
-}
-
 static int set_list(struct config *cfg, const char *value)
 {
 	char *copy = strdup(value), *tok, *save = NULL;
 	unsigned int n = 0;
+	const char *why;
 
 	if (!copy)
 		return -ENOMEM;
@@ -152,9 +108,9 @@ static int set_list(struct config *cfg, const char *value)
 			free(copy);
 			return -EINVAL;
 		}
-		if (bad_url(tok)) {
-			snprintf(errbuf, sizeof(errbuf), "endpoint '%.200s' %s", tok,
-				 bad_url(tok));
+		why = idgen_http_url_fault(tok, false);
+		if (why) {
+			snprintf(errbuf, sizeof(errbuf), "endpoint '%.200s' %s", tok, why);
 			free(copy);
 			return -EINVAL;
 		}

@@ -31,6 +31,7 @@
 
 #include "answer.h"
 #include "forkguard.h"
+#include "http_url.h"
 #include "idgen_client.h"
 
 #define EXPORT	__attribute__((visibility("default")))
@@ -1196,28 +1197,30 @@ static int parse_endpoints(struct idgen_client *c, const char *endpoints)
 		return -EINVAL;
 	}
 	for (;;) {
-		size_t len = strcspn(p, ",");
+		size_t len = strcspn(p, ","), keep = 0;
+		const char *why, *sep = strstr(p, "://");
 		struct host *h;
 
-		while (len && p[len - 1] == '/')
+		/* Trailing slashes go, not those of "://". */
+		if (sep && (size_t)(sep - p) < len)
+			keep = sep - p + 3;
+		while (len > keep && p[len - 1] == '/')
 			len--;
 		if (c->nhosts == IDGEN_CLIENT_MAX_HOSTS) {
 			set_error("more than %d endpoints", IDGEN_CLIENT_MAX_HOSTS);
 			return -EINVAL;
 		}
-		if ((strncmp(p, "http://", 7) || len <= 7) &&
-		    (strncmp(p, "https://", 8) || len <= 8)) {
-			set_error("endpoint '%.*s' is not an http:// or https:// URL",
-				  (int)strcspn(p, ","), p);
-			return -EINVAL;
-		}
-		if (memchr(p, ' ', len) || memchr(p, '?', len) || memchr(p, '#', len)) {
-			set_error("endpoint '%.*s': want a base URL, without blanks, "
-				  "query or fragment", (int)len, p);
-			return -EINVAL;
-		}
 		h = &c->hosts[c->nhosts++];
-		if (asprintf(&h->base, "%.*s", (int)len, p) < 0 ||
+		if (asprintf(&h->base, "%.*s", (int)len, p) < 0) {
+			set_error("out of memory");
+			return -ENOMEM;
+		}
+		why = idgen_http_url_fault(h->base, true);
+		if (why) {
+			set_error("endpoint '%.*s' %s", (int)strcspn(p, ","), p, why);
+			return -EINVAL;
+		}
+		if (
 		    asprintf(&h->next_url, "%s/v1/ids:next", h->base) < 0 ||
 		    asprintf(&h->ready_url, "%s/readyz", h->base) < 0) {
 			set_error("out of memory");

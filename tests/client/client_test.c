@@ -205,8 +205,13 @@ static int t_options(void)
 	refused("no endpoints", "", NULL, "no endpoints");
 	refused("an ftp:// endpoint", "http://127.0.0.1:1,ftp://h", NULL,
 		"endpoint 'ftp://h' is not an http:// or https:// URL");
-	refused("an endpoint with a query", "http://h/?a", NULL, "without blanks, query");
-	refused("a bare scheme", "http://", NULL, "not an http:// or https:// URL");
+	refused("an endpoint with a query", "http://h/?a", NULL,
+		"endpoint 'http://h/?a' is not a base URL: it has a query or a fragment");
+	refused("a bare scheme", "http://", NULL, "endpoint 'http://' names no host");
+	refused("user information", "http://u@h:1", NULL,
+		"endpoint 'http://u@h:1' has user information, which is never sent");
+	refused("port 0", "http://h:0", NULL,
+		"endpoint 'http://h:0' has a bad port (want 1 to 65535)");
 	idgen_client_options_init(&o);
 	o.per_try_ms = 0;
 	refused("per_try_ms 0", "http://h", &o, "per_try_ms 0 out of range");
