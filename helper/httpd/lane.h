@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The bulk lane: where large requests are minted, so that they never make
- * a small one wait (idgen-spec section 9, "one caller taking the node").
+ * a small one wait (docs/design.md section 9, "one caller taking the
+ * node").
  *
  * A node mints 2^seq IDs a millisecond.  Minted on the connection's own
  * thread, ten requests for 10,000 IDs each hold their threads for

@@ -1,82 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The lease protocol: claim, renew, release, adopt, cut over (lease.h).
+ * The lease protocol: claim, renew, release, adopt, cut over
+ * (lease_protocol.h).
  *
- * The rules, as the model in tests/model/ checks them:
- *
- * R1 Ownership.  A worker record is ours only when its owner AND its token
- *    are this instance's (the token: 128 random bits, hex, from
- *    owner-token in the runtime directory: one per boot and host, kept
- *    across idgend restarts of that boot and made anew when the file was
- *    made in another boot), AND, while we hold it, its write nonce is one
- *    of ours: every write carries a fresh random nonce, and the lease
- *    remembers the nonce of the write in flight and those of its writes
- *    whose answer was lost while the record read back unchanged (they may
- *    still land), until a later write of ours settles them.  A record
- *    without a token (an older writer) is nobody's.  Our own write whose
- *    answer was lost reads back with our token and one of our nonces, so
- *    it stays ours; a record that names our owner with another token is
- *    another host with the same name, and one with our owner and token but
- *    a nonce not ours is another instance sharing our token (a copied
- *    runtime directory, a cloned VM): never ours, logged loudly.  After a
- *    restart (R7) the nonces are gone: the generator's fence tells.
- * R2 Every write of a worker record is one etcd txn comparing the record's
- *    mod_revision with the one we read AND the region's layout record's
- *    mod_revision with the one we read (claim, renew, release, give-back).
- *    An unknown outcome (timeout, garbled answer) is re-read before any
- *    decision; nothing is pushed on an unknown outcome.
- * R3 Layout.  /<prefix>/r<R>/layout holds {region_bits, worker_bits,
- *    seq_bits, from_ms}, and /<prefix>/region_bits holds {region_bits}, the
- *    one region width of every region under the prefix (regions of two
- *    widths mint the same IDs), created once (create-if-absent) by the
- *    first host or cut-over to need it and never changed.  A layout record
- *    is written, when a host finds none (create-if-absent) and by
- *    lease_cut_over() alike, with from_ms = the highest valid_until of
- *    every worker record of the region, whatever its layout, in one
- *    listing at revision H, in a txn comparing the layout record's
- *    revision (0: absent), the region width record's revision and "no
- *    worker record modified after H".  A from_ms more than lease_ms ahead
- *    of the writer's clock is not written (the records responsible are
- *    named) unless forced (--force, a cut-over only).  from_ms is not
- *    carried over from the record replaced: the listing bounds every ID
- *    (records are never deleted), and a from_ms set far ahead by mistake
- *    can come down again (a cut-over to the layout the region has writes
- *    nothing, unless its from_ms is more than lease_ms ahead: then it is
- *    written again from a listing).  A host whose layout differs from the region's
- *    record, or whose region bits differ from the region width record,
- *    never claims (and revokes what it holds): a configuration error.
- * R4 Floor.  A claim's floor is max(the record's valid_until as the
- *    claiming txn compared it, the layout's from_ms).  The generator is
- *    pushed (floor, now + lease) only after the txn succeeded and the
- *    clock is past the floor (F2: it mints only above the floor); if the
- *    clock is not past it within floor_wait_ms, the claim is given back
- *    by writing valid_until = floor (R2), never pushed.  A from_ms more
- *    than floor_wait_ms ahead defers the claim (-EBUSY).
- * R5 Renewal moves valid_until forward by CAS (R2); it is pushed only
- *    after the store confirmed it.  A failed compare whose record is no
- *    longer ours (R1: owner, token and one of our nonces) revokes at once.
- *    One whose layout record changed revokes at once and reads the layout
- *    record again (R3): still this host's layout (a cut-over there and
- *    back, the record deleted and written again), it claims anew, whose
- *    floor is at least the new from_ms (R4); another layout, it stops (a
- *    configuration error).  One whose record is still ours at another
- *    revision (our write whose answer was lost) takes that revision and
- *    its valid_until, revoking if that is below the fence already pushed.
- *    A renewal whose answer was lost while the record reads back
- *    unchanged keeps its nonce as pending.  A write of ours that
- *    succeeds, or a record taken up, settles every pending nonce (a write
- *    compares the revision, so none of them can land after it).
- * R6 Release revokes first, then writes the last ms returned as
- *    valid_until (R2); a failed compare that finds our own write (R1) at
- *    another revision (a renewal whose answer was lost, landed late) writes
- *    again at that revision; if the write fails the number frees at the
- *    valid_until the store holds.
- * R7 Adopt after a restart: the lease the generator holds is kept only if
- *    its record has our owner and token (R1), its valid_until is exactly
- *    the fence the generator holds (a later one is a renewal never pushed
- *    or another instance with our token: not told apart, so not kept), and
- *    the record was written after the layout record (mod_revision above
- *    it): otherwise it is revoked.
+ * The rules R1-R7 are docs/design.md section 7.1; the model in tests/model/
+ * checks them.  The code below cites them by label.
  *
  * The generator enforces its fence by itself (F1, F5), so a daemon that
  * stops here at any point can never cause a duplicate.

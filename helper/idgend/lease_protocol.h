@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The lease protocol of idgend against a store (section 7 of the spec):
+ * The lease protocol of idgend against a store (docs/design.md section 7):
  * claim a worker number of the region by compare-and-swap, renew it, give
  * it back, lose it, or adopt the one the generator already holds.
  *
@@ -11,8 +11,8 @@
  *  The invariant it keeps: the generator never holds a fence the store has
  * not confirmed to this instance (owner and token), and a new lease's
  * floor is the previous holder's valid_until as the claiming write read
- * it, or the layout's from_ms when that is higher.  The rules in full are
- * at the top of lease_protocol.c.
+ * it, or the layout's from_ms when that is higher.  The rules in full,
+ * R1-R7, are docs/design.md section 7.1.
  */
 #ifndef IDGEND_LEASE_PROTOCOL_H
 #define IDGEND_LEASE_PROTOCOL_H

@@ -10,7 +10,8 @@
  * allowed and ignored; a value without a token, as older idgend wrote it,
  * reads with token "" and is nobody's to take back).  "write" is a nonce
  * made afresh for each write: it tells this instance's own writes from
- * those of another instance that shares its owner and token (lease_protocol.c, R1).
+ * those of another instance that shares its owner and token (R1,
+ * docs/design.md section 7.1).
  * A record that was never written counts as free with valid_until_ms 0.
  *
  * Each region also has a layout record (struct store_layout), and every

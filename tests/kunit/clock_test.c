@@ -3,7 +3,8 @@
  * idgen_clock: the clock rule driven with injected wall and raw readings.
  *
  * Every scenario also mints through a lease at each reading, the way the
- * device does, so the spec's clock rules are checked on the IDs:
+ * device does, so the clock rules of docs/design.md section 5 are checked
+ * on the IDs:
  *   C1  stamped milliseconds never decrease (and IDs never repeat);
  *   C2  normally the trusted time is the wall clock;
  *   C3  after a step back, IDs run at most max_lead ahead of the wall clock,

@@ -44,7 +44,8 @@ def result(good, name, said=()):
         failed = True
 
 
-# Layout 3/7/12 (idgen-spec section 2): ms << 22 | region << 19 | worker << 12 | seq.
+# Layout 3/7/12 (docs/design.md section 2):
+# ms << 22 | region << 19 | worker << 12 | seq.
 def node(i):
     return (i >> 19) & 7, (i >> 12) & 127
 
