@@ -166,7 +166,7 @@ tap "netlink spec" netlink-spec.log tests/netlink-spec.sh
 # deps.sh's package names, against bookworm's and trixie's archives.
 tap "dependencies per Debian release" deps-names.log tests/deps-names.sh
 # libidgen and idgenctl: builds, unit tests, JavaScript and PostgreSQL.
-tap "user space" user.log tests/user/run.sh
+tap "libidgen" libidgen.log tests/libidgen/run.sh
 # idgend: the lease logic, the etcd client, the daemon against real etcd:
 # the machine's (3.4 on Debian 12), and Debian 13's 3.5 for the client
 # (with --matrix, for the daemon too).

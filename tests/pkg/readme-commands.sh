@@ -78,7 +78,7 @@ suite_ok() {
 	echo "# $name: $(grep -c '^ok' "$log") ok, $(grep -c '^not ok' "$log") not ok"
 	[ "$rc" -eq 0 ] && ! grep -q '^not ok' "$log" && grep -q '^ok' "$log"
 }
-check "libidgen and idgenctl (tests/user/run.sh)" suite_ok "tests/user" user "bash tests/user/run.sh"
+check "libidgen and idgenctl (tests/libidgen/run.sh)" suite_ok "tests/libidgen" user "bash tests/libidgen/run.sh"
 check "idgend (tests/idgend/run.sh)" suite_ok "tests/idgend" idgend "bash tests/idgend/run.sh"
 check "idgen-httpd (tests/httpd/run.sh)" suite_ok "tests/httpd" httpd "bash tests/httpd/run.sh"
 

@@ -138,7 +138,7 @@ ynl_spec() {
 check "the netlink spec drives the module through ynl" ynl_spec
 
 # libidgen and idgenctl against the real device.
-"$top/tests/user/guest-mint.sh" "$module" || status=1
+"$top/tests/libidgen/guest-mint.sh" "$module" || status=1
 
 # Destructive: steps this guest's wall clock.
 "$top/tests/selftests/clock_steps" || status=1

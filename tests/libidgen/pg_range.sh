@@ -21,7 +21,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../lib/tap.sh
 . "$top/tests/lib/tap.sh"
 idgenctl=$top/helper/idgenctl/idgenctl
-mkids=$top/tests/user/mkids
+mkids=$top/tests/libidgen/mkids
 
 bindir=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
 if [ -z "$bindir" ] && command -v initdb >/dev/null; then

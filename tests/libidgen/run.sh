@@ -10,7 +10,7 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
-user=$top/tests/user
+user=$top/tests/libidgen
 idgenctl=$top/helper/idgenctl/idgenctl
 # shellcheck source=../lib/tap.sh
 . "$top/tests/lib/tap.sh"
@@ -21,7 +21,7 @@ trap 'rm -rf "$tmp"' EXIT
 echo "TAP version 13"
 tap_step "build lib/ (libidgen.a, libidgen.so.0, idgen.pc)" make -j1 -C "$top/lib" || { echo "1..$n"; exit 1; }
 tap_step "build helper/idgenctl" make -j1 -C "$top/helper/idgenctl" || { echo "1..$n"; exit 1; }
-tap_step "build tests/user" make -j1 -C "$user" || { echo "1..$n"; exit 1; }
+tap_step "build tests/libidgen" make -j1 -C "$user" || { echo "1..$n"; exit 1; }
 tap_step "libidgen.so exports idgen_* only" bash -c "
 	nm -D --defined-only '$top/lib/libidgen.so.0' | awk '\$2 != \"A\" {print \$3}' |
 	grep -v '^idgen_' && exit 1 || exit 0"
@@ -230,7 +230,7 @@ if tap_step "build the libidgen fuzz targets (clang, libFuzzer, ASan, UBSan)" \
 	for t in code public; do
 		mkdir -p "$tmp/fuzz_$t" "$top/build/fuzz-crashes"
 		tap_step "fuzz_$t: 1000000 fuzzed inputs, no crash, leak or disagreement" \
-			"$top/build/user-fuzz/fuzz_$t" -seed=1 -runs=1000000 -max_len=256 \
+			"$top/build/libidgen-fuzz/fuzz_$t" -seed=1 -runs=1000000 -max_len=256 \
 			-artifact_prefix="$top/build/fuzz-crashes/fuzz_$t-" \
 			"$tmp/fuzz_$t" "$user/corpus-$t"
 	done
@@ -240,7 +240,7 @@ fi
 # ThreadSanitizer: any data race fails the run (exit code 66).
 if tap_step "build public_race under ThreadSanitizer (clang)" make -s -C "$user" tsan; then
 	tap_step "public_race: encode and decode in threads while versions are added, no data race" \
-		env TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$top/build/user-fuzz/public_race"
+		env TSAN_OPTIONS="halt_on_error=1 exitcode=66" "$top/build/libidgen-fuzz/public_race"
 fi
 
 # PostgreSQL.

@@ -7,8 +7,8 @@
 # lease's region and worker and to milliseconds inside (floor,
 # valid_until), that mint's human and --raw output and decode agree, that
 # the buffered API never hands out an ID older than its bound, and that a
-# revoked lease is reported.  Build first (tests/user/run.sh or make in
-# lib/, helper/ and tests/user/).  Prints TAP.
+# revoked lease is reported.  Build first (tests/libidgen/run.sh or make in
+# lib/, helper/ and tests/libidgen/).  Prints TAP.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -99,7 +99,7 @@ check "every minted ID is at or above min-id-at of the moment before" bash -c "
 	lo=\$('$idgenctl' min-id-at now) && id=\$('$idgenctl' mint --raw) && [ \$id -ge \$lo ]"
 
 # The buffered API never hands out an ID older than its bound (50 ms).
-if "$top/tests/user/buffer_age" /dev/idgen 50 >"$tmp/buf" 2>&1; then
+if "$top/tests/libidgen/buffer_age" /dev/idgen 50 >"$tmp/buf" 2>&1; then
 	ok "idgen_buffer_take(): no ID older than 50 ms, increasing per thread, unique across 4 threads"
 else
 	not_ok "idgen_buffer_take(): no ID older than 50 ms"
