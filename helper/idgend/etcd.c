@@ -26,6 +26,7 @@
 
 #include "decimal.h"
 #include "etcd.h"
+#include "http_body.h"
 #include "json_ascii.h"
 
 /*
@@ -45,11 +46,7 @@ struct etcd {
 	char *key;			/* etcd_key()'s buffer */
 	size_t key_size;
 
-	char *body;			/* the response, NUL-terminated */
-	size_t body_len;
-	size_t body_cap;
-	bool body_too_big;
-	bool body_nomem;
+	struct idgen_http_body body;	/* the response */
 
 	char curl_err[CURL_ERROR_SIZE];
 	char err[512];
@@ -467,35 +464,6 @@ static int check_header(struct etcd *e, const char *ep,
 
 /* --- HTTP ---------------------------------------------------------------- */
 
-static size_t on_body(char *p, size_t size, size_t nmemb, void *ctx)
-{
-	struct etcd *e = ctx;
-	size_t n = size * nmemb;
-
-	if (n > ETCD_BODY_MAX - e->body_len) {
-		e->body_too_big = true;
-		return 0;
-	}
-	if (e->body_len + n + 1 > e->body_cap) {
-		size_t cap = e->body_cap ? e->body_cap : 4096;
-		char *b;
-
-		while (cap < e->body_len + n + 1)
-			cap *= 2;
-		b = realloc(e->body, cap);
-		if (!b) {
-			e->body_nomem = true;
-			return 0;
-		}
-		e->body = b;
-		e->body_cap = cap;
-	}
-	memcpy(e->body + e->body_len, p, n);
-	e->body_len += n;
-	e->body[e->body_len] = '\0';
-	return n;
-}
-
 /* A printable excerpt of a body that is not what we expected, for logs. */
 static void excerpt(const char *b, size_t len, char *out, size_t size)
 {
@@ -553,21 +521,19 @@ static enum outcome post(struct etcd *e, const char *ep, const char *path,
 		set_err(e, "%s: endpoint too long", ep);
 		return NOT_SENT;
 	}
-	e->body_len = 0;
-	e->body_too_big = false;
-	e->body_nomem = false;
+	idgen_http_body_reset(&e->body, ETCD_BODY_MAX);
 	e->curl_err[0] = '\0';
 	curl_easy_setopt(e->curl, CURLOPT_URL, url);
 	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, req);
 	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(req));
 	rc = curl_easy_perform(e->curl);
 
-	if (e->body_nomem) {
+	if (e->body.nomem) {
 		*fatal = -ENOMEM;
 		set_err(e, "%s: out of memory for the response", ep);
 		return FATAL;
 	}
-	if (e->body_too_big) {
+	if (e->body.too_long) {
 		set_err(e, "%s: response larger than %u bytes", ep,
 			ETCD_BODY_MAX);
 		return TOO_BIG;
@@ -598,7 +564,7 @@ static enum outcome post(struct etcd *e, const char *ep, const char *path,
 
 	/* etcd's errors: {"error": "...", "code": N, "message": "..."} */
 	o = NULL;
-	if (!parse_json(e->body, e->body_len, &o, why, sizeof(why)) &&
+	if (!parse_json(e->body.text, e->body.len, &o, why, sizeof(why)) &&
 	    json_object_is_type(o, json_type_object)) {
 		struct json_object *m;
 
@@ -615,7 +581,7 @@ static enum outcome post(struct etcd *e, const char *ep, const char *path,
 		}
 	}
 	json_object_put(o);
-	excerpt(e->body, e->body_len, why, 80);
+	excerpt(e->body.text, e->body.len, why, 80);
 	set_err(e, "%s: HTTP %ld: %s", ep, status, why);
 	return NO_ANSWER;
 }
@@ -646,7 +612,7 @@ static int answer(struct etcd *e, const char *ep, answer_fn parse,
 	char why[160];
 	int ret;
 
-	ret = parse_json(e->body, e->body_len, &resp, why, sizeof(why));
+	ret = parse_json(e->body.text, e->body.len, &resp, why, sizeof(why));
 	if (ret) {
 		if (ret == -EPROTO)
 			set_err(e, "%s: response is not JSON (%s)", ep, why);
@@ -1874,7 +1840,7 @@ void etcd_free(struct etcd *e)
 	free(e->endpoints);
 	free(e->prefix);
 	free(e->key);
-	free(e->body);
+	idgen_http_body_free(&e->body);
 	free(e);
 }
 
@@ -1935,8 +1901,8 @@ struct etcd *etcd_new(const char *const *endpoints, unsigned int n,
 	    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms) ||
 	    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, connect_ms) ||
 	    curl_easy_setopt(c, CURLOPT_HTTPHEADER, e->headers) ||
-	    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body) ||
-	    curl_easy_setopt(c, CURLOPT_WRITEDATA, e) ||
+	    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, idgen_http_body_write) ||
+	    curl_easy_setopt(c, CURLOPT_WRITEDATA, &e->body) ||
 	    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, e->curl_err) ||
 	    /* http_proxy in a daemon's environment is not meant for etcd. */
 	    curl_easy_setopt(c, CURLOPT_PROXY, "") ||

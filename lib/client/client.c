@@ -31,6 +31,7 @@
 
 #include "answer.h"
 #include "forkguard.h"
+#include "http_body.h"
 #include "http_url.h"
 #include "idgen_client.h"
 
@@ -82,11 +83,9 @@ struct xfer {
 	struct request *req;		/* NULL for a probe */
 	struct xfer *next;		/* the request's other tries */
 	CURL *easy;
-	char *body;
-	size_t len, cap, max;		/* the answer so far, and its limit */
+	struct idgen_http_body body;	/* the answer so far, and its limit */
 	uint64_t start_ns;
 	bool timed_out;			/* past the per-try timeout, counted */
-	bool too_long;			/* the answer passed max */
 };
 
 struct request {
@@ -322,33 +321,6 @@ static int pick_host(struct idgen_client *c, struct request *r)
 
 /* ---- transfers ---------------------------------------------------------- */
 
-static size_t on_data(char *data, size_t size, size_t nmemb, void *arg)
-{
-	struct xfer *x = arg;
-	size_t n = size * nmemb;
-	char *p;
-
-	if (x->len + n > x->max) {
-		x->too_long = true;	/* no good answer is that long */
-		return 0;
-	}
-	if (x->len + n + 1 > x->cap) {
-		size_t cap = x->cap ? x->cap : 256;
-
-		while (cap < x->len + n + 1)
-			cap *= 2;
-		p = realloc(x->body, cap);
-		if (!p)
-			return 0;
-		x->body = p;
-		x->cap = cap;
-	}
-	memcpy(x->body + x->len, data, n);
-	x->len += n;
-	x->body[x->len] = '\0';
-	return n;
-}
-
 /*
  * A transfer on host hi: a try of r with its POST body, or a probe.  It
  * must connect within timeout_ns, and end within it too for a try; a
@@ -374,13 +346,15 @@ static struct xfer *xfer_start(struct idgen_client *c, unsigned int hi,
 	x->hi = hi;
 	x->req = r;
 	x->start_ns = now;
-	x->max = r ? 256 + (size_t)r->want * (LIBIDGEN_ID_STRLEN + 3) : 4096;
+	/* No good answer is longer. */
+	idgen_http_body_reset(&x->body, r ? 256 + (size_t)r->want * (LIBIDGEN_ID_STRLEN + 3) :
+				    4096);
 	curl_easy_setopt(x->easy, CURLOPT_PRIVATE, x);
 	curl_easy_setopt(x->easy, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(x->easy, CURLOPT_PROXY, "");
 	curl_easy_setopt(x->easy, CURLOPT_TCP_NODELAY, 1L);
-	curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, on_data);
-	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, x);
+	curl_easy_setopt(x->easy, CURLOPT_WRITEFUNCTION, idgen_http_body_write);
+	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, &x->body);
 	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, total_ms > 0 ? total_ms : 1L);
 	curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS, ms > 0 ? ms : 1L);
 	if (r) {
@@ -420,7 +394,7 @@ static void xfer_end(struct xfer *x)
 	} else {
 		curl_easy_cleanup(x->easy);
 	}
-	free(x->body);
+	idgen_http_body_free(&x->body);
 	free(x);
 }
 
@@ -566,8 +540,9 @@ static void try_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint64
 		long oserr = 0;
 
 		curl_easy_getinfo(x->easy, CURLINFO_OS_ERRNO, &oserr);
-		if (x->too_long) {
-			snprintf(why, sizeof(why), "bad answer: longer than %zu bytes", x->max);
+		if (x->body.too_long) {
+			snprintf(why, sizeof(why), "bad answer: longer than %zu bytes",
+				 x->body.max);
 			BUMP(c, bad_answers);
 			definite = true;
 		} else if (cc == CURLE_OPERATION_TIMEDOUT) {
@@ -588,8 +563,8 @@ static void try_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint64
 		BUMP(c, http_errors);
 		goto failed;
 	}
-	bad = idgen_answer_check(c->o.layouts, x->body ? x->body : "", x->len, r->want,
-				  r->ids);
+	bad = idgen_answer_check(c->o.layouts, x->body.text ? x->body.text : "",
+				 x->body.len, r->want, r->ids);
 	if (bad) {
 		snprintf(why, sizeof(why), "bad answer: %s", bad);
 		BUMP(c, bad_answers);
