@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "conf.h"
 #include "config.h"
 #include "decimal.h"
 #include "inifile.h"
@@ -50,43 +51,42 @@ static const char usage[] =
 	"                            (default: the highest loaded)\n"
 	"  --check-config            print the configuration in force and exit\n";
 
-enum type { T_STR, T_U32, T_U64, T_BOOL, T_LIST, T_CALLERS, T_QUOTAS, T_KEYS };
+static int set_listen(const struct conf_item *it, const char *value, void *field,
+		      void *cfg, char *err, size_t errlen);
+static int set_callers(const struct conf_item *it, const char *value, void *field,
+		       void *cfg, char *err, size_t errlen);
+static int set_quotas(const struct conf_item *it, const char *value, void *field,
+		      void *cfg, char *err, size_t errlen);
+static int set_keys(const struct conf_item *it, const char *value, void *field,
+		    void *cfg, char *err, size_t errlen);
 
-struct opt {
-	const char *key;
-	enum type type;
-	size_t offset;
-	uint64_t min, max;
+#define O(k, parser, lo, hi) \
+	{ "httpd", #k, parser, offsetof(struct httpd_config, k), lo, hi, false }
+#define LIST(k, parser) \
+	{ "httpd", #k, parser, offsetof(struct httpd_config, k), 0, 0, true }
+
+/* Every key: the file's and, with '-' for '_', the command line's. */
+static const struct conf_item items[] = {
+	LIST(listen, set_listen),
+	LIST(callers, set_callers),
+	LIST(quotas, set_quotas),
+	O(device, conf_string, 0, 0),
+	O(layouts, conf_string_or_empty, 0, 0),
+	O(threads, conf_u32, 0, 1024),
+	O(max_connections, conf_u32, 1, 1000000),
+	O(max_connections_per_ip, conf_u32, 0, 1000000),
+	O(ipv6_prefix_per_ip, conf_u32, 1, 128),
+	O(timeout_s, conf_u32, 1, 3600),
+	O(ready_margin_ms, conf_u64, 0, 86400000),
+	O(ready_max_ahead_ms, conf_u64, 0, 86400000),
+	O(clock_check, conf_bool, 0, 0),
+	O(clock_max_offset_us, conf_u64, 1, 1000000000),
+	O(sim_lease_ms, conf_u64, 0, 86400000),
+	LIST(public_keys, set_keys),
+	O(public_current, conf_string_or_empty, 0, 0),
 };
 
-#define OPT(k, t, lo, hi) { #k, t, offsetof(struct httpd_config, k), lo, hi }
-
-static const struct opt opts[] = {
-	OPT(listen, T_LIST, 0, 0),
-	OPT(callers, T_CALLERS, 0, 0),
-	OPT(quotas, T_QUOTAS, 0, 0),
-	OPT(device, T_STR, 0, 0),
-	OPT(layouts, T_STR, 0, 0),
-	OPT(threads, T_U32, 0, 1024),
-	OPT(max_connections, T_U32, 1, 1000000),
-	OPT(max_connections_per_ip, T_U32, 0, 1000000),
-	OPT(ipv6_prefix_per_ip, T_U32, 1, 128),
-	OPT(timeout_s, T_U32, 1, 3600),
-	OPT(ready_margin_ms, T_U64, 0, 86400000),
-	OPT(ready_max_ahead_ms, T_U64, 0, 86400000),
-	OPT(clock_check, T_BOOL, 0, 0),
-	OPT(clock_max_offset_us, T_U64, 1, 1000000000),
-	OPT(sim_lease_ms, T_U64, 0, 86400000),
-	OPT(public_keys, T_KEYS, 0, 0),
-	OPT(public_current, T_STR, 0, 0),
-};
-
-#define NR_OPTS	(sizeof(opts) / sizeof(opts[0]))
-
-static void *field(struct httpd_config *cfg, const struct opt *o)
-{
-	return (char *)cfg + o->offset;
-}
+#define NR_ITEMS	(sizeof(items) / sizeof(items[0]))
 
 static void free_list(char **list, unsigned int *nr)
 {
@@ -94,11 +94,13 @@ static void free_list(char **list, unsigned int *nr)
 		free(list[--*nr]);
 }
 
+enum words { W_LISTEN, W_CALLERS, W_KEYS };
+
 /* Blank-separated words, replacing the list (listen, callers or public_keys). */
-static int set_list(struct httpd_config *cfg, const struct opt *o,
-		    const char *value, char *err, size_t errlen)
+static int set_words(struct httpd_config *cfg, enum words w, const char *value,
+		     char *err, size_t errlen)
 {
-	bool callers = o->type == T_CALLERS, keys = o->type == T_KEYS;
+	bool callers = w == W_CALLERS, keys = w == W_KEYS;
 	char **list = callers ? cfg->callers : keys ? cfg->public_keys : cfg->listen;
 	unsigned int *nr = callers ? &cfg->nr_callers : keys ? &cfg->nr_public_keys :
 			   &cfg->nr_listen;
@@ -138,11 +140,35 @@ static int set_list(struct httpd_config *cfg, const struct opt *o,
 		++*nr;
 		p += len;
 	}
-	if (o->type == T_LIST && !*nr) {
+	if (w == W_LISTEN && !*nr) {
 		snprintf(err, errlen, "no address given");
 		return -1;
 	}
 	return 0;
+}
+
+static int set_listen(const struct conf_item *it, const char *value, void *field,
+		      void *cfg, char *err, size_t errlen)
+{
+	(void)it;
+	(void)field;
+	return set_words(cfg, W_LISTEN, value, err, errlen);
+}
+
+static int set_callers(const struct conf_item *it, const char *value, void *field,
+		       void *cfg, char *err, size_t errlen)
+{
+	(void)it;
+	(void)field;
+	return set_words(cfg, W_CALLERS, value, err, errlen);
+}
+
+static int set_keys(const struct conf_item *it, const char *value, void *field,
+		    void *cfg, char *err, size_t errlen)
+{
+	(void)it;
+	(void)field;
+	return set_words(cfg, W_KEYS, value, err, errlen);
 }
 
 static void free_quotas(struct httpd_config *cfg)
@@ -172,14 +198,17 @@ static int parse_rate(const char *s, size_t len, uint64_t *milli)
 }
 
 /* Blank-separated CALLER=RATE/BURST words, replacing the list. */
-static int set_quotas(struct httpd_config *cfg, const char *value, char *err,
-		      size_t errlen)
+static int set_quotas(const struct conf_item *it, const char *value, void *field,
+		      void *cfg_, char *err, size_t errlen)
 {
+	struct httpd_config *cfg = cfg_;
 	const char *p = value, *eq, *slash;
 	struct httpd_quota *q;
 	unsigned int i;
 	size_t len;
 
+	(void)it;
+	(void)field;
 	free_quotas(cfg);
 	for (;;) {
 		p += strspn(p, " \t");
@@ -255,143 +284,9 @@ static int check_quotas(const struct httpd_config *cfg)
 	return 0;
 }
 
-static int set_opt(struct httpd_config *cfg, const struct opt *o,
-		   const char *value, char *err, size_t errlen)
-{
-	uint64_t v;
-	char *s;
-
-	switch (o->type) {
-	case T_STR:
-		s = strdup(value);
-		if (!s) {
-			snprintf(err, errlen, "out of memory");
-			return -1;
-		}
-		free(*(char **)field(cfg, o));
-		*(char **)field(cfg, o) = s;
-		return 0;
-	case T_U32:
-	case T_U64:
-		switch (idgen_decimal_str(value, o->min, o->max, &v)) {
-		case 0:
-			break;
-		case -ERANGE:
-			snprintf(err, errlen, "'%.64s' is out of range (%" PRIu64 " to %"
-				 PRIu64 ")", value, o->min, o->max);
-			return -1;
-		default:
-			snprintf(err, errlen, "'%.64s' is not a decimal number (digits "
-				 "only, no sign, blanks or leading zeros)", value);
-			return -1;
-		}
-		if (o->type == T_U32)
-			*(uint32_t *)field(cfg, o) = v;
-		else
-			*(uint64_t *)field(cfg, o) = v;
-		return 0;
-	case T_BOOL:
-		if (!strcmp(value, "yes") || !strcmp(value, "true")) {
-			*(bool *)field(cfg, o) = true;
-		} else if (!strcmp(value, "no") || !strcmp(value, "false")) {
-			*(bool *)field(cfg, o) = false;
-		} else {
-			snprintf(err, errlen, "'%.64s' is not yes or no", value);
-			return -1;
-		}
-		return 0;
-	case T_LIST:
-	case T_CALLERS:
-	case T_KEYS:
-		return set_list(cfg, o, value, err, errlen);
-	case T_QUOTAS:
-		return set_quotas(cfg, value, err, errlen);
-	}
-	return -1;
-}
-
-static unsigned int file_line[NR_OPTS];
-
-/* One section header or key of the file (inifile_fn). */
-static int config_line(void *user, unsigned int line, const char *section,
-		       const char *name, const char *value, bool continued,
-		       char *err, size_t errlen)
-{
-	struct httpd_config *cfg = user;
-	char why[200];
-	size_t i;
-
-	if (strcmp(section, "httpd")) {
-		snprintf(err, errlen, "unknown section [%.64s] (the file has [httpd] "
-			 "only)", section);
-		return -1;
-	}
-	if (!name)
-		return 0;
-	for (i = 0; i < NR_OPTS; i++) {
-		if (strcmp(opts[i].key, name))
-			continue;
-		if (file_line[i]) {
-			snprintf(err, errlen, "%.64s is given twice (line %u first)",
-				 name, file_line[i]);
-			return -1;
-		}
-		if (continued && opts[i].type != T_LIST && opts[i].type != T_CALLERS &&
-		    opts[i].type != T_QUOTAS && opts[i].type != T_KEYS) {
-			snprintf(err, errlen, "%.64s: an indented line continues its "
-				 "value, and only listen, callers, quotas and public_keys "
-				 "take a list",
-				 name);
-			return -1;
-		}
-		if (set_opt(cfg, &opts[i], value, why, sizeof(why))) {
-			snprintf(err, errlen, "%.64s: %s", name, why);
-			return -1;
-		}
-		file_line[i] = line;
-		return 0;
-	}
-	snprintf(err, errlen, "unknown key '%.64s'", name);
-	return -1;
-}
-
-/* "--ready-margin-ms" -> the option "ready_margin_ms". */
-static const struct opt *find_flag(const char *flag, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < NR_OPTS; i++)
-		if (inifile_flag_names(flag, len, opts[i].key))
-			return &opts[i];
-	return NULL;
-}
-
-static int apply_file(struct httpd_config *cfg, const char *path)
-{
-	char err[400], *text;
-	size_t len;
-	int line;
-
-	if (inifile_read(PROG, path, &text, &len))
-		return -1;
-	line = inifile_parse(text, len, config_line, cfg, err, sizeof(err));
-	free(text);
-	if (line < 0) {
-		fprintf(stderr, PROG ": out of memory\n");
-		return -1;
-	}
-	if (line) {
-		fprintf(stderr, PROG ": %s:%d: %s\n", path, line, err);
-		return -1;
-	}
-	cfg->path = path;
-	return 0;
-}
-
 static int set_defaults(struct httpd_config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	memset(file_line, 0, sizeof(file_line));
 	cfg->listen[0] = strdup("127.0.0.1:8080");
 	cfg->nr_listen = 1;
 	cfg->device = strdup("/dev/idgen");
@@ -408,12 +303,52 @@ static int set_defaults(struct httpd_config *cfg)
 	       0 : -1;
 }
 
+/*
+ * --listen, repeatable: the first replaces the file's list, the others
+ * add to it.  0 (taken), 1 (another flag), -1 (said why).
+ */
+static int listen_flag(struct httpd_config *cfg, int argc, char *argv[], int *i,
+		       bool *replaced)
+{
+	const char *value;
+
+	if (!strcmp(argv[*i], "--listen")) {
+		if (*i + 1 == argc) {
+			fprintf(stderr, PROG ": --listen needs a value\n");
+			return -1;
+		}
+		value = argv[++*i];
+	} else if (!strncmp(argv[*i], "--listen=", 9)) {
+		value = argv[*i] + 9;
+	} else {
+		return 1;
+	}
+	if (!*replaced)
+		free_list(cfg->listen, &cfg->nr_listen);
+	*replaced = true;
+	if (cfg->nr_listen == HTTPD_MAX_LISTEN) {
+		fprintf(stderr, PROG ": --listen: more than %d addresses\n", HTTPD_MAX_LISTEN);
+		return -1;
+	}
+	if (!*value || strpbrk(value, " \t")) {
+		fprintf(stderr, PROG ": --listen '%s': want one HOST:PORT\n", value);
+		return -1;
+	}
+	cfg->listen[cfg->nr_listen] = strdup(value);
+	if (!cfg->listen[cfg->nr_listen]) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return -1;
+	}
+	cfg->nr_listen++;
+	return 0;
+}
+
 int httpd_config_load(struct httpd_config *cfg, int argc, char *argv[])
 {
-	const char *path = NULL;
-	bool explicit_path = false, listen_flag = false;
-	char err[200];
-	int i;
+	bool replaced = false;
+	const char *path;
+	struct conf c;
+	int i, ret;
 
 	if (set_defaults(cfg)) {
 		fprintf(stderr, PROG ": out of memory\n");
@@ -428,83 +363,36 @@ int httpd_config_load(struct httpd_config *cfg, int argc, char *argv[])
 			printf(PROG " %s\n", IDGEN_VERSION);
 			return 1;
 		}
-		if (!strcmp(argv[i], "--config") && i + 1 < argc) {
-			path = argv[++i];
-			explicit_path = true;
-		} else if (!strncmp(argv[i], "--config=", 9)) {
-			path = argv[i] + 9;
-			explicit_path = true;
-		}
 	}
-	if (!path)
-		path = HTTPD_CONFIG_DEFAULT_PATH;
-	if ((explicit_path || access(path, F_OK) == 0) && apply_file(cfg, path))
+	conf_init(&c, PROG, items, NR_ITEMS, cfg);
+	if (conf_path_flag(&c, argc, argv, &path))
 		return -1;
-
+	/* The default file is read if it is there; one named must be. */
+	if (path ? conf_apply_file(&c, path) :
+	    !access(HTTPD_CONFIG_DEFAULT_PATH, F_OK) &&
+	    conf_apply_file(&c, HTTPD_CONFIG_DEFAULT_PATH))
+		return -1;
+	cfg->path = c.path;
 	for (i = 1; i < argc; i++) {
-		const char *arg = argv[i], *eq, *value;
-		const struct opt *o;
-		size_t len;
-
-		if (!strcmp(arg, "--config")) {
-			if (++i == argc) {
-				fprintf(stderr, PROG ": --config needs a file\n");
-				return -1;
-			}
+		if (!strcmp(argv[i], "--config")) {
+			i++;
 			continue;
 		}
-		if (!strncmp(arg, "--config=", 9))
+		if (!strncmp(argv[i], "--config=", 9))
 			continue;
-		if (!strcmp(arg, "--check-config")) {
+		if (!strcmp(argv[i], "--check-config")) {
 			cfg->check_only = true;
 			continue;
 		}
-		if (strncmp(arg, "--", 2)) {
-			fprintf(stderr, PROG ": unexpected argument '%s' (try --help)\n", arg);
+		ret = listen_flag(cfg, argc, argv, &i, &replaced);
+		if (ret == 1)
+			ret = conf_apply_flag(&c, argc, argv, &i);
+		if (ret < 0)
 			return -1;
-		}
-		arg += 2;
-		eq = strchr(arg, '=');
-		len = eq ? (size_t)(eq - arg) : strlen(arg);
-		o = find_flag(arg, len);
-		if (!o) {
-			fprintf(stderr, PROG ": unknown option '--%.*s' (try --help)\n",
-				(int)len, arg);
-			return -1;
-		}
-		if (eq) {
-			value = eq + 1;
-		} else if (i + 1 < argc) {
-			value = argv[++i];
-		} else {
-			fprintf(stderr, PROG ": --%.*s needs a value\n", (int)len, arg);
-			return -1;
-		}
-		if (o->type == T_LIST) {
-			/* Repeatable: the first --listen replaces the file's list. */
-			if (!listen_flag)
-				free_list(cfg->listen, &cfg->nr_listen);
-			listen_flag = true;
-			if (cfg->nr_listen == HTTPD_MAX_LISTEN) {
-				fprintf(stderr, PROG ": --listen: more than %d addresses\n",
-					HTTPD_MAX_LISTEN);
-				return -1;
-			}
-			if (!*value || strpbrk(value, " \t")) {
-				fprintf(stderr, PROG ": --listen '%s': want one HOST:PORT\n",
-					value);
-				return -1;
-			}
-			cfg->listen[cfg->nr_listen] = strdup(value);
-			if (!cfg->listen[cfg->nr_listen]) {
-				fprintf(stderr, PROG ": out of memory\n");
-				return -1;
-			}
-			cfg->nr_listen++;
-			continue;
-		}
-		if (set_opt(cfg, o, value, err, sizeof(err))) {
-			fprintf(stderr, PROG ": --%.*s: %s\n", (int)len, arg, err);
+		if (ret == 1) {
+			fprintf(stderr, PROG ": %s '%s' (try --help)\n",
+				strncmp(argv[i], "--", 2) ? "unexpected argument" :
+				"unknown option", argv[i]);
 			return -1;
 		}
 	}

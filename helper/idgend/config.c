@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "conf.h"
 #include "config.h"
 #include "decimal.h"
 #include "http_url.h"
@@ -22,39 +23,35 @@
 #error "IDGEN_VERSION: the tree's one version (VERSION), set by the Makefile"
 #endif
 
-enum opt_type { T_STR, T_U32, T_U64, T_BOOL, T_MODE, T_LIST };
+static int set_mode(const struct conf_item *it, const char *value, void *field,
+		    void *cfg, char *err, size_t errlen);
+static int set_endpoints(const struct conf_item *it, const char *value, void *field,
+			 void *cfg, char *err, size_t errlen);
 
-struct opt {
-	const char *section;
-	const char *key;
-	enum opt_type type;
-	size_t off;
-	uint64_t min, max;
+#define O(sec, k, parser, lo, hi) \
+	{ sec, #k, parser, offsetof(struct config, k), lo, hi, false }
+
+/* Every key: the file's and, with '-' for '_', the command line's. */
+static const struct conf_item items[] = {
+	O("idgend", mode, set_mode, 0, 0),
+	O("idgend", device, conf_string, 0, 0),
+	O("idgend", owner, conf_string, 0, 0),
+	O("idgend", region, conf_u32, 0, 255),
+	{ "idgend", "layout", conf_string, offsetof(struct config, layout_name), 0, 0, false },
+	O("idgend", runtime_dir, conf_string, 0, 0),
+	O("idgend", lease_ms, conf_u64, 1000, 86400000),
+	O("idgend", renew_ms, conf_u64, 100, 43200000),
+	O("idgend", require_clock_sync, conf_bool, 0, 0),
+	O("standalone", worker, conf_u32, 0, 65535),
+	O("standalone", state_file, conf_string, 0, 0),
+	{ "etcd", "endpoints", set_endpoints, offsetof(struct config, endpoints), 0, 0, true },
+	O("etcd", prefix, conf_string, 0, 0),
+	O("etcd", timeout_ms, conf_u64, 100, 600000),
+	O("etcd", start_timeout_ms, conf_u64, 0, 86400000),
+	O("etcd", claim_retry_ms, conf_u64, 100, 3600000),
 };
 
-#define O(sec, k, t, field, lo, hi) \
-	{ sec, #k, t, offsetof(struct config, field), lo, hi }
-
-static const struct opt opts[] = {
-	O("idgend", mode, T_MODE, mode, 0, 0),
-	O("idgend", device, T_STR, device, 0, 0),
-	O("idgend", owner, T_STR, owner, 0, 0),
-	O("idgend", region, T_U32, region, 0, 255),
-	O("idgend", layout, T_STR, layout_name, 0, 0),
-	O("idgend", runtime_dir, T_STR, runtime_dir, 0, 0),
-	O("idgend", lease_ms, T_U64, lease_ms, 1000, 86400000),
-	O("idgend", renew_ms, T_U64, renew_ms, 100, 43200000),
-	O("idgend", require_clock_sync, T_BOOL, require_clock_sync, 0, 0),
-	O("standalone", worker, T_U32, worker, 0, 65535),
-	O("standalone", state_file, T_STR, state_file, 0, 0),
-	O("etcd", endpoints, T_LIST, endpoints, 0, 0),
-	O("etcd", prefix, T_STR, prefix, 0, 0),
-	O("etcd", timeout_ms, T_U64, timeout_ms, 100, 600000),
-	O("etcd", start_timeout_ms, T_U64, start_timeout_ms, 0, 86400000),
-	O("etcd", claim_retry_ms, T_U64, claim_retry_ms, 100, 3600000),
-};
-
-#define NR_OPTS	(sizeof(opts) / sizeof(opts[0]))
+#define NR_ITEMS	(sizeof(items) / sizeof(items[0]))
 
 static const char usage[] =
 	"Usage: idgend [--config FILE] [--check-config] [--fresh-state]\n"
@@ -79,166 +76,68 @@ static const char usage[] =
 	"\n"
 	"See idgend(8).\n";
 
-/* Longer than any configuration: not one. */
-
-static bool seen[NR_OPTS];
-static unsigned int file_line[NR_OPTS];	/* where the file gave each key */
 static char errbuf[512];
 
-static void *field(struct config *cfg, const struct opt *o)
+/* endpoints: URLs separated by commas or blanks, replacing the list. */
+static int set_endpoints(const struct conf_item *it, const char *value, void *field,
+			 void *cfg_, char *err, size_t errlen)
 {
-	return (char *)cfg + o->off;
-}
-
-static int set_list(struct config *cfg, const char *value)
-{
+	struct config *cfg = cfg_;
 	char *copy = strdup(value), *tok, *save = NULL;
 	unsigned int n = 0;
 	const char *why;
 
-	if (!copy)
-		return -ENOMEM;
+	(void)it;
+	(void)field;
+	if (!copy) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
 	while (cfg->nr_endpoints)
 		free(cfg->endpoints[--cfg->nr_endpoints]);
 	for (tok = strtok_r(copy, ", \t", &save); tok;
 	     tok = strtok_r(NULL, ", \t", &save)) {
 		if (n == CONFIG_MAX_ENDPOINTS) {
-			snprintf(errbuf, sizeof(errbuf),
-				 "more than %d endpoints", CONFIG_MAX_ENDPOINTS);
+			snprintf(err, errlen, "more than %d endpoints", CONFIG_MAX_ENDPOINTS);
 			free(copy);
-			return -EINVAL;
+			return -1;
 		}
 		why = idgen_http_url_fault(tok, false);
 		if (why) {
-			snprintf(errbuf, sizeof(errbuf), "endpoint '%.200s' %s", tok, why);
+			snprintf(err, errlen, "endpoint '%.200s' %s", tok, why);
 			free(copy);
-			return -EINVAL;
+			return -1;
 		}
 		cfg->endpoints[n++] = strdup(tok);
 		cfg->nr_endpoints = n;
 		if (!cfg->endpoints[n - 1]) {
+			snprintf(err, errlen, "out of memory");
 			free(copy);
-			return -ENOMEM;
+			return -1;
 		}
 	}
 	free(copy);
 	if (!n) {
-		snprintf(errbuf, sizeof(errbuf), "no endpoint given");
-		return -EINVAL;
+		snprintf(err, errlen, "no endpoint given");
+		return -1;
 	}
 	return 0;
 }
 
-/* Set one key; on failure errbuf says why. */
-static int set_opt(struct config *cfg, const struct opt *o, const char *value)
+static int set_mode(const struct conf_item *it, const char *value, void *field,
+		    void *cfg, char *err, size_t errlen)
 {
-	uint64_t v;
-
-	switch (o->type) {
-	case T_STR: {
-		char **p = field(cfg, o);
-
-		if (!*value) {
-			snprintf(errbuf, sizeof(errbuf), "empty value");
-			return -EINVAL;
-		}
-		free(*p);
-		*p = strdup(value);
-		return *p ? 0 : -ENOMEM;
+	(void)it;
+	(void)cfg;
+	if (!strcmp(value, "standalone")) {
+		*(enum config_mode *)field = MODE_STANDALONE;
+	} else if (!strcmp(value, "etcd")) {
+		*(enum config_mode *)field = MODE_ETCD;
+	} else {
+		snprintf(err, errlen, "'%.64s' is not standalone or etcd", value);
+		return -1;
 	}
-	case T_U32:
-	case T_U64:
-		if (idgen_decimal_str(value, o->min, o->max, &v)) {
-			snprintf(errbuf, sizeof(errbuf),
-				 "'%.200s' is not a whole number from %" PRIu64 " to %" PRIu64,
-				 value, o->min, o->max);
-			return -EINVAL;
-		}
-		if (o->type == T_U32)
-			*(uint32_t *)field(cfg, o) = v;
-		else
-			*(uint64_t *)field(cfg, o) = v;
-		return 0;
-	case T_BOOL:
-		if (!strcmp(value, "yes") || !strcmp(value, "true")) {
-			*(bool *)field(cfg, o) = true;
-		} else if (!strcmp(value, "no") || !strcmp(value, "false")) {
-			*(bool *)field(cfg, o) = false;
-		} else {
-			snprintf(errbuf, sizeof(errbuf), "'%s' is not yes or no", value);
-			return -EINVAL;
-		}
-		return 0;
-	case T_MODE:
-		if (!strcmp(value, "standalone")) {
-			cfg->mode = MODE_STANDALONE;
-		} else if (!strcmp(value, "etcd")) {
-			cfg->mode = MODE_ETCD;
-		} else {
-			snprintf(errbuf, sizeof(errbuf),
-				 "'%s' is not standalone or etcd", value);
-			return -EINVAL;
-		}
-		return 0;
-	case T_LIST:
-		return set_list(cfg, value);
-	}
-	return -EINVAL;
-}
-
-/* One section header or key of the file (inifile_fn). */
-static int config_line(void *user, unsigned int line, const char *section,
-		       const char *name, const char *value, bool continued,
-		       char *err, size_t errlen)
-{
-	struct config *cfg = user;
-	size_t i;
-
-	for (i = 0; i < NR_OPTS; i++) {
-		if (strcmp(opts[i].section, section))
-			continue;
-		if (!name)
-			return 0;	/* a known section */
-		if (strcmp(opts[i].key, name))
-			continue;
-		if (file_line[i]) {
-			snprintf(err, errlen, "[%.32s] %.64s is given twice (line %u "
-				 "first)", section, name, file_line[i]);
-			return -1;
-		}
-		if (continued && opts[i].type != T_LIST) {
-			snprintf(err, errlen, "[%.32s] %.64s: an indented line "
-				 "continues its value, and only endpoints takes a "
-				 "list", section, name);
-			return -1;
-		}
-		errbuf[0] = '\0';
-		if (set_opt(cfg, &opts[i], value)) {
-			snprintf(err, errlen, "[%.32s] %.64s: %s", section, name,
-				 errbuf);
-			return -1;
-		}
-		file_line[i] = line;
-		seen[i] = true;
-		return 0;
-	}
-	if (!name)
-		snprintf(err, errlen, "unknown section [%.64s]", section);
-	else
-		snprintf(err, errlen, "unknown key '%.64s' in section [%.64s]",
-			 name, section);
-	return -1;
-}
-
-/* "--lease-ms" -> the option "lease_ms". */
-static const struct opt *find_flag(const char *flag, size_t len)
-{
-	size_t i;
-
-	for (i = 0; i < NR_OPTS; i++)
-		if (inifile_flag_names(flag, len, opts[i].key))
-			return &opts[i];
-	return NULL;
+	return 0;
 }
 
 static void set_defaults(struct config *cfg)
@@ -246,8 +145,6 @@ static void set_defaults(struct config *cfg)
 	char host[256];
 
 	memset(cfg, 0, sizeof(*cfg));
-	memset(seen, 0, sizeof(seen));
-	memset(file_line, 0, sizeof(file_line));
 	cfg->mode = MODE_STANDALONE;
 	cfg->device = strdup("/dev/idgen");
 	if (gethostname(host, sizeof(host)))
@@ -264,23 +161,23 @@ static void set_defaults(struct config *cfg)
 }
 
 /* Defaults that depend on the mode, for keys not given. */
-static void mode_defaults(struct config *cfg)
+static int mode_defaults(struct config *cfg, const struct conf *c)
 {
 	bool etcd = cfg->mode == MODE_ETCD;
-	size_t i;
+	char err[128];
 
-	for (i = 0; i < NR_OPTS; i++) {
-		if (seen[i])
-			continue;
-		if (!strcmp(opts[i].key, "lease_ms"))
-			cfg->lease_ms = etcd ? 600000 : 60000;
-		else if (!strcmp(opts[i].key, "renew_ms"))
-			cfg->renew_ms = etcd ? 30000 : 20000;
-		else if (!strcmp(opts[i].key, "require_clock_sync"))
-			cfg->require_clock_sync = etcd;
-		else if (!strcmp(opts[i].key, "endpoints"))
-			set_list(cfg, "http://127.0.0.1:2379");
+	if (!conf_given(c, "lease_ms"))
+		cfg->lease_ms = etcd ? 600000 : 60000;
+	if (!conf_given(c, "renew_ms"))
+		cfg->renew_ms = etcd ? 30000 : 20000;
+	if (!conf_given(c, "require_clock_sync"))
+		cfg->require_clock_sync = etcd;
+	if (!conf_given(c, "endpoints") &&
+	    set_endpoints(NULL, "http://127.0.0.1:2379", NULL, cfg, err, sizeof(err))) {
+		fprintf(stderr, "idgend: %s\n", err);
+		return -1;
 	}
+	return 0;
 }
 
 /* NULL, or why the owner cannot name this host in etcd's records. */
@@ -363,43 +260,67 @@ static int check(struct config *cfg)
 	return 0;
 }
 
-/* The configuration text, keys onto *cfg: 0, or -1 after saying why. */
-static int apply_text(struct config *cfg, const char *path, const char *text,
-		      size_t len)
-{
-	char err[sizeof(errbuf) + 200];
-	int line;
-
-	line = inifile_parse(text, len, config_line, cfg, err, sizeof(err));
-	if (line < 0) {
-		fprintf(stderr, "idgend: out of memory\n");
-		return -1;
-	}
-	if (line) {
-		fprintf(stderr, "idgend: %s:%d: %s\n", path, line, err);
-		return -1;
-	}
-	cfg->path = path;
-	return 0;
-}
-
 int config_load_text(struct config *cfg, const char *name, const char *text,
 		     size_t len)
 {
+	struct conf c;
+
 	set_defaults(cfg);
 	if (!cfg->device || !cfg->owner || !cfg->state_file || !cfg->prefix)
 		return -1;
-	if (apply_text(cfg, name, text, len))
+	conf_init(&c, "idgend", items, NR_ITEMS, cfg);
+	if (conf_apply_text(&c, name, text, len))
 		return -1;
-	mode_defaults(cfg);
+	cfg->path = c.path;
+	if (mode_defaults(cfg, &c))
+		return -1;
 	return check(cfg);
+}
+
+/* A flag of idgend's own, not a key: 0 (taken), 1 (not one), -1 (said why). */
+static int own_flag(struct config *cfg, int argc, char *argv[], int *i)
+{
+	const char *arg = argv[*i];
+
+	if (!strcmp(arg, "--config")) {
+		++*i;
+		return 0;
+	}
+	if (!strncmp(arg, "--config=", 9))
+		return 0;
+	if (!strcmp(arg, "--check-config")) {
+		cfg->check_only = true;
+		return 0;
+	}
+	/* A flag only: a key in the file would outlive the one start. */
+	if (!strcmp(arg, "--fresh-state")) {
+		cfg->fresh_state = true;
+		return 0;
+	}
+	if (!strcmp(arg, "--force")) {
+		cfg->force = true;
+		return 0;
+	}
+	if (strcmp(arg, "--cut-over-layout"))
+		return 1;
+	if (*i + 1 == argc) {
+		fprintf(stderr, "idgend: --cut-over-layout needs a layout "
+			"(region/worker/sequence bits, e.g. 3/10/9)\n");
+		return -1;
+	}
+	if (layout_parse(argv[++*i], &cfg->cut_over_layout, errbuf, sizeof(errbuf))) {
+		fprintf(stderr, "idgend: --cut-over-layout: %s\n", errbuf);
+		return -1;
+	}
+	cfg->cut_over = true;
+	return 0;
 }
 
 int config_load(struct config *cfg, int argc, char *argv[])
 {
-	const char *path = NULL;
-	bool explicit_path = false;
-	int i;
+	const char *path;
+	struct conf c;
+	int i, ret;
 
 	set_defaults(cfg);
 	if (!cfg->device || !cfg->owner || !cfg->state_file || !cfg->prefix ||
@@ -416,101 +337,30 @@ int config_load(struct config *cfg, int argc, char *argv[])
 			printf("idgend %s\n", IDGEN_VERSION);
 			return 1;
 		}
-		if (!strcmp(argv[i], "--config")) {
-			if (i + 1 == argc) {
-				fprintf(stderr, "idgend: --config needs a file\n");
-				return -1;
-			}
-			path = argv[++i];
-			explicit_path = true;
-		} else if (!strncmp(argv[i], "--config=", 9)) {
-			path = argv[i] + 9;
-			explicit_path = true;
-		}
 	}
-	if (!path)
-		path = CONFIG_DEFAULT_PATH;
-
-	if (explicit_path || access(path, F_OK) == 0) {
-		char *text;
-		size_t len;
-		int err;
-
-		if (inifile_read("idgend", path, &text, &len))
-			return -1;
-		err = apply_text(cfg, path, text, len);
-		free(text);
-		if (err)
-			return -1;
-	}
-
+	conf_init(&c, "idgend", items, NR_ITEMS, cfg);
+	if (conf_path_flag(&c, argc, argv, &path))
+		return -1;
+	/* The default file is read if it is there; one named must be. */
+	if (path ? conf_apply_file(&c, path) :
+	    !access(CONFIG_DEFAULT_PATH, F_OK) && conf_apply_file(&c, CONFIG_DEFAULT_PATH))
+		return -1;
+	cfg->path = c.path;
 	for (i = 1; i < argc; i++) {
-		const char *arg = argv[i], *eq, *value;
-		const struct opt *o;
-		size_t len;
-
-		if (!strcmp(arg, "--config")) {
-			i++;
-			continue;
-		}
-		if (!strncmp(arg, "--config=", 9))
-			continue;
-		if (!strcmp(arg, "--check-config")) {
-			cfg->check_only = true;
-			continue;
-		}
-		/* A flag only: a key in the file would outlive the one start. */
-		if (!strcmp(arg, "--fresh-state")) {
-			cfg->fresh_state = true;
-			continue;
-		}
-		if (!strcmp(arg, "--force")) {
-			cfg->force = true;
-			continue;
-		}
-		if (!strcmp(arg, "--cut-over-layout")) {
-			if (i + 1 == argc) {
-				fprintf(stderr, "idgend: --cut-over-layout needs a layout "
-					"(region/worker/sequence bits, e.g. 3/10/9)\n");
-				return -1;
-			}
-			if (layout_parse(argv[++i], &cfg->cut_over_layout, errbuf,
-					 sizeof(errbuf))) {
-				fprintf(stderr, "idgend: --cut-over-layout: %s\n", errbuf);
-				return -1;
-			}
-			cfg->cut_over = true;
-			continue;
-		}
-		if (strncmp(arg, "--", 2)) {
-			fprintf(stderr, "idgend: unexpected argument '%s' (try --help)\n",
-				arg);
+		ret = own_flag(cfg, argc, argv, &i);
+		if (ret == 1)
+			ret = conf_apply_flag(&c, argc, argv, &i);
+		if (ret < 0)
+			return -1;
+		if (ret == 1) {
+			fprintf(stderr, "idgend: %s '%s' (try --help)\n",
+				strncmp(argv[i], "--", 2) ? "unexpected argument" :
+				"unknown option", argv[i]);
 			return -1;
 		}
-		arg += 2;
-		eq = strchr(arg, '=');
-		len = eq ? (size_t)(eq - arg) : strlen(arg);
-		o = find_flag(arg, len);
-		if (!o) {
-			fprintf(stderr, "idgend: unknown option '%s' (try --help)\n",
-				argv[i]);
-			return -1;
-		}
-		if (eq) {
-			value = eq + 1;
-		} else if (i + 1 < argc) {
-			value = argv[++i];
-		} else {
-			fprintf(stderr, "idgend: --%.*s needs a value\n", (int)len, arg);
-			return -1;
-		}
-		if (set_opt(cfg, o, value)) {
-			fprintf(stderr, "idgend: --%.*s: %s\n", (int)len, arg, errbuf);
-			return -1;
-		}
-		seen[o - opts] = true;
 	}
-	mode_defaults(cfg);
+	if (mode_defaults(cfg, &c))
+		return -1;
 	return check(cfg);
 }
 
@@ -519,36 +369,28 @@ void config_print(const struct config *cfg, FILE *f)
 	const char *section = "";
 	size_t i;
 
-	for (i = 0; i < NR_OPTS; i++) {
-		const struct opt *o = &opts[i];
-		const void *p = (const char *)cfg + o->off;
+	for (i = 0; i < NR_ITEMS; i++) {
+		const struct conf_item *it = &items[i];
+		const void *p = (const char *)cfg + it->offset;
 
-		if (strcmp(section, o->section)) {
-			section = o->section;
+		if (strcmp(section, it->section)) {
+			section = it->section;
 			fprintf(f, "%s[%s]\n", i ? "\n" : "", section);
 		}
-		fprintf(f, "%s = ", o->key);
-		switch (o->type) {
-		case T_STR:
+		fprintf(f, "%s = ", it->key);
+		if (it->parse == conf_string)
 			fputs(*(char *const *)p, f);
-			break;
-		case T_U32:
+		else if (it->parse == conf_u32)
 			fprintf(f, "%" PRIu32, *(const uint32_t *)p);
-			break;
-		case T_U64:
+		else if (it->parse == conf_u64)
 			fprintf(f, "%" PRIu64, *(const uint64_t *)p);
-			break;
-		case T_BOOL:
+		else if (it->parse == conf_bool)
 			fputs(*(const bool *)p ? "yes" : "no", f);
-			break;
-		case T_MODE:
+		else if (it->parse == set_mode)
 			fputs(cfg->mode == MODE_ETCD ? "etcd" : "standalone", f);
-			break;
-		case T_LIST:
+		else if (it->parse == set_endpoints)
 			for (unsigned int n = 0; n < cfg->nr_endpoints; n++)
 				fprintf(f, "%s%s", n ? "," : "", cfg->endpoints[n]);
-			break;
-		}
 		fputc('\n', f);
 	}
 }

@@ -882,7 +882,7 @@ cfg "--listen replaces the file's list" 0 "listen = 127.0.0.1:9 127.0.0.1:10" \
 printf '[httpd]\ntimeout_s = 7\nbogus = 1\n' >"$work/bad1.conf"
 cfg "an unknown key names the line" 1 "bad1.conf:3: unknown key 'bogus'" --config "$work/bad1.conf"
 printf '[httpd]\ntimeout_s = 07\n' >"$work/bad2.conf"
-cfg "a value with a leading zero" 1 "bad2.conf:2: timeout_s: '07' is not a decimal number" \
+cfg "a value with a leading zero" 1 "bad2.conf:2: [httpd] timeout_s: '07' is not a whole number from 1 to 3600" \
 	--config "$work/bad2.conf"
 printf '[other]\n' >"$work/bad3.conf"
 cfg "an unknown section" 1 "bad3.conf:1: unknown section [other]" --config "$work/bad3.conf"
@@ -890,7 +890,7 @@ printf '[httpd]\ntimeout_s = 7\ntimeout_s = 8\n' >"$work/bad4.conf"
 cfg "a key given twice" 1 "timeout_s is given twice (line 2 first)" --config "$work/bad4.conf"
 cfg "a missing file" 1 "cannot read $work/none.conf" --config "$work/none.conf"
 cfg "an unknown flag" 1 "unknown option '--bogus'" --bogus 1
-cfg "a flag out of range" 1 "--timeout-s: '0' is out of range (1 to 3600)" --timeout-s 0
+cfg "a flag out of range" 1 "--timeout-s: '0' is not a whole number from 1 to 3600" --timeout-s 0
 cfg "clock-check not yes or no" 1 "--clock-check: 'maybe' is not yes or no" --clock-check maybe
 cfg "no such device file" 1 "device '$work/none': no such file" --device "$work/none"
 cfg "not an idgen device" 1 "device '/dev/null': not an idgen device" --device /dev/null
@@ -919,7 +919,7 @@ cfg "a quota of burst 0" 1 "the burst '0' is not a number of IDs from 1" --calle
 cfg "two quotas for one caller" 1 "'a' has two quotas" --callers a --quotas "a=1/1 a=2/2"
 cfg "a caller listed twice (a flag)" 1 "--callers: caller 'a' is listed twice" --callers "a b a"
 printf '[httpd]\ncallers = x\n  y x\n' >"$work/bad5.conf"
-cfg "a caller listed twice (the file)" 1 "bad5.conf:2: callers: caller 'x' is listed twice" --config "$work/bad5.conf"
+cfg "a caller listed twice (the file)" 1 "bad5.conf:2: [httpd] callers: caller 'x' is listed twice" --config "$work/bad5.conf"
 cfg "a caller named other" 1 "'other' is not a caller's name" --callers "a other"
 cfg "public_keys and public_current" 0 "public_current = 7" \
 	--public-keys "$keys/k7" --public-current 7 --check-config
