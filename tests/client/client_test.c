@@ -65,29 +65,7 @@
 
 #include "idgen.h"
 #include "idgen_client.h"
-
-static int ntests, failed;
-
-static void check(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void check(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", cond ? "" : "not ", ++ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (!cond)
-		failed = 1;
-}
-
-static int done(void)
-{
-	printf("1..%d\n", ntests);
-	return failed;
-}
+#include "tap.h"
 
 static uint64_t mono_ns(void)
 {
@@ -236,7 +214,7 @@ static int t_options(void)
 	      "next_n(0): -EINVAL (\"%s\")", idgen_client_last_error());
 	check(idgen_client_next_n(c, ids, 10001) == -EINVAL, "next_n(10001): -EINVAL");
 	idgen_client_free(c);
-	return done();
+	return tap_done();
 }
 
 /* ---- spread, frozen ----------------------------------------------------- */
@@ -303,7 +281,7 @@ static int t_spread(const char *urls, size_t calls, long bound_ms, long frozen)
 	idgen_client_free(c);
 	free(ids);
 	free(lat);
-	return done();
+	return tap_done();
 }
 
 /* ---- every host down ---------------------------------------------------- */
@@ -339,7 +317,7 @@ static int t_alldown(const char *urls, unsigned int deadline_ms, unsigned int sl
 	check(s.calls == 1 && s.calls_failed == 1, "stats: 1 call, 1 failed");
 	print_stats(c);
 	idgen_client_free(c);
-	return done();
+	return tap_done();
 }
 
 /* ---- calls for a while, probes coming fast ---------------------------- */
@@ -371,7 +349,7 @@ static int t_hold(const char *urls, unsigned int seconds, unsigned int health_ms
 	      calls, seconds, health_ms, errors);
 	check(s.probes > 0, "... hosts were probed (%" PRIu64 ")", s.probes);
 	idgen_client_free(c);
-	return done();
+	return tap_done();
 }
 
 /* ---- uniqueness and threads ------------------------------------------- */
@@ -475,7 +453,7 @@ static int t_unique(const char *urls, size_t total, unsigned int threads, unsign
 		      PRIu64 " requests, %" PRIu64 " hits)", s.refills, s.requests, s.buffer_hits);
 	idgen_client_free(c);
 	free(all);
-	return done();
+	return tap_done();
 }
 
 /* ---- the age bound ------------------------------------------------------ */
@@ -520,7 +498,7 @@ static int t_stale(const char *urls, unsigned int max_age_ms)
 	check(s.stale_dropped > 0, "... stale IDs were dropped and counted (%" PRIu64 ")",
 	      s.stale_dropped);
 	idgen_client_free(c);
-	return done();
+	return tap_done();
 }
 
 /* ---- bad answers -------------------------------------------------------- */
@@ -562,7 +540,7 @@ static int t_bad(const char *fake, const char *good, unsigned int good_worker, s
 	check(ret == -ETIMEDOUT && strstr(idgen_client_last_error(), why),
 	      "... the fake alone: -ETIMEDOUT, \"%s\" (got %d)", why, ret);
 	idgen_client_free(c);
-	return done();
+	return tap_done();
 }
 
 static int t_badbuf(const char *fake, const char *good, unsigned int good_worker,
@@ -616,7 +594,7 @@ static int t_badbuf(const char *fake, const char *good, unsigned int good_worker
 	check(ret == -ETIMEDOUT && strstr(idgen_client_last_error(), why),
 	      "... the fake alone: -ETIMEDOUT, \"%s\" (got %d)", why, ret);
 	idgen_client_free(c);
-	return done();
+	return tap_done();
 }
 
 /* ---- fork --------------------------------------------------------------- */
@@ -769,7 +747,7 @@ static int t_fork(const char *urls, const char *how, bool no_wipe)
 		      "the case under test: parent and child both PID 1 (%d, %d)", getpid(),
 		      got == sizeof(out) ? out.pid : 0);
 	idgen_client_free(c);
-	return done();
+	return tap_done();
 }
 
 /*

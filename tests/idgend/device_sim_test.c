@@ -18,22 +18,9 @@
 
 #include "wall_clock.h"
 #include "device_sim.h"
+#include "tap.h"
 
-static int tests, failures;
 
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	tests++;
-	if (!ok)
-		failures++;
-	printf("%sok %d - ", ok ? "" : "not ", tests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-}
 
 static bool log_has(const char *path, const char *needle)
 {
@@ -122,6 +109,5 @@ int main(void)
 	unlink(log);
 	unlink(file);
 	rmdir(dir);
-	printf("1..%d\n", tests);
-	return failures ? 1 : 0;
+	return tap_done();
 }

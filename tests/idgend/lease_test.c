@@ -20,27 +20,14 @@
 #include "lease_protocol.h"
 #include "standalone.h"
 #include "state_file.h"
+#include "tap.h"
 
 #define WORKERS		8
 #define LEASE_MS	60000
 /* The fake generators' layout: 8 numbers per region. */
 #define TEST_LAYOUT	((struct lease_layout){ 3, 3, 16 })
 
-static int tests, failures;
 
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	tests++;
-	if (!ok)
-		failures++;
-	printf("%sok %d - ", ok ? "" : "not ", tests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-}
 
 /* ---- the daemon's log lines, in a file the tests read back ---- */
 
@@ -1747,6 +1734,5 @@ int main(void)
 	test_standalone();
 	test_state_file();
 	test_standalone_clock_before_epoch();
-	printf("1..%d\n", tests);
-	return failures ? 1 : 0;
+	return tap_done();
 }

@@ -14,23 +14,10 @@
 #include <unistd.h>
 
 #include "runtime.h"
+#include "tap.h"
 
-static int tests, failures;
 static FILE *log_file;
 
-static void check(bool ok, const char *fmt, ...)
-{
-	va_list ap;
-
-	tests++;
-	if (!ok)
-		failures++;
-	printf("%sok %d - ", ok ? "" : "not ", tests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-}
 
 static bool logged(const char *needle)
 {
@@ -168,6 +155,5 @@ int main(void)
 	unlink(path);
 	rmdir(sub);
 	rmdir(dir);
-	printf("1..%d\n", tests);
-	return failures ? 1 : 0;
+	return tap_done();
 }
