@@ -65,6 +65,7 @@
 
 #include "idgen.h"
 #include "idgen_client.h"
+#include "child.h"
 #include "tap.h"
 
 static uint64_t mono_ns(void)
@@ -609,59 +610,20 @@ struct fork_report {
 	char msg[256];
 };
 
-static void on_alarm(int sig)
-{
-	(void)sig;
-	_exit(3);	/* a child that hangs (a PID 1 ignores a default SIGALRM) */
-}
-
 /*
- * A child made as HOW says: fork, _Fork, clone or clone3 (by the system
- * call), each with a pidns- form that makes it in a new PID namespace.
- * Only fork runs the atfork handlers.
+ * A child made as HOW says: fork, _Fork, clone or clone3 (child.h), each
+ * with a pidns- form that makes it in a new PID namespace.
  */
 static pid_t make_child(const char *how)
 {
 	bool newpid = !strncmp(how, "pidns-", 6);
-	struct clone_args ca;
+	enum child_how h;
 
-	if (newpid)
-		how += 6;
-	if (!strcmp(how, "fork") || !strcmp(how, "_Fork")) {
-		if (newpid && unshare(CLONE_NEWPID))
-			return -1;
-		return !strcmp(how, "fork") ? fork() : _Fork();
+	if (child_how_named(how + (newpid ? 6 : 0), &h)) {
+		errno = EINVAL;
+		return -1;
 	}
-	if (!strcmp(how, "clone"))
-		return syscall(SYS_clone, SIGCHLD | (newpid ? CLONE_NEWPID : 0), 0, 0, 0, 0);
-	if (!strcmp(how, "clone3")) {
-		memset(&ca, 0, sizeof(ca));
-		ca.flags = newpid ? CLONE_NEWPID : 0;
-		ca.exit_signal = SIGCHLD;
-		return syscall(SYS_clone3, &ca, sizeof(ca));
-	}
-	errno = EINVAL;
-	return -1;
-}
-
-/* madvise(MADV_WIPEONFORK) fails with EINVAL from now on, as before 4.14. */
-static int no_wipe_on_fork(void)
-{
-	/* The advice argument's low 32 bits. */
-	const unsigned int advice = offsetof(struct seccomp_data, args[2]) +
-		(__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4 : 0);
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_madvise, 0, 3),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, advice),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MADV_WIPEONFORK, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EINVAL),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-
-	return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
-	       prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) ? -1 : 0;
+	return child_make(h, newpid);
 }
 
 /*
@@ -695,7 +657,7 @@ static int t_fork(const char *urls, const char *how, bool no_wipe)
 	}
 	if (!pid) {
 		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_alarm;
+		sa.sa_handler = child_on_alarm;
 		sigaction(SIGALRM, &sa, NULL);
 		alarm(10);
 		memset(&out, 0, sizeof(out));
@@ -806,7 +768,7 @@ int main(int argc, char *argv[])
 		bool no_wipe = !strncmp(how, "no-wipe-", 8);
 
 		/* Before the first client: the fork guard is set up then. */
-		if (no_wipe && no_wipe_on_fork()) {
+		if (no_wipe && child_no_wipe_on_fork(false)) {
 			printf("# seccomp: %s\n", strerror(errno));
 			return 2;
 		}

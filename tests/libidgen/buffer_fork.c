@@ -37,6 +37,7 @@
 #include <sys/wait.h>
 
 #include "idgen.h"
+#include "child.h"
 #include "kselftest_harness.h"
 
 #define CAP	16	/* the buffer's capacity */
@@ -45,42 +46,12 @@
 
 #define SKIPPED	4	/* scenario()'s exit: no CAP_SYS_ADMIN */
 
-enum how { HOW_FORK, HOW__FORK, HOW_CLONE, HOW_CLONE3 };
-
 /* What the child saw, through a pipe. */
 struct report {
 	int ret[TAKE];
 	uint64_t ids[TAKE];
 	pid_t pid;
 };
-
-static void on_alarm(int sig)
-{
-	(void)sig;
-	_exit(3);	/* a child that hangs (a PID 1 ignores a default SIGALRM) */
-}
-
-/* A child made the way asked, into a new PID namespace if newpid. */
-static pid_t make_child(enum how how, bool newpid)
-{
-	struct clone_args ca;
-
-	switch (how) {
-	case HOW_FORK:
-	case HOW__FORK:
-		if (newpid && unshare(CLONE_NEWPID))
-			return -1;
-		return how == HOW_FORK ? fork() : _Fork();
-	case HOW_CLONE:
-		return syscall(SYS_clone, SIGCHLD | (newpid ? CLONE_NEWPID : 0), 0, 0, 0, 0);
-	case HOW_CLONE3:
-		memset(&ca, 0, sizeof(ca));
-		ca.flags = newpid ? CLONE_NEWPID : 0;
-		ca.exit_signal = SIGCHLD;
-		return syscall(SYS_clone3, &ca, sizeof(ca));
-	}
-	return -1;
-}
 
 static bool in(uint64_t id, const uint64_t *ids, size_t n)
 {
@@ -97,7 +68,7 @@ static bool in(uint64_t id, const uint64_t *ids, size_t n)
  * saying why), SKIPPED if the child could not be made for want of a
  * capability.  With newpid, this process is PID 1 of its namespace.
  */
-static int scenario(enum how how, bool newpid, bool no_wipe)
+static int scenario(enum child_how how, bool newpid, bool no_wipe)
 {
 	uint64_t stock[STOCK], first, mine[2 * TAKE];
 	struct idgen_buffer *b;
@@ -133,14 +104,14 @@ static int scenario(enum how how, bool newpid, bool no_wipe)
 		return 1;
 	}
 
-	pid = make_child(how, newpid);
+	pid = child_make(how, newpid);
 	if (pid < 0) {
 		printf("# making the child: %s\n", strerror(errno));
 		return errno == EPERM ? SKIPPED : 1;
 	}
 	if (!pid) {
 		memset(&sa, 0, sizeof(sa));
-		sa.sa_handler = on_alarm;
+		sa.sa_handler = child_on_alarm;
 		sigaction(SIGALRM, &sa, NULL);
 		alarm(10);
 		memset(&r, 0, sizeof(r));
@@ -200,45 +171,13 @@ static int scenario(enum how how, bool newpid, bool no_wipe)
  */
 static bool lying;
 
-/* madvise(MADV_WIPEONFORK) fails with EINVAL from now on, as before 4.14. */
-static int no_wipe_on_fork(void)
-{
-	/* The advice argument's low 32 bits. */
-	const unsigned int advice = offsetof(struct seccomp_data, args[2]) +
-		(__BYTE_ORDER__ == __ORDER_BIG_ENDIAN__ ? 4 : 0);
-	struct sock_filter f[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_madvise, 0, 3),
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, advice),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, MADV_WIPEONFORK, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EINVAL),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_filter lie[] = {
-		BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
-		BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_madvise, 0, 1),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | 0),
-		BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-	};
-	struct sock_fprog prog = { .len = sizeof(f) / sizeof(f[0]), .filter = f };
-
-	if (lying) {
-		prog.len = sizeof(lie) / sizeof(lie[0]);
-		prog.filter = lie;
-	}
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) ||
-	    prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog))
-		return -1;
-	return 0;
-}
-
-static int run(enum how how, bool newpid, bool no_wipe)
+static int run(enum child_how how, bool newpid, bool no_wipe)
 {
 	int status;
 	pid_t pid;
 
 	/* Before the library's first buffer: the guard is set up then. */
-	if (no_wipe && no_wipe_on_fork()) {
+	if (no_wipe && child_no_wipe_on_fork(lying)) {
 		printf("# seccomp: %s\n", strerror(errno));
 		return 1;
 	}
@@ -268,22 +207,22 @@ static int run(enum how how, bool newpid, bool no_wipe)
 		ASSERT_EQ(0, ret);						\
 	}
 
-FORK_TEST(child_of_fork, HOW_FORK, false, false)
-FORK_TEST(child_of__Fork, HOW__FORK, false, false)
-FORK_TEST(child_of_clone, HOW_CLONE, false, false)
-FORK_TEST(child_of_clone3, HOW_CLONE3, false, false)
-FORK_TEST(pidns_unshare_fork, HOW_FORK, true, false)
-FORK_TEST(pidns__Fork, HOW__FORK, true, false)
-FORK_TEST(pidns_clone, HOW_CLONE, true, false)
-FORK_TEST(pidns_clone3, HOW_CLONE3, true, false)
-FORK_TEST(no_wipe_child_of__Fork, HOW__FORK, false, true)
-FORK_TEST(no_wipe_pidns_clone, HOW_CLONE, true, true)
+FORK_TEST(child_of_fork, CHILD_FORK, false, false)
+FORK_TEST(child_of__Fork, CHILD__FORK, false, false)
+FORK_TEST(child_of_clone, CHILD_CLONE, false, false)
+FORK_TEST(child_of_clone3, CHILD_CLONE3, false, false)
+FORK_TEST(pidns_unshare_fork, CHILD_FORK, true, false)
+FORK_TEST(pidns__Fork, CHILD__FORK, true, false)
+FORK_TEST(pidns_clone, CHILD_CLONE, true, false)
+FORK_TEST(pidns_clone3, CHILD_CLONE3, true, false)
+FORK_TEST(no_wipe_child_of__Fork, CHILD__FORK, false, true)
+FORK_TEST(no_wipe_pidns_clone, CHILD_CLONE, true, true)
 
 /* A madvise() that says yes to everything is not believed. */
 TEST(lying_madvise_child_of__Fork)
 {
 	lying = true;
-	ASSERT_EQ(0, run(HOW__FORK, false, true));
+	ASSERT_EQ(0, run(CHILD__FORK, false, true));
 }
 
 TEST_HARNESS_MAIN
