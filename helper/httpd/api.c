@@ -575,15 +575,22 @@ static void deferred_done(struct lane_job *job)
 
 	d->out.content_type = "application/json";
 	d->out.route = ROUTE_NEXT;
-	/* Out of memory, the body stays NULL: the connection is closed. */
-	next_answer(d, job->err, &d->out);
+	if (job->err == -ECONNRESET) {
+		/* The client went away: no answer, and its quota back. */
+		free(job->ids);
+		give_back(d);
+	} else {
+		/* Out of memory, the body stays NULL: the connection is closed. */
+		next_answer(d, job->err, &d->out);
+	}
 	d->resume(d->arg);
 }
 
-void api_defer(struct api_deferred *d, void (*resume)(void *arg), void *arg)
+void api_defer(struct api_deferred *d, int fd, void (*resume)(void *arg), void *arg)
 {
 	d->resume = resume;
 	d->arg = arg;
+	d->job.fd = fd;
 	lane_submit(d->api->lane, &d->job);
 }
 
@@ -592,6 +599,15 @@ int api_deferred_answer(struct api_deferred *d, struct api_response *out)
 	*out = d->out;
 	free(d);
 	return out->body ? 0 : -ENOMEM;
+}
+
+void api_deferred_drop(struct api_deferred *d)
+{
+	/* IDs minted and never delivered are holes: the caller keeps its quota. */
+	if (d->out.status == 200)
+		give_back(d);
+	free(d->out.body);
+	free(d);
 }
 
 static int ids_next(struct api *api, const struct api_request *rq,

@@ -94,14 +94,23 @@ int api_handle(struct api *api, const struct api_request *rq,
 /*
  * Mint a deferred request's IDs on the lane and make its answer; then
  * resume(arg), once, from the lane's thread or this one.  The connection
- * must be set aside before: resume() may come before this returns.
+ * must be set aside before: resume() may come before this returns.  fd,
+ * the client's socket (or -1), is watched meanwhile: a client gone gets
+ * no more IDs minted, and no answer.
  */
-void api_defer(struct api_deferred *d, void (*resume)(void *arg), void *arg);
+void api_defer(struct api_deferred *d, int fd, void (*resume)(void *arg), void *arg);
 
 /*
  * After resume(): the answer into out, and d freed.  0, or -ENOMEM when
  * no answer could be made (the caller closes the connection).
  */
 int api_deferred_answer(struct api_deferred *d, struct api_response *out);
+
+/*
+ * After resume(), when the answer cannot be sent (the connection closed
+ * first, e.g. by a client that shut its side after the request): d freed,
+ * and the caller's quota given back for IDs it never got.
+ */
+void api_deferred_drop(struct api_deferred *d);
 
 #endif /* HTTPD_API_H */

@@ -3,8 +3,10 @@
  * The bulk lane (lane.h).
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "idgen.h"
@@ -20,40 +22,43 @@ struct lane {
 	bool stopping;			/* finish the queue, take no more */
 };
 
-/* The wall clock in idgen ms (0 before the epoch), and the ns into it. */
-static uint64_t wall_ms(long *ns_in)
+/* Until the wall clock's next millisecond. */
+static void sleep_to_next_ms(void)
 {
 	struct timespec ts;
-	uint64_t ms;
 
 	clock_gettime(CLOCK_REALTIME, &ts);
-	*ns_in = ts.tv_nsec % 1000000;
-	ms = (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-	return ms > LIBIDGEN_EPOCH_UNIX_MS ? ms - LIBIDGEN_EPOCH_UNIX_MS : 0;
+	nanosleep(&(struct timespec){ 0, 1000000 - ts.tv_nsec % 1000000 }, NULL);
 }
 
 /*
  * Sleep while last_ms, the millisecond of the last ID the lane got, runs
- * more than LANE_AHEAD_MS ahead of the wall clock: until the millisecond
- * the clock reaches then begins.  A millisecond at a time, so a clock
- * that moves meanwhile is followed; the generator refuses past its lead
- * (1 s by default), and a clock stepped back again while the lane waits
- * holds it LANE_MAX_WAIT_MS at most.
+ * more than LANE_AHEAD_MS ahead of the generator's clock: a millisecond
+ * at a time, so a clock that moves meanwhile is followed, and
+ * LANE_MAX_WAIT_MS at most (the generator refuses past its lead, 1 s by
+ * default, and a clock stepped back again could hold the lane longer).
  */
-#define LANE_MAX_WAIT_MS	1000
-
-static void keep_pace(uint64_t last_ms)
+static void keep_pace(struct minter *m, uint64_t last_ms)
 {
+	struct minter_state st;
 	unsigned int waited;
-	uint64_t now;
-	long ns_in;
 
+	if (!m->ops->state)
+		return;
 	for (waited = 0; waited < LANE_MAX_WAIT_MS; waited++) {
-		now = wall_ms(&ns_in);
-		if (last_ms <= now + LANE_AHEAD_MS)
+		memset(&st, 0, sizeof(st));
+		if (m->ops->state(m->ctx, &st) || last_ms <= st.now_ms + LANE_AHEAD_MS)
 			return;
-		nanosleep(&(struct timespec){ 0, 1000000 - ns_in }, NULL);
+		sleep_to_next_ms();
 	}
+}
+
+/* Whether a request's client has hung up: no answer can reach it. */
+static bool client_gone(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+
+	return fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
 }
 
 /* One turn of a job: a chunk of its IDs.  True when the job is done. */
@@ -64,6 +69,10 @@ static bool mint_chunk(struct minter *m, struct lane_job *job)
 
 	if (n > LANE_CHUNK)
 		n = LANE_CHUNK;
+	if (client_gone(job->fd)) {
+		job->err = -ECONNRESET;
+		return true;
+	}
 	r = m->ops->mint(m->ctx, job->ids + job->got, n);
 	if (r < 0) {
 		job->err = r;
@@ -92,11 +101,12 @@ static void *lane_thread(void *arg)
 		pthread_mutex_unlock(&l->lock);
 
 		done = mint_chunk(l->minter, job);
-		/* The time field never moves between layouts. */
-		if (job->got)
-			keep_pace(job->ids[job->got - 1] >> LIBIDGEN_NODE_SEQ_BITS);
-		if (done)
+		if (done) {
 			job->done(job);
+		} else if (job->got) {
+			/* The time field never moves between layouts. */
+			keep_pace(l->minter, job->ids[job->got - 1] >> LIBIDGEN_NODE_SEQ_BITS);
+		}
 
 		pthread_mutex_lock(&l->lock);
 		if (!done) {

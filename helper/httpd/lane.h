@@ -15,13 +15,17 @@
  *   - the lane mints LANE_CHUNK IDs of one request at a time, taking
  *     its requests in turn, so a large request never waits for all of
  *     the others;
- *   - it keeps the IDs it mints at most LANE_AHEAD_MS ahead of the wall
- *     clock (by the millisecond of the last ID it got), and sleeps while
- *     they run further ahead, so the rest of the generator's lead is
- *     always there for small requests, which never wait for the clock
- *     on its account.  While the generator runs ahead for another reason
- *     (the wall clock stepped back) the lane waits too, at most the
- *     generator's lead: large requests are slowed, small ones go on;
+ *   - it keeps the IDs it mints at most LANE_AHEAD_MS ahead of the
+ *     generator's own clock (the millisecond of the last ID it got,
+ *     against the clock minter_state gives), and sleeps while they run
+ *     further ahead, so the rest of the generator's borrow bound (the
+ *     module's max_borrow_ms, 10 ms by default; set it above
+ *     LANE_AHEAD_MS) is always there for small requests, which never
+ *     wait for the clock on its account.  While the generator runs ahead
+ *     for another reason (the clock stepped back) the lane waits too, up
+ *     to LANE_MAX_WAIT_MS: large requests are slowed, small ones go on;
+ *   - it stops minting for a request whose client has gone (its socket
+ *     hung up), and answers it with ECONNRESET;
  *   - it formats the answer itself, so the connection's thread only
  *     sends it.
  *
@@ -41,12 +45,15 @@
 #define LANE_MIN_COUNT	256	/* IDs: a request of this many goes to the lane */
 #define LANE_CHUNK	512	/* IDs minted for one request before the next */
 #define LANE_AHEAD_MS	5	/* of the generator's 10 ms lead, the lane's */
+#define LANE_MAX_WAIT_MS 1000	/* the longest the lane waits for the clock */
 
 struct lane_job {
 	uint64_t *ids;		/* count of them */
 	size_t count;
 	size_t got;		/* minted so far */
-	int err;		/* 0, or the generator's negative errno */
+	int err;		/* 0, the generator's negative errno, or
+				 * -ECONNRESET: the client went away */
+	int fd;			/* the client's socket, or -1: not watched */
 	/*
 	 * Called once, when every ID is minted or the generator refused
 	 * (err): on the lane's thread, or on lane_submit()'s caller's when

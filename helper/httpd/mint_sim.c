@@ -117,7 +117,7 @@ static int sim_state(void *ctx, struct minter_state *st)
 {
 	struct mint_sim *s = ctx;
 	uint64_t now = wall_ms(), slot = atomic_load(&s->last);
-	uint64_t last = slot >> SEQ_BITS, next = (slot + 1) >> SEQ_BITS;
+	uint64_t next = (slot + 1) >> SEQ_BITS;
 
 	st->leased = true;
 	st->region = 0;
@@ -125,7 +125,8 @@ static int sim_state(void *ctx, struct minter_state *st)
 	st->floor_ms = s->floor_ms;
 	st->valid_until_ms = s->valid_until_ms;
 	st->wall_ms = now;
-	st->now_ms = last > now ? last : now;
+	/* Its clock: the wall clock, which it trusts (the module's now_ms). */
+	st->now_ms = now;
 	/*
 	 * In force while it can still mint: its next ms, by the clock or
 	 * by what it used, lies below the fence.

@@ -251,9 +251,12 @@ static enum MHD_Result answer(struct server *s, struct MHD_Connection *c,
 		 * Set aside before the lane may finish: handle() is called
 		 * again once it has, and sends the answer (deferred()).
 		 */
+		const union MHD_ConnectionInfo *i =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
 		rq->deferred = out.deferred;
 		MHD_suspend_connection(c);
-		api_defer(out.deferred, resume, c);
+		api_defer(out.deferred, i ? i->connect_fd : -1, resume, c);
 		return MHD_YES;
 	}
 	return send_answer(s, c, rq, &out);
@@ -519,14 +522,13 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	struct conn *cn;
 
 	struct request *rq = *con_cls;
-	struct api_response out;
 
 	(void)toe;
 	if (rq) {
 		atomic_fetch_sub(&in_flight, 1);
 		/* Resumed, and closed before its answer was sent. */
-		if (rq->deferred && !api_deferred_answer(rq->deferred, &out))
-			free(out.body);
+		if (rq->deferred)
+			api_deferred_drop(rq->deferred);
 	}
 	free(rq);
 	*con_cls = NULL;

@@ -4,15 +4,19 @@
  * test plays: requests take turns a chunk at a time, each gets exactly
  * its count, a refusal ends its request alone, short reads are read on,
  * a stop answers every request queued before it returns, a request after
- * it is minted by its submitter, and the lane never mints again while
- * its last ID runs more than LANE_AHEAD_MS ahead of the wall clock.
+ * it is minted by its submitter, the lane never mints again while its
+ * last ID runs more than LANE_AHEAD_MS ahead of the generator's clock
+ * and never waits for the clock before answering a finished request, and
+ * a client that hung up gets no more IDs.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "idgen.h"
 #include "lane.h"
@@ -33,6 +37,7 @@ struct fake {
 	size_t short_by;		/* every read gives this many fewer */
 	uint64_t ms_ahead;
 	uint64_t next_seq;
+	atomic_uint states;		/* the generator's clock read */
 };
 
 static uint64_t wall_ms(void)
@@ -73,7 +78,17 @@ static ssize_t fake_mint(void *ctx, uint64_t *ids, size_t n)
 	return n;
 }
 
-static const struct minter_ops fake_ops = { .mint = fake_mint };
+/* The generator's clock: the wall clock, as the simulation's. */
+static int fake_state(void *ctx, struct minter_state *st)
+{
+	struct fake *f = ctx;
+
+	atomic_fetch_add(&f->states, 1);
+	st->now_ms = wall_ms();
+	return 0;
+}
+
+static const struct minter_ops fake_ops = { .mint = fake_mint, .state = fake_state };
 
 static void fake_open(struct fake *f)
 {
@@ -87,6 +102,8 @@ struct job {
 	struct lane_job job;
 	atomic_int done;
 	pthread_t done_by;
+	struct fake *f;
+	unsigned int states_at_done;	/* the clock reads before done */
 };
 
 static void job_done(struct lane_job *j)
@@ -94,6 +111,8 @@ static void job_done(struct lane_job *j)
 	struct job *job = (struct job *)j;
 
 	job->done_by = pthread_self();
+	if (job->f)
+		job->states_at_done = atomic_load(&job->f->states);
 	atomic_fetch_add(&job->done, 1);
 }
 
@@ -102,6 +121,7 @@ static void job_init(struct job *job, size_t count)
 	memset(job, 0, sizeof(*job));
 	job->job.ids = calloc(count, sizeof(uint64_t));
 	job->job.count = count;
+	job->job.fd = -1;
 	job->job.done = job_done;
 }
 
@@ -310,6 +330,56 @@ TEST_F(lane, no_read_while_its_last_id_runs_ahead)
 			       (unsigned long long)self->f.call[i].wall_ms,
 			       (unsigned long long)last);
 	}
+}
+
+TEST_F(lane, a_client_gone_gets_no_more_ids)
+{
+	struct timespec ms = { 0, 1000000 };
+	int sv[2];
+
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	job_init(&self->jobs[0], 2000);
+	self->jobs[0].job.fd = sv[0];
+	lane_submit(self->l, &self->jobs[0].job);
+	/* The lane is in the first chunk's read when the client goes. */
+	while (!self->f.entered)
+		nanosleep(&ms, NULL);
+	close(sv[1]);
+	fake_open(&self->f);
+	wait_done(&self->jobs[0]);
+	EXPECT_EQ(-ECONNRESET, self->jobs[0].job.err);
+	EXPECT_EQ(LANE_CHUNK, self->jobs[0].job.got);
+	EXPECT_EQ(1, self->f.calls);
+	close(sv[0]);
+}
+
+TEST_F(lane, a_live_client_is_minted_for)
+{
+	int sv[2];
+
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	fake_open(&self->f);
+	job_init(&self->jobs[0], 2000);
+	self->jobs[0].job.fd = sv[0];
+	lane_submit(self->l, &self->jobs[0].job);
+	wait_done(&self->jobs[0]);
+	EXPECT_EQ(0, self->jobs[0].job.err);
+	EXPECT_EQ(2000, self->jobs[0].job.got);
+	close(sv[0]);
+	close(sv[1]);
+}
+
+TEST_F(lane, a_finished_request_waits_for_no_clock)
+{
+	/* Its IDs run ahead, but it is done: answered before any pacing. */
+	self->f.ms_ahead = 20;
+	fake_open(&self->f);
+	job_init(&self->jobs[0], LANE_CHUNK);
+	self->jobs[0].f = &self->f;
+	lane_submit(self->l, &self->jobs[0].job);
+	wait_done(&self->jobs[0]);
+	EXPECT_EQ(0, self->jobs[0].states_at_done);
+	EXPECT_EQ(LANE_CHUNK, self->jobs[0].job.got);
 }
 
 TEST_HARNESS_MAIN
