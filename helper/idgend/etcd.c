@@ -1178,17 +1178,28 @@ static char *width_key(struct etcd *e)
 	return k;
 }
 
-/* Appends {"target": "MOD", "key": key, "mod_revision": rev, "result": res}. */
-static int add_compare(struct json_object *a, const char *key, int64_t rev,
-		       const char *result)
+/*
+ * One compare of a txn: MOD(key) result rev, over [key, range_end) when
+ * range_end is given.  etcd compares a missing key's mod_revision as 0.
+ */
+struct txn_compare {
+	const char *key;
+	const char *range_end;		/* NULL: the key alone */
+	int64_t rev;
+	const char *result;		/* "EQUAL", "LESS" */
+};
+
+/* Appends {"target": "MOD", "key": ..., ["range_end": ...,] "mod_revision": ..., "result": ...}. */
+static int add_compare(struct json_object *a, const struct txn_compare *c)
 {
-	struct json_object *c = add_new(a, NULL, false);
+	struct json_object *o = add_new(a, NULL, false);
 	char s[24];
 
-	snprintf(s, sizeof(s), "%" PRId64, rev);
-	if (!c || add_str(c, "target", "MOD") ||
-	    add_b64(c, "key", key, strlen(key)) ||
-	    add_str(c, "mod_revision", s) || add_str(c, "result", result))
+	snprintf(s, sizeof(s), "%" PRId64, c->rev);
+	if (!o || add_str(o, "target", "MOD") ||
+	    add_b64(o, "key", c->key, strlen(c->key)) ||
+	    (c->range_end && add_b64(o, "range_end", c->range_end, strlen(c->range_end))) ||
+	    add_str(o, "mod_revision", s) || add_str(o, "result", c->result))
 		return -ENOMEM;
 	return 0;
 }
@@ -1205,6 +1216,45 @@ static int add_range_op(struct json_object *a, const char *key)
 }
 
 /*
+ * The one shape of every write idgend makes (R2): if every compare holds
+ * then put key = value, else range each of the nfail keys (NULL entries
+ * skipped), so a failed write reads back what it met.  NULL: no memory.
+ */
+static struct json_object *txn_request(const struct txn_compare *cmp, size_t ncmp,
+				       const char *key, const char *value,
+				       const char *const *fail, size_t nfail)
+{
+	struct json_object *req, *a, *op;
+	size_t i;
+
+	req = json_object_new_object();
+	a = req ? add_new(req, "compare", true) : NULL;
+	for (i = 0; a && i < ncmp; i++)
+		if (add_compare(a, &cmp[i]))
+			a = NULL;
+	if (!a)
+		goto nomem;
+	a = add_new(req, "success", true);
+	op = a ? add_new(a, NULL, false) : NULL;
+	op = op ? add_new(op, "request_put", false) : NULL;
+	if (!op || add_b64(op, "key", key, strlen(key)) ||
+	    add_b64(op, "value", value, strlen(value)))
+		goto nomem;
+	if (nfail) {
+		a = add_new(req, "failure", true);
+		for (i = 0; a && i < nfail; i++)
+			if (fail[i] && add_range_op(a, fail[i]))
+				a = NULL;
+		if (!a)
+			goto nomem;
+	}
+	return req;
+nomem:
+	json_object_put(req);
+	return NULL;
+}
+
+/*
  * The txn: if mod_revision(key) == expect_rev [and mod_revision(lkey) ==
  * layout_rev] then put else range key [and range lkey].  etcd compares a
  * missing key's mod_revision as 0, so expect_rev 0 is "does not exist yet"
@@ -1214,32 +1264,13 @@ static struct json_object *cas_request(const char *key, int64_t expect_rev,
 				       const char *lkey, int64_t layout_rev,
 				       const char *value)
 {
-	struct json_object *req, *a, *op;
-	size_t klen = strlen(key);
+	const struct txn_compare cmp[] = {
+		{ key, NULL, expect_rev, "EQUAL" },
+		{ lkey, NULL, layout_rev, "EQUAL" },
+	};
+	const char *const fail[] = { key, lkey };
 
-	req = json_object_new_object();
-	if (!req)
-		return NULL;
-
-	a = add_new(req, "compare", true);
-	if (!a || add_compare(a, key, expect_rev, "EQUAL") ||
-	    (lkey && add_compare(a, lkey, layout_rev, "EQUAL")))
-		goto nomem;
-
-	a = add_new(req, "success", true);
-	op = a ? add_new(a, NULL, false) : NULL;
-	op = op ? add_new(op, "request_put", false) : NULL;
-	if (!op || add_b64(op, "key", key, klen) ||
-	    add_b64(op, "value", value, strlen(value)))
-		goto nomem;
-
-	a = add_new(req, "failure", true);
-	if (!a || add_range_op(a, key) || (lkey && add_range_op(a, lkey)))
-		goto nomem;
-	return req;
-nomem:
-	json_object_put(req);
-	return NULL;
+	return txn_request(cmp, lkey ? 2 : 1, key, value, fail, 2);
 }
 
 /* Element i of a failed txn's "responses": its response_range. */
@@ -1562,10 +1593,11 @@ static int etcd_layout_cas(void *ctx, uint32_t region, int64_t expect_rev,
 			   const struct store_layout *l, int64_t *new_rev)
 {
 	struct etcd *e = ctx;
-	struct json_object *req = NULL, *val = NULL, *a, *op, *c;
-	char *key = layout_key(e, region), *end = NULL, *wkey = NULL;
+	struct json_object *req = NULL, *val = NULL;
+	char *key = layout_key(e, region), *start = NULL, *end = NULL, *wkey = NULL;
 	struct layout_cas_answer r = { expect_rev, false, 0 };
-	char rev[24];
+	struct txn_compare cmp[3];
+	size_t n = 0;
 	int ret;
 
 	e->err[0] = '\0';
@@ -1579,34 +1611,25 @@ static int etcd_layout_cas(void *ctx, uint32_t region, int64_t expect_rev,
 	    json_object_object_add(val, "seq_bits", json_object_new_int(l->seq_bits)) ||
 	    json_object_object_add(val, "from_ms", json_object_new_uint64(l->from_ms)))
 		goto nomem;
-	req = json_object_new_object();
-	a = req ? add_new(req, "compare", true) : NULL;
-	if (!a || add_compare(a, key, expect_rev, "EQUAL"))
+	if (width_rev && !(wkey = width_key(e)))
 		goto nomem;
-	if (width_rev && (!(wkey = width_key(e)) ||
-			  add_compare(a, wkey, width_rev, "EQUAL")))
-		goto nomem;
+	cmp[n++] = (struct txn_compare){ key, NULL, expect_rev, "EQUAL" };
+	if (width_rev)
+		cmp[n++] = (struct txn_compare){ wkey, NULL, width_rev, "EQUAL" };
 	if (workers_rev) {
 		/* Every key in [.../w/, .../w0): '/' + 1 is '0'. */
-		if (asprintf(&end, "%s/r%" PRIu32 "/w/", e->prefix, region) < 0) {
-			end = NULL;
+		if (asprintf(&start, "%s/r%" PRIu32 "/w/", e->prefix, region) < 0) {
+			start = NULL;
 			goto nomem;
 		}
-		snprintf(rev, sizeof(rev), "%" PRId64, workers_rev + 1);
-		c = add_new(a, NULL, false);
-		if (!c || add_str(c, "target", "MOD") ||
-		    add_b64(c, "key", end, strlen(end)))
+		end = strdup(start);
+		if (!end)
 			goto nomem;
 		end[strlen(end) - 1]++;
-		if (add_b64(c, "range_end", end, strlen(end)) ||
-		    add_str(c, "mod_revision", rev) || add_str(c, "result", "LESS"))
-			goto nomem;
+		cmp[n++] = (struct txn_compare){ start, end, workers_rev + 1, "LESS" };
 	}
-	a = add_new(req, "success", true);
-	op = a ? add_new(a, NULL, false) : NULL;
-	op = op ? add_new(op, "request_put", false) : NULL;
-	if (!op || add_b64(op, "key", key, strlen(key)) ||
-	    add_b64(op, "value", to_string(val), strlen(to_string(val))))
+	req = txn_request(cmp, n, key, to_string(val), NULL, 0);
+	if (!req)
 		goto nomem;
 	ret = call(e, "/v3/kv/txn", to_string(req), CALL_WRITE,
 		   layout_cas_parse, &r);
@@ -1626,6 +1649,7 @@ out:
 	json_object_put(val);
 	json_object_put(req);
 	free(key);
+	free(start);
 	free(end);
 	free(wkey);
 	return ret;
@@ -1718,7 +1742,7 @@ out:
 static int etcd_width_create(void *ctx, uint8_t region_bits, int64_t *new_rev)
 {
 	struct etcd *e = ctx;
-	struct json_object *req = NULL, *val = NULL, *a, *op;
+	struct json_object *req = NULL, *val = NULL;
 	char *key = width_key(e);
 	/* A txn answer like the layout's: applied at a new revision, or not. */
 	struct layout_cas_answer r = { 0, false, 0 };
@@ -1730,15 +1754,9 @@ static int etcd_width_create(void *ctx, uint8_t region_bits, int64_t *new_rev)
 	if (!val || json_object_object_add(val, "region_bits",
 					   json_object_new_int(region_bits)))
 		goto nomem;
-	req = json_object_new_object();
-	a = req ? add_new(req, "compare", true) : NULL;
-	if (!a || add_compare(a, key, 0, "EQUAL"))
-		goto nomem;
-	a = add_new(req, "success", true);
-	op = a ? add_new(a, NULL, false) : NULL;
-	op = op ? add_new(op, "request_put", false) : NULL;
-	if (!op || add_b64(op, "key", key, strlen(key)) ||
-	    add_b64(op, "value", to_string(val), strlen(to_string(val))))
+	req = txn_request(&(struct txn_compare){ key, NULL, 0, "EQUAL" }, 1, key,
+			  to_string(val), NULL, 0);
+	if (!req)
 		goto nomem;
 	ret = call(e, "/v3/kv/txn", to_string(req), CALL_WRITE,
 		   layout_cas_parse, &r);
