@@ -21,7 +21,7 @@ struct idgen_buffer {
 	uint64_t max_age_ms;
 	/* Protected by lock: ids[head..head+count) are increasing. */
 	size_t head, count;
-	uint64_t token;		/* the process the IDs were minted for */
+	struct idgen_forkguard_stamp stamp;	/* whose the IDs are */
 	uint64_t ids[];
 };
 
@@ -52,7 +52,7 @@ IDGEN_EXPORT int idgen_buffer_new(int fd, size_t capacity, uint64_t max_age_ms,
 	 */
 	b->capacity = idgen_forkguard_init() ? capacity : 1;
 	b->max_age_ms = max_age_ms;
-	b->token = idgen_forkguard_token();
+	b->stamp = idgen_forkguard_stamp();
 	*out = b;
 	return 0;
 }
@@ -110,17 +110,18 @@ static int refill(struct idgen_buffer *b)
 
 IDGEN_EXPORT int idgen_buffer_take(struct idgen_buffer *b, uint64_t *id)
 {
-	uint64_t token;
 	int ret;
 
 	pthread_mutex_lock(&b->lock);
 again:
 	ret = 0;
-	token = idgen_forkguard_token();
-	if (token != b->token) {
-		/* In a child, however made: the parent owns what was buffered. */
+	if (!idgen_forkguard_mine(&b->stamp)) {
+		/*
+		 * In a child, however made (or checked by another copy of the
+		 * library): the parent owns what was buffered.
+		 */
 		b->head = b->count = 0;
-		b->token = token;
+		b->stamp = idgen_forkguard_stamp();
 	}
 	drop_stale(b);
 	if (b->count <= b->capacity / 2) {
@@ -144,13 +145,19 @@ again:
 		 * A fork() in a signal handler while read() slept: the child
 		 * goes on from here with its parent's IDs in the buffer.
 		 */
-		if (idgen_forkguard_token() != token)
+		if (!idgen_forkguard_mine(&b->stamp))
 			goto again;
 	}
 	if (!ret) {
 		*id = b->ids[b->head++];
 		if (!--b->count)
 			b->head = 0;
+		/*
+		 * ... or in a signal handler since the check above: the child
+		 * drops its copy of the buffer, this ID with it, and reads.
+		 */
+		if (!idgen_forkguard_mine(&b->stamp))
+			goto again;
 	}
 	pthread_mutex_unlock(&b->lock);
 	return ret;

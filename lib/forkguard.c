@@ -55,6 +55,7 @@ static void setup(void)
 	 */
 	if (p != MAP_FAILED && madvise(p, size, -1) && errno == EINVAL &&
 	    !madvise(p, size, MADV_WIPEONFORK)) {
+		/* Never unmapped: its address names this copy (forkguard.h). */
 		idgen_forkguard_word = p;
 		wipes = true;
 	} else if (p != MAP_FAILED) {

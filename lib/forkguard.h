@@ -21,6 +21,18 @@
  *
  * A child made with CLONE_VM (vfork()) shares its parent's memory, the
  * page included: it is no new process to the guard.
+ *
+ * An object is stamped with the token and with the address of the word
+ * that holds it: two copies of the library in one process (one static,
+ * one shared; or a library closed with dlclose() and opened again, whose
+ * new copy counts its tokens from the start) each have their own page,
+ * and the page is never unmapped, so no copy's address is ever another's,
+ * in this process or in any child.  An object checked by another copy of
+ * the library than the one that made it is a copy too.
+ *
+ * Checkpoint and restore (CRIU) make no child: a process restored twice
+ * from one image, or checkpointed with --leave-running, is two processes
+ * with one token, and the guard cannot tell them apart.
  */
 #ifndef LIBIDGEN_FORKGUARD_H
 #define LIBIDGEN_FORKGUARD_H
@@ -52,6 +64,24 @@ static inline uint64_t idgen_forkguard_token(void)
 	uint64_t t = __atomic_load_n(idgen_forkguard_word, __ATOMIC_RELAXED);
 
 	return t ? t : idgen_forkguard_renew();
+}
+
+/* What an object is stamped with: this copy of the library, this process. */
+struct idgen_forkguard_stamp {
+	const uint64_t *word;
+	uint64_t token;
+};
+
+static inline struct idgen_forkguard_stamp idgen_forkguard_stamp(void)
+{
+	return (struct idgen_forkguard_stamp){ idgen_forkguard_word,
+					       idgen_forkguard_token() };
+}
+
+/* Whether s was stamped by this copy of the library in this process. */
+static inline bool idgen_forkguard_mine(const struct idgen_forkguard_stamp *s)
+{
+	return s->word == idgen_forkguard_word && s->token == idgen_forkguard_token();
 }
 
 #endif /* LIBIDGEN_FORKGUARD_H */

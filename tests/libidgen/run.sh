@@ -55,6 +55,8 @@ tap_run unit "$user/unit"
 # The buffer across fork(), _Fork(), clone(), clone3() and PID namespaces
 # (those skipped without CAP_SYS_ADMIN).
 tap_run buffer_fork "$user/buffer_fork"
+# ... and a copy of the library that did not make it (dlclose, dlopen).
+tap_run buffer_reload "$user/buffer_reload" "$top/lib/libidgen.so.0"
 tap_run public "$user/public_test"
 tap_run code "$user/code_test"
 tap_run ff1_busy "$user/ff1_busy_test"
