@@ -117,7 +117,7 @@ struct waiter {
 
 struct idgen_client {
 	struct idgen_client_options o;
-	uint64_t token;			/* the process that made it (forkguard.h) */
+	struct idgen_forkguard_stamp stamp;	/* whose it is (forkguard.h) */
 	unsigned int nhosts;
 	struct host hosts[IDGEN_CLIENT_MAX_HOSTS];
 	uint64_t per_try_ns, deadline_ns, health_ns;
@@ -181,7 +181,7 @@ static void set_error(const char *fmt, ...)
  */
 static int check_process(const struct idgen_client *c)
 {
-	if (idgen_forkguard_token() == c->token)
+	if (idgen_forkguard_mine(&c->stamp))
 		return 0;
 	set_error("this client was made before fork() (or clone()), in the parent: "
 		  "its IDs are the parent's; make a new one in this process");
@@ -998,10 +998,27 @@ static int fetch(struct idgen_client *c, uint64_t *ids, size_t n)
 	pthread_mutex_unlock(&c->lock);
 	curl_multi_wakeup(c->multi);
 
-	/* The loop always finishes a request, by its deadline at the latest. */
+	/*
+	 * The loop always finishes a request, by its deadline at the latest.
+	 * A child made meanwhile (a fork() in a signal handler) has no loop:
+	 * looked for every 100 ms, it gives up, leaving r to nobody.
+	 */
 	pthread_mutex_lock(&c->lock);
-	while (!r->done)
-		pthread_cond_wait(&r->cond, &c->lock);
+	while (!r->done) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += 100000000;
+		if (ts.tv_nsec >= 1000000000) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000;
+		}
+		if (pthread_cond_timedwait(&r->cond, &c->lock, &ts) == ETIMEDOUT &&
+		    !r->done && check_process(c)) {
+			pthread_mutex_unlock(&c->lock);
+			return -ECHILD;
+		}
+	}
 	pthread_mutex_unlock(&c->lock);
 	ret = r->result;
 	if (ret)
@@ -1054,7 +1071,13 @@ static ssize_t take(struct idgen_client *c, uint64_t *ids, size_t n, bool *hit)
 	}
 	while (w.got < w.want && rc != ETIMEDOUT)
 		rc = pthread_cond_timedwait(&c->buf_cond, &c->lock, &ts);
-	if (w.got < w.want && c->refilling && c->refill_start_ns <= start + 10000000ULL) {
+	/*
+	 * A refill begun in time may still answer: wait for it, but not in
+	 * a child made meanwhile (a fork() in a signal handler), which has no
+	 * event loop to answer it.
+	 */
+	if (w.got < w.want && c->refilling && c->refill_start_ns <= start + 10000000ULL &&
+	    !check_process(c)) {
 		gen = c->refill_gen;
 		while (w.got < w.want && gen == c->refill_gen)
 			pthread_cond_wait(&c->buf_cond, &c->lock);
@@ -1093,7 +1116,7 @@ EXPORT ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t
 		 * A fork() in a signal handler while take() waited: the child
 		 * holds IDs its parent hands out too.  Nothing is returned.
 		 */
-		if (got > 0 && check_process(c))
+		if (check_process(c))
 			return -ECHILD;
 		if (got < 0)
 			BUMP(c, calls_failed);
@@ -1106,6 +1129,12 @@ EXPORT ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t
 		BUMP(c, calls_failed);
 		return ret;
 	}
+	/*
+	 * A fork() in a signal handler while fetch() waited: the answer is in
+	 * the child's copy of ids too, and the parent hands it out.
+	 */
+	if (check_process(c))
+		return -ECHILD;
 	return n;
 }
 
@@ -1124,7 +1153,7 @@ EXPORT int idgen_client_next(struct idgen_client *c, uint64_t *id)
 	}
 	BUMP(c, calls);
 	ret = take(c, id, 1, &hit) < 0 ? -ETIMEDOUT : 0;
-	if (!ret && check_process(c))
+	if (check_process(c))
 		return -ECHILD;	/* forked in a signal handler meanwhile */
 	if (ret)
 		BUMP(c, calls_failed);
@@ -1347,7 +1376,7 @@ EXPORT int idgen_client_new(const char *endpoints, const struct idgen_client_opt
 	 */
 	if (!idgen_forkguard_init())
 		c->o.buffer_size = 0;
-	c->token = idgen_forkguard_token();
+	c->stamp = idgen_forkguard_stamp();
 	c->buf = calloc(c->o.buffer_size ? c->o.buffer_size : 1, sizeof(c->buf[0]));
 	if (c->o.buffer_size) {
 		/* Room for a buffer's worth and an idgen_client_next_n() of the most. */

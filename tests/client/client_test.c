@@ -59,6 +59,7 @@
 #include <linux/sched.h>
 #include <linux/seccomp.h>
 #include <sys/mman.h>
+#include <sys/time.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -159,6 +160,58 @@ static struct idgen_client *client(const char *urls, unsigned int buffer,
 		exit(2);
 	}
 	return c;
+}
+
+/* ---- a fork in a signal handler while a call waits ---------------------- */
+
+static volatile sig_atomic_t forked_in_handler;
+
+static void fork_in_handler(int sig)
+{
+	(void)sig;
+	if (!_Fork())
+		forked_in_handler = 1;
+}
+
+/*
+ * Every host frozen: a call waits.  A signal handler forks 20 ms into it,
+ * with and without the buffer (the call waiting for its refill, or for
+ * its answer).  The child's call must come back, -ECHILD, with no ID,
+ * rather than wait for an event loop it does not have.
+ */
+static int t_forkwait(const char *urls, unsigned int buffer)
+{
+	struct itimerval it = { { 0, 0 }, { 0, 20000 } };
+	struct idgen_client *c = client(urls, buffer, 300, 0);
+	struct sigaction sa;
+	int fds[2], ret, got, status;
+	pid_t pid;
+	uint64_t id;
+
+	if (pipe(fds))
+		return 2;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = fork_in_handler;
+	sigaction(SIGALRM, &sa, NULL);
+	setitimer(ITIMER_REAL, &it, NULL);
+	ret = idgen_client_next(c, &id);
+	if (forked_in_handler) {
+		/* The child: its answer, then gone (a hang ends at the alarm). */
+		if (write(fds[1], &ret, sizeof(ret)) != sizeof(ret))
+			_exit(1);
+		_exit(0);
+	}
+	check(ret == -ETIMEDOUT, "buffer %u, every host frozen: the parent's call "
+	      "times out (got %d)", buffer, ret);
+	signal(SIGALRM, SIG_DFL);
+	pid = waitpid(-1, &status, 0);
+	close(fds[1]);
+	got = read(fds[0], &ret, sizeof(ret)) == sizeof(ret);
+	check(pid > 0 && got && ret == -ECHILD,
+	      "... the child forked in a signal handler during it: -ECHILD (got %d)",
+	      got ? ret : 0);
+	idgen_client_free(c);
+	return tap_done();
 }
 
 /* ---- options ------------------------------------------------------------ */
@@ -777,6 +830,8 @@ int main(int argc, char *argv[])
 			return t_fork_pid1(argv[2], how, no_wipe);
 		return t_fork(argv[2], how, no_wipe);
 	}
+	if (!strcmp(m, "forkwait") && argc == 4)
+		return t_forkwait(argv[2], num(argv[3]));
 	if (!strcmp(m, "bad") && argc == 7)
 		return t_bad(argv[2], argv[3], num(argv[4]), num(argv[5]), argv[6]);
 	fprintf(stderr, "client_test: unknown mode or wrong arguments (see the source)\n");

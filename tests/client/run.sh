@@ -322,6 +322,8 @@ fi
 freeze 11 12 13
 tap_run "all frozen" "$ct" alldown "$urls" 100 400 0 "timed out"
 tap_run "asan: all frozen, buffer 32" "$asan" alldown "$urls" 100 400 32 "timed out"
+tap_run "all frozen, fork in a handler, buffer 32" "$ct" forkwait "$urls" 32
+tap_run "all frozen, fork in a handler, no buffer" "$ct" forkwait "$urls" 0
 state 11; state 12; state 13
 thaw 11 12 13
 for w in 11 12 13; do
