@@ -179,7 +179,10 @@ static const struct minter_ops sim_ops = {
  * network namespace), which no file system clean-up can remove and which
  * the kernel lets go when the process ends however it ends.  A file's
  * lock could be neither: its directory depended on who ran it, and a
- * removed file let a second process lock a new one.
+ * removed file let a second process lock a new one.  The abstract
+ * namespace is one per network namespace: a simulation in another one
+ * (a container's, unshare -n) does not see this lock, and mint_sim_open()
+ * says so in the log.
  */
 static int lock_node(uint32_t worker, char *err, size_t errlen)
 {
@@ -216,6 +219,18 @@ static int lock_node(uint32_t worker, char *err, size_t errlen)
 	return fd;
 }
 
+/* Whether this process shares its network namespace with PID 1's. */
+static bool same_netns_as_init(void)
+{
+	char mine[64], init[64];
+	ssize_t a, b;
+
+	a = readlink("/proc/self/ns/net", mine, sizeof(mine));
+	b = readlink("/proc/1/ns/net", init, sizeof(init));
+	/* Unreadable (no /proc, PID 1 not ours to see): no warning. */
+	return a <= 0 || b <= 0 || (a == b && !memcmp(mine, init, a));
+}
+
 int mint_sim_open(struct minter *m, uint32_t worker, uint64_t lease_ms,
 		  char *err, size_t errlen)
 {
@@ -232,15 +247,25 @@ int mint_sim_open(struct minter *m, uint32_t worker, uint64_t lease_ms,
 		snprintf(err, errlen, "the wall clock is before the idgen epoch");
 		return -ETIME;
 	}
-	/* A real generator's lease may hold any worker of region 0 too. */
-	if (!access("/dev/idgen", F_OK)) {
-		snprintf(err, errlen, "/dev/idgen exists: a real generator runs on this "
-			 "host, and a simulated one could mint its IDs; use --device /dev/idgen");
+	/*
+	 * A real generator's lease may hold any worker of region 0 too: the
+	 * module loaded (seen in /sys even where a container has no device
+	 * node) is a real generator on this host.
+	 */
+	if (!access("/dev/idgen", F_OK) || !access("/sys/module/idgen", F_OK)) {
+		snprintf(err, errlen, "the idgen module is loaded (/dev/idgen or "
+			 "/sys/module/idgen): a real generator runs on this host, and a "
+			 "simulated one could mint its IDs; use --device /dev/idgen");
 		return -EEXIST;
 	}
 	fd = lock_node(worker, err, errlen);
 	if (fd < 0)
 		return fd;
+	if (!same_netns_as_init())
+		log_warn("simulated generator: this process is in a network namespace "
+			 "of its own, and its lock @" MINT_SIM_LOCK_NAME "%u holds only "
+			 "there: a simulation of worker %u in another namespace would "
+			 "mint the same IDs", worker, worker);
 	s = calloc(1, sizeof(*s));
 	if (!s) {
 		close(fd);
