@@ -12,6 +12,12 @@
 #       idgen-httpd and nginx at the same rate
 #   (c) IDs/s with count=1000 against the node's ceiling, 4096 IDs per ms
 #       (the simulation's too: 12 sequence bits, borrowing at most 10 ms)
+#   (d) a count=1 caller's latency, open loop, while ten connections ask
+#       for 10,000 IDs each as fast as they are answered (the node
+#       saturated), beside the same caller's on the idle node
+# (a) runs idgen-httpd twice: tuned (--threads 1, one thread on its one
+# core) and with the shipped defaults (helper/httpd/idgen-httpd.conf as
+# the package installs it, nothing else but the address and the device).
 # Writes the section "## HTTP" of docs/bench/results.md (in place of the
 # one there), docs/bench/http.dat and docs/bench/http.png.  make bench runs
 # it after the guest's benchmarks; alone: make bench-http.  Run as root
@@ -41,9 +47,11 @@ else
 fi
 load() { taskset -c "$load_cpu" "$@"; }
 
-httpd_pid="" nginx_pid=""
+httpd_pid="" nginx_pid="" defaults_pid="" sat_pid=""
 cleanup() {
+	[ -z "$sat_pid" ] || kill "$sat_pid" 2>/dev/null || true
 	[ -z "$httpd_pid" ] || kill "$httpd_pid" 2>/dev/null || true
+	[ -z "$defaults_pid" ] || kill "$defaults_pid" 2>/dev/null || true
 	[ -z "$nginx_pid" ] || kill "$nginx_pid" 2>/dev/null || true
 	wait 2>/dev/null || true
 }
@@ -66,6 +74,19 @@ for ((t = 0; t < 100; t++)); do
 done
 [ -n "$httpd_port" ] || { cat "$work/httpd.log" >&2; exit 1; }
 httpd_url=http://127.0.0.1:$httpd_port/v1/ids:next
+
+# The same with the shipped defaults: the package's configuration file.
+: >"$work/defaults.log"
+taskset -c "$server_cpu" helper/httpd/idgen-httpd --config helper/httpd/idgen-httpd.conf \
+	--listen 127.0.0.1:0 --device sim:2 >"$work/defaults.log" 2>&1 &
+defaults_pid=$!
+for ((t = 0; t < 100; t++)); do
+	defaults_port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$work/defaults.log")
+	[ -n "$defaults_port" ] && break
+	sleep 0.1
+done
+[ -n "$defaults_port" ] || { cat "$work/defaults.log" >&2; exit 1; }
+defaults_url=http://127.0.0.1:$defaults_port/v1/ids:next
 
 # nginx's fixed answer: an answer of idgen-httpd's, so the same size.
 body=$(curl -s -X POST -H 'Content-Type: application/json' -d '{"count":1}' "$httpd_url")
@@ -162,29 +183,40 @@ peak_secs=$(((seconds + 1) / 2))
 echo "== (a) peak requests/s, count=1, keep-alive: $rounds rounds of $peak_secs s each"
 load_a=$(loadavg)
 load wrk -t1 -c"$conns" -d2s -s "$work/count1.lua" "$httpd_url" >/dev/null	# warm-up
+load wrk -t1 -c"$conns" -d2s -s "$work/count1.lua" "$defaults_url" >/dev/null
 load wrk -t1 -c"$conns" -d2s -s "$work/count1.lua" "$nginx_url" >/dev/null
-declare -a h_rps n_rps h_cpu n_cpu h_core n_core
+declare -a h_rps n_rps d_rps h_cpu n_cpu d_cpu h_core n_core d_core
 for ((r = 1; r <= rounds; r++)); do
 	res=$(wrk_run "httpd-peak$r" "$httpd_pid" "$httpd_url" "$work/count1.lua" "$peak_secs")
 	read -r rps okps cpu core <<<"$res"
 	[ "$rps" = "$okps" ] || { echo "bench-http.sh: idgen-httpd refused requests at count=1" >&2; exit 1; }
 	h_rps+=("$rps") h_cpu+=("$cpu") h_core+=("$core")
+	res=$(wrk_run "defaults-peak$r" "$defaults_pid" "$defaults_url" "$work/count1.lua" "$peak_secs")
+	read -r rps okps cpu core <<<"$res"
+	[ "$rps" = "$okps" ] || { echo "bench-http.sh: idgen-httpd with its defaults refused requests at count=1" >&2; exit 1; }
+	d_rps+=("$rps") d_cpu+=("$cpu") d_core+=("$core")
 	res=$(wrk_run "nginx-peak$r" "$nginx_pid" "$nginx_url" "$work/count1.lua" "$peak_secs")
 	read -r rps okps cpu core <<<"$res"
 	n_rps+=("$rps") n_cpu+=("$cpu") n_core+=("$core")
-	echo "   round $r: idgen-httpd ${h_rps[-1]}/s (its core ${h_core[-1]}% busy), nginx ${n_rps[-1]}/s (${n_core[-1]}%)"
+	echo "   round $r: idgen-httpd ${h_rps[-1]}/s (its core ${h_core[-1]}% busy), with its defaults ${d_rps[-1]}/s (${d_core[-1]}%), nginx ${n_rps[-1]}/s (${n_core[-1]}%)"
 done
+kill -TERM "$defaults_pid"
+wait "$defaults_pid" || true
+defaults_pid=
 h_peak=$(median "${h_rps[@]}")
+d_peak=$(median "${d_rps[@]}")
 n_peak=$(median "${n_rps[@]}")
 # Requests per second of the server's own CPU time: what the other work
 # on its core changes least.
 per_cpu() { awk -v r="$1" -v c="$2" 'BEGIN { printf "%.0f", (c > 0 ? 100 * r / c : 0) }'; }
-declare -a h_eff n_eff
+declare -a h_eff n_eff d_eff
 for ((i = 0; i < rounds; i++)); do
 	h_eff+=("$(per_cpu "${h_rps[i]}" "${h_cpu[i]}")")
+	d_eff+=("$(per_cpu "${d_rps[i]}" "${d_cpu[i]}")")
 	n_eff+=("$(per_cpu "${n_rps[i]}" "${n_cpu[i]}")")
 done
 h_eff_med=$(median "${h_eff[@]}")
+d_eff_med=$(median "${d_eff[@]}")
 n_eff_med=$(median "${n_eff[@]}")
 
 rate=$((h_peak / 2))
@@ -211,6 +243,48 @@ c_ids=$((c_okps * 1000))
 c_minted=$(($(metric idgen_generator_ids_total) - minted0))
 c_delivered=$(awk '/ requests in / { r = $1 } /Non-2xx/ { e = $NF } END { print (r - e) * 1000 }' \
 	"$work/httpd-1000.wrk")
+# (d): a count=1 caller at a modest fixed rate, idle, then beside ten
+# connections asking for 10,000 IDs each (wrk, closed loop: each asks
+# again as soon as it is answered, more than the node mints), against
+# idgen-httpd with the program's defaults (a thread per core, no quota:
+# the large callers may take the whole node) on the server's core.
+sat_rate=1000
+sat_conns=4
+: >"$work/sat.log"
+taskset -c "$server_cpu" helper/httpd/idgen-httpd --listen 127.0.0.1:0 --device sim:3 \
+	--clock-check no >"$work/sat.log" 2>&1 &
+sat_pid=$!
+for ((t = 0; t < 100; t++)); do
+	sat_port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$work/sat.log")
+	[ -n "$sat_port" ] && break
+	sleep 0.1
+done
+[ -n "$sat_port" ] || { cat "$work/sat.log" >&2; exit 1; }
+printf 'wrk.method = "POST"\nwrk.body = %s\nwrk.headers["Content-Type"] = "application/json"\n' \
+	"'{\"count\":10000}'" >"$work/count10000.lua"
+echo "== (d) count=1 at $sat_rate requests/s, idle, then beside 10 connections of count=10000, ${seconds} s each"
+load_d=$(loadavg)
+load bench/http_load 127.0.0.1 "$sat_port" /v1/ids:next '{"count":1}' "$sat_rate" \
+	"$seconds" 2 "$sat_conns" >"$work/idle.open" || true
+# At the lowest priority on the load core: the large callers' load is the
+# server's, and must not make the count=1 caller send late.
+load nice -n 19 wrk -t1 -c10 -d"$((seconds + 4))s" -s "$work/count10000.lua" \
+	"http://127.0.0.1:$sat_port/v1/ids:next" >"$work/sat.wrk" &
+sat_wrk=$!
+sleep 1
+load bench/http_load 127.0.0.1 "$sat_port" /v1/ids:next '{"count":1}' "$sat_rate" \
+	"$seconds" 2 "$sat_conns" >"$work/sat.open" || true
+wait "$sat_wrk"
+kill -TERM "$sat_pid"
+wait "$sat_pid" || true
+sat_pid=
+for f in idle sat; do
+	grep -q '^rate=' "$work/$f.open" || { echo "bench-http.sh: http_load ($f) failed" >&2; exit 1; }
+done
+cat "$work/idle.open" "$work/sat.open"
+sat_ids=$(awk '/ requests in / { r = $1; s = $4 + 0 } /Non-2xx/ { e = $NF }
+	END { printf "%.0f", (r - e) * 10000 / s }' "$work/sat.wrk")
+
 kill -TERM "$httpd_pid"
 wait "$httpd_pid" || true
 httpd_pid=
@@ -232,6 +306,10 @@ n_p50=$(field nginx p50_us) n_p99=$(field nginx p99_us) n_p999=$(field nginx p99
 n_max=$(field nginx max_us)
 peak_ratio=$(ratio "$h_peak" "$n_peak")
 eff_ratio=$(ratio "$h_eff_med" "$n_eff_med")
+d_peak_ratio=$(ratio "$d_peak" "$n_peak")
+d_eff_ratio=$(ratio "$d_eff_med" "$n_eff_med")
+idle_p50=$(field idle p50_us) idle_p99=$(field idle p99_us) idle_lag=$(field idle send_lag_p99_us)
+sat_p50=$(field sat p50_us) sat_p99=$(field sat p99_us) sat_lag=$(field sat send_lag_p99_us)
 ceil_ratio=$(ratio "$c_ids" "$ceiling")
 load1() { sed 's/.*load average: \([0-9.]*\),.*/\1/' <<<"$1"; }
 
@@ -255,7 +333,7 @@ section=$work/section.md
 	echo "  $conns keep-alive connections over loopback"
 	echo "- **the machine was shared**: other work (QEMU guests, builds, test suites)"
 	echo "  ran on both cores throughout. Load average (1 min): $(load1 "$uptime_start") at the"
-	echo "  start, $load_a before (a), $load_b before (b), $load_c before (c), $(load1 "$uptime_end") at the"
+	echo "  start, $load_a before (a), $load_b before (b), $load_c before (c), $load_d before (d), $(load1 "$uptime_end") at the"
 	echo "  end. \"Core busy\" is all that ran on the server's core, its own"
 	echo "  share beside it; absolute figures are those of a contended core"
 	echo
@@ -267,6 +345,19 @@ section=$work/section.md
 		echo "| $((i + 1)) | ${h_rps[i]} | ${h_cpu[i]}% / ${h_core[i]}% | ${h_eff[i]} | ${n_rps[i]} | ${n_cpu[i]}% / ${n_core[i]}% | ${n_eff[i]} |"
 	done
 	echo "| median | **$h_peak** | | **$h_eff_med** | **$n_peak** | | **$n_eff_med** |"
+	echo
+	echo "The same rounds, each between the two above, against idgen-httpd with"
+	echo "the shipped defaults: \`--config helper/httpd/idgen-httpd.conf\` (the file the"
+	echo "package installs as /etc/idgen/idgen-httpd.conf: a thread per core,"
+	echo "no per-address limit, unnamed callers' quota of 1,000,000 IDs/s) and"
+	echo "nothing else but its address and the device, on the same core:"
+	echo
+	echo "| round | idgen-httpd, shipped defaults, req/s | its CPU / core busy | req per CPU-s |"
+	echo "|---|---|---|---|"
+	for ((i = 0; i < rounds; i++)); do
+		echo "| $((i + 1)) | ${d_rps[i]} | ${d_cpu[i]}% / ${d_core[i]}% | ${d_eff[i]} |"
+	done
+	echo "| median | **$d_peak** | | **$d_eff_med** |"
 	echo
 	echo "The rounds alternate, so both servers meet the same changes in the"
 	echo "machine's other load; requests per CPU-second (of the server's own"
@@ -310,14 +401,33 @@ section=$work/section.md
 	echo "service's one open file may take the whole node too, as long as no"
 	echo "other reader waits (the guest's section above)."
 	echo
+	echo "### (d) A count=1 caller while large requests saturate the node"
+	echo
+	echo "bench/http_load offers $sat_rate count=1 requests/s over $sat_conns connections for"
+	echo "$seconds s (after 2 s of warm-up), first alone, then while wrk (at nice 19 on"
+	echo "the load core) holds ten more connections asking for 10,000 IDs each as"
+	echo "fast as they are answered, against idgen-httpd with the program's defaults"
+	echo "(a thread per core, no quota) on the server's core. Large requests are"
+	echo "minted on the bulk lane (idgen-httpd(8), LARGE REQUESTS), which leaves the"
+	echo "generator's borrow bound to small ones and runs below the connections'"
+	echo "threads."
+	echo
+	echo "| node | p50 (us) | p99 (us) | generator's send lag p99 (us) | answered 200 | large callers' IDs/s |"
+	echo "|---|---|---|---|---|---|"
+	echo "| idle | $idle_p50 | $idle_p99 | $idle_lag | $(field idle ok) | 0 |"
+	echo "| saturated | $sat_p50 | $sat_p99 | $sat_lag | $(field sat ok) | $sat_ids ($(awk -v r="$sat_ids" -v c=$ceiling 'BEGIN { printf "%.1f%%", 100 * r / c }') of the ceiling) |"
+	echo
 	echo "### Goals and anchors"
 	echo
 	echo "| goal | measured | target | | anchor |"
 	echo "|---|---|---|---|---|"
 	echo "| (a) peak req/s, idgen-httpd / nginx | $peak_ratio ($h_peak / $n_peak) | >= 0.80 | $(goal "$peak_ratio" '>=' 0.80) | Meituan Leaf: about 50k QPS on 4 cores |"
 	echo "| (a) the same per CPU-second of the server | $eff_ratio ($h_eff_med / $n_eff_med) | >= 0.80 | $(goal "$eff_ratio" '>=' 0.80) | |"
+	echo "| (a) peak req/s with the shipped defaults / nginx | $d_peak_ratio ($d_peak / $n_peak) | >= 0.80 | $(goal "$d_peak_ratio" '>=' 0.80) | |"
+	echo "| (a) the same per CPU-second of the server | $d_eff_ratio ($d_eff_med / $n_eff_med) | >= 0.80 | $(goal "$d_eff_ratio" '>=' 0.80) | |"
 	echo "| (b) p99 at half the peak | $h_p99 us | <= 1000 us | $(goal "$h_p99" '<=' 1000) | Leaf: TP999 about 1 ms |"
 	echo "| (b) p999 at half the peak | $h_p999 us | <= 2000 us | $(goal "$h_p999" '<=' 2000) | Twitter Snowflake: >= 10k IDs/s per process within 2 ms |"
+	echo "| (d) count=1 p99, node saturated by count=10000 (idle: $idle_p99 us) | $sat_p99 us | <= 2000 us | $(goal "$sat_p99" '<=' 2000) | |"
 	echo "| (c) IDs/s at count=1000 / the ceiling | $ceil_ratio | >= 0.95 | $(goal "$ceil_ratio" '>=' 0.95) | Snowflake's 10k IDs/s per process: $(awk -v i="$c_ids" 'BEGIN { printf "%.0f", i / 10000 }')x |"
 	echo
 	echo "(c)'s target is that of the guest's sustained throughput. idgen-httpd's peak is on"
