@@ -93,7 +93,8 @@ static void drop_stale(struct idgen_buffer *b)
 }
 
 /* Top the buffer up with one read(); -errno if it got nothing. */
-static int refill(struct idgen_buffer *b)
+/* Up to cap IDs held (at most b->capacity). */
+static int refill(struct idgen_buffer *b, size_t cap)
 {
 	ssize_t r;
 
@@ -101,7 +102,9 @@ static int refill(struct idgen_buffer *b)
 		memmove(b->ids, b->ids + b->head, b->count * sizeof(b->ids[0]));
 		b->head = 0;
 	}
-	r = idgen_mint(b->fd, b->ids + b->count, b->capacity - b->count);
+	if (b->count >= cap)
+		return 0;
+	r = idgen_mint(b->fd, b->ids + b->count, cap - b->count);
 	if (r < 0)
 		return r;
 	b->count += r;
@@ -110,6 +113,14 @@ static int refill(struct idgen_buffer *b)
 
 IDGEN_EXPORT int idgen_buffer_take(struct idgen_buffer *b, uint64_t *id)
 {
+	/*
+	 * This copy of the library's guard, set up here too: a copy that
+	 * only takes (another copy made the buffer) must not hold more than
+	 * its own guard can protect.  Without a wipe-on-fork page that is
+	 * nothing between takes, whatever the buffer was made for.
+	 */
+	size_t cap = idgen_forkguard_init() ? b->capacity : 1;
+	uint64_t taken = 0;
 	int ret;
 
 	pthread_mutex_lock(&b->lock);
@@ -124,8 +135,8 @@ again:
 		b->stamp = idgen_forkguard_stamp();
 	}
 	drop_stale(b);
-	if (b->count <= b->capacity / 2) {
-		ret = refill(b);
+	if (b->count <= cap / 2) {
+		ret = refill(b, cap);
 		/* With fresh IDs left, a failed refill can wait. */
 		if (ret && b->count)
 			ret = 0;
@@ -136,7 +147,7 @@ again:
 		 */
 		drop_stale(b);
 		if (!ret && !b->count) {
-			ret = refill(b);
+			ret = refill(b, cap);
 			drop_stale(b);
 			if (!ret && !b->count)
 				ret = -ETIME;
@@ -149,7 +160,7 @@ again:
 			goto again;
 	}
 	if (!ret) {
-		*id = b->ids[b->head++];
+		taken = b->ids[b->head++];
 		if (!--b->count)
 			b->head = 0;
 		/*
@@ -158,6 +169,7 @@ again:
 		 */
 		if (!idgen_forkguard_mine(&b->stamp))
 			goto again;
+		*id = taken;
 	}
 	pthread_mutex_unlock(&b->lock);
 	return ret;

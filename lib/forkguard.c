@@ -80,8 +80,13 @@ uint64_t idgen_forkguard_renew(void)
 	uint64_t t = 0, next;
 
 	if (!wipes)
-		/* A PID fits in 22 bits (PID_MAX_LIMIT): never 0, never mixed. */
-		return __atomic_load_n(&forks_seen, __ATOMIC_RELAXED) << 32 |
+		/*
+		 * A PID fits in 22 bits (PID_MAX_LIMIT): never 0, never mixed;
+		 * bit 63, which no count of tokens reaches, keeps it apart from
+		 * every token of a page.
+		 */
+		return 1ULL << 63 |
+		       __atomic_load_n(&forks_seen, __ATOMIC_RELAXED) << 32 |
 		       (uint32_t)getpid();
 	next = __atomic_add_fetch(&last_token, 1, __ATOMIC_RELAXED);
 	if (__atomic_compare_exchange_n(idgen_forkguard_word, &t, next, false,

@@ -7,10 +7,13 @@
  * with.  The buffer is stamped with its copy of the library too, so:
  *   - a child that reopens the library never takes the IDs its parent
  *     buffered, and the parent goes on with them;
- *   - in one process, the new copy drops what the old one buffered.
+ *   - in one process, the new copy drops what the old one buffered;
+ *   - a new copy without a wipe-on-fork page (madvise() refused) holds
+ *     nothing between takes, whatever the buffer was made to hold.
  * The device is a file of increasing IDs read through one open file, so
  * every read(), in any process, gets IDs no read got before.  Prints TAP.
  */
+#define _GNU_SOURCE	/* child.h: unshare(), _Fork() */
 #include <dlfcn.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -18,6 +21,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "child.h"
 #include "tap.h"
 
 #define IDS	4096
@@ -140,6 +144,50 @@ static void same_process(void)
 	check(next >= first + 64, "a reopened libidgen.so drops what the old copy "
 	      "buffered: the next ID comes from the device (%llu after %llu)",
 	      (unsigned long long)(next - first), 64ULL);
+	dlclose(c.h);		/* loaded no more: the next test opens anew */
+	close(fd);
+}
+
+/*
+ * The old copy (with its page) made and filled the buffer; a child, where
+ * madvise() refuses MADV_WIPEONFORK, reopens the library and takes: the
+ * device is read for that one ID alone.
+ */
+static void reopened_without_page(void)
+{
+	struct idgen_buffer *b;
+	struct copy a, c;
+	int fd = fake_device(), status = -1;
+	uint64_t first, id;
+	pid_t pid, w = 0;
+
+	if (fd < 0 || open_copy(&a) || a.bnew(fd, 64, 86400000ULL * 365, &b) ||
+	    a.take(b, &first)) {
+		check(false, "without a page: set up");
+		return;
+	}
+	pid = fork();
+	if (!pid) {
+		off_t before;
+
+		if (child_no_wipe_on_fork(false))
+			_exit(2);
+		dlclose(a.h);
+		if (open_copy(&c))
+			_exit(3);
+		before = lseek(fd, 0, SEEK_CUR);
+		if (c.take(b, &id))
+			_exit(4);
+		/* One ID read, none kept: 8 bytes, not the buffer's 64 IDs. */
+		_exit(lseek(fd, 0, SEEK_CUR) - before == sizeof(id) ? 0 : 1);
+	}
+	if (pid > 0)
+		w = waitpid(pid, &status, 0);
+	check(w == pid && WIFEXITED(status) && !WEXITSTATUS(status),
+	      "a copy without a wipe-on-fork page, taking from another copy's "
+	      "buffer, reads the one ID it hands out and keeps none (status %d)",
+	      status);
+	dlclose(a.h);
 	close(fd);
 }
 
@@ -152,5 +200,6 @@ int main(int argc, char *argv[])
 	lib = argv[1];
 	child_reopens();
 	same_process();
+	reopened_without_page();
 	return tap_done();
 }
