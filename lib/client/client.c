@@ -1125,16 +1125,16 @@ EXPORT ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t
 		return got;
 	}
 	ret = fetch(c, ids, n);
-	if (ret) {
-		BUMP(c, calls_failed);
-		return ret;
-	}
 	/*
 	 * A fork() in a signal handler while fetch() waited: the answer is in
 	 * the child's copy of ids too, and the parent hands it out.
 	 */
 	if (check_process(c))
 		return -ECHILD;
+	if (ret) {
+		BUMP(c, calls_failed);
+		return ret;
+	}
 	return n;
 }
 
