@@ -499,11 +499,17 @@ struct api_deferred {
 	void *arg;
 };
 
+/* n of the IDs taken from the caller's quota never minted: back to it. */
+static void give_back_n(struct api_deferred *d, size_t n)
+{
+	if (d->api->quota && n)
+		quota_refund(d->api->quota, d->qi, n, d->tat, monotonic_ns());
+}
+
 /* No ID answered: the caller keeps its quota. */
 static void give_back(struct api_deferred *d)
 {
-	if (d->api->quota)
-		quota_refund(d->api->quota, d->qi, d->job.count, d->tat, monotonic_ns());
+	give_back_n(d, d->job.count);
 }
 
 /*
@@ -576,9 +582,12 @@ static void deferred_done(struct lane_job *job)
 	d->out.content_type = "application/json";
 	d->out.route = ROUTE_NEXT;
 	if (job->err == -ECONNRESET) {
-		/* The client went away: no answer, and its quota back. */
+		/*
+		 * The client went away: no answer, and back to its quota only
+		 * the IDs not minted (those minted took the node's time).
+		 */
 		free(job->ids);
-		give_back(d);
+		give_back_n(d, job->count - job->got);
 	} else {
 		/* Out of memory, the body stays NULL: the connection is closed. */
 		next_answer(d, job->err, &d->out);
@@ -603,9 +612,11 @@ int api_deferred_answer(struct api_deferred *d, struct api_response *out)
 
 void api_deferred_drop(struct api_deferred *d)
 {
-	/* IDs minted and never delivered are holes: the caller keeps its quota. */
-	if (d->out.status == 200)
-		give_back(d);
+	/*
+	 * Its IDs were minted and never delivered: holes, and charged to the
+	 * caller, who took the node's time (or a client could mint on and
+	 * on for free by closing before each answer).
+	 */
 	free(d->out.body);
 	free(d);
 }

@@ -108,8 +108,8 @@ int api_deferred_answer(struct api_deferred *d, struct api_response *out);
 
 /*
  * After resume(), when the answer cannot be sent (the connection closed
- * first, e.g. by a client that shut its side after the request): d freed,
- * and the caller's quota given back for IDs it never got.
+ * first, e.g. by a client that shut its side after the request): d freed.
+ * The IDs minted for it are holes, charged to the caller's quota.
  */
 void api_deferred_drop(struct api_deferred *d);
 

@@ -89,6 +89,7 @@ static void *lane_thread(void *arg)
 {
 	struct lane *l = arg;
 	struct lane_job *job;
+	int nice_now;
 	bool done;
 
 	/*
@@ -96,7 +97,9 @@ static void *lane_thread(void *arg)
 	 * while the lane formats 10,000 runs at once on a shared core.  Not
 	 * allowed (a system-call filter), the lane runs as they do.
 	 */
-	if (setpriority(PRIO_PROCESS, gettid(), LANE_NICE))
+	errno = 0;
+	nice_now = getpriority(PRIO_PROCESS, gettid());
+	if (errno || setpriority(PRIO_PROCESS, gettid(), nice_now + LANE_NICE))
 		log_info("the bulk lane runs at the service's priority: setpriority: %s",
 			  strerror(errno));
 

@@ -46,7 +46,7 @@
 #define LANE_CHUNK	512	/* IDs minted for one request before the next */
 #define LANE_AHEAD_MS	5	/* of the generator's 10 ms lead, the lane's */
 #define LANE_MAX_WAIT_MS 1000	/* the longest the lane waits for the clock */
-#define LANE_NICE	10	/* the lane's thread, below the connections' */
+#define LANE_NICE	10	/* the lane's thread: this much below the service's */
 
 struct lane_job {
 	uint64_t *ids;		/* count of them */
