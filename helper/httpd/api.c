@@ -526,7 +526,8 @@ static int next_answer(struct api_deferred *d, int err, struct api_response *out
 
 	if (err) {
 		free(d->job.ids);
-		give_back(d);
+		/* Those minted before the refusal took the node's time. */
+		give_back_n(d, d->job.count - d->job.got);
 		return refused(out, err);
 	}
 	/*

@@ -974,6 +974,24 @@ static size_t take_buffered(struct idgen_client *c, uint64_t *ids, size_t n, boo
 /* ---- calls -------------------------------------------------------------- */
 
 /* One request for n IDs straight into ids, waited for; 0 or -errno. */
+/*
+ * Wait on cond (its clock CLOCK_MONOTONIC) for 100 ms at most: the waits
+ * for the event loop look this often whether they are a child's, made by
+ * a fork() in a signal handler, with no loop to wake them.
+ */
+static int wait_a_while(pthread_cond_t *cond, pthread_mutex_t *lock)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_nsec += 100000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	return pthread_cond_timedwait(cond, lock, &ts);
+}
+
 static int fetch(struct idgen_client *c, uint64_t *ids, size_t n)
 {
 	struct request *r = calloc(1, sizeof(*r));
@@ -1005,16 +1023,8 @@ static int fetch(struct idgen_client *c, uint64_t *ids, size_t n)
 	 */
 	pthread_mutex_lock(&c->lock);
 	while (!r->done) {
-		struct timespec ts;
-
-		clock_gettime(CLOCK_MONOTONIC, &ts);
-		ts.tv_nsec += 100000000;
-		if (ts.tv_nsec >= 1000000000) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000;
-		}
-		if (pthread_cond_timedwait(&r->cond, &c->lock, &ts) == ETIMEDOUT &&
-		    !r->done && check_process(c)) {
+		if (wait_a_while(&r->cond, &c->lock) == ETIMEDOUT && !r->done &&
+		    check_process(c)) {
 			pthread_mutex_unlock(&c->lock);
 			return -ECHILD;
 		}
@@ -1076,11 +1086,12 @@ static ssize_t take(struct idgen_client *c, uint64_t *ids, size_t n, bool *hit)
 	 * a child made meanwhile (a fork() in a signal handler), which has no
 	 * event loop to answer it.
 	 */
-	if (w.got < w.want && c->refilling && c->refill_start_ns <= start + 10000000ULL &&
-	    !check_process(c)) {
+	if (w.got < w.want && c->refilling && c->refill_start_ns <= start + 10000000ULL) {
 		gen = c->refill_gen;
 		while (w.got < w.want && gen == c->refill_gen)
-			pthread_cond_wait(&c->buf_cond, &c->lock);
+			if (wait_a_while(&c->buf_cond, &c->lock) == ETIMEDOUT &&
+			    check_process(c))
+				break;
 	}
 	if (w.got < w.want) {
 		unwait(c, &w);
@@ -1114,10 +1125,13 @@ EXPORT ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t
 
 		/*
 		 * A fork() in a signal handler while take() waited: the child
-		 * holds IDs its parent hands out too.  Nothing is returned.
+		 * holds IDs its parent hands out too.  Nothing is returned,
+		 * and nothing of them is left where the caller may look.
 		 */
-		if (check_process(c))
+		if (check_process(c)) {
+			memset(ids, 0, n * sizeof(*ids));
 			return -ECHILD;
+		}
 		if (got < 0)
 			BUMP(c, calls_failed);
 		else if (hit)
@@ -1129,8 +1143,10 @@ EXPORT ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t
 	 * A fork() in a signal handler while fetch() waited: the answer is in
 	 * the child's copy of ids too, and the parent hands it out.
 	 */
-	if (check_process(c))
+	if (check_process(c)) {
+		memset(ids, 0, n * sizeof(*ids));
 		return -ECHILD;
+	}
 	if (ret) {
 		BUMP(c, calls_failed);
 		return ret;
@@ -1153,8 +1169,10 @@ EXPORT int idgen_client_next(struct idgen_client *c, uint64_t *id)
 	}
 	BUMP(c, calls);
 	ret = take(c, id, 1, &hit) < 0 ? -ETIMEDOUT : 0;
-	if (check_process(c))
-		return -ECHILD;	/* forked in a signal handler meanwhile */
+	if (check_process(c)) {
+		*id = 0;	/* forked in a signal handler meanwhile */
+		return -ECHILD;
+	}
 	if (ret)
 		BUMP(c, calls_failed);
 	else if (hit)
