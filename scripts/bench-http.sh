@@ -60,32 +60,31 @@ trap cleanup EXIT
 uptime_start=$(uptime)
 
 # ---- the servers ----------------------------------------------------------
-# The log exists before the server starts: the loop below may read it
-# before the shell forked for the server has opened it (sed failing on a
-# missing file would end the script under set -e).
-: >"$work/httpd.log"
-taskset -c "$server_cpu" helper/httpd/idgen-httpd --listen 127.0.0.1:0 --device sim:1 \
-	--clock-check no --threads 1 --max-connections-per-ip 1024 >"$work/httpd.log" 2>&1 &
-httpd_pid=$!
-for ((t = 0; t < 100; t++)); do
-	httpd_port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$work/httpd.log")
-	[ -n "$httpd_port" ] && break
-	sleep 0.1
-done
-[ -n "$httpd_port" ] || { cat "$work/httpd.log" >&2; exit 1; }
-httpd_url=http://127.0.0.1:$httpd_port/v1/ids:next
+# start_httpd NAME ARGS...: idgen-httpd on the server's core, on a free
+# loopback port; sets NAME_pid and NAME_port.  The log exists before the
+# server starts: the loop below may read it before the shell forked for
+# the server has opened it (sed failing on a missing file would end the
+# script under set -e).
+start_httpd() {
+	local name=$1 port t
+	shift
+	: >"$work/$name.log"
+	taskset -c "$server_cpu" helper/httpd/idgen-httpd --listen 127.0.0.1:0 "$@" \
+		>"$work/$name.log" 2>&1 &
+	printf -v "${name}_pid" %s $!
+	for ((t = 0; t < 100; t++)); do
+		port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$work/$name.log")
+		[ -n "$port" ] && break
+		sleep 0.1
+	done
+	[ -n "$port" ] || { cat "$work/$name.log" >&2; exit 1; }
+	printf -v "${name}_port" %s "$port"
+}
 
+start_httpd httpd --device sim:1 --clock-check no --threads 1 --max-connections-per-ip 1024
+httpd_url=http://127.0.0.1:$httpd_port/v1/ids:next
 # The same with the shipped defaults: the package's configuration file.
-: >"$work/defaults.log"
-taskset -c "$server_cpu" helper/httpd/idgen-httpd --config helper/httpd/idgen-httpd.conf \
-	--listen 127.0.0.1:0 --device sim:2 >"$work/defaults.log" 2>&1 &
-defaults_pid=$!
-for ((t = 0; t < 100; t++)); do
-	defaults_port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$work/defaults.log")
-	[ -n "$defaults_port" ] && break
-	sleep 0.1
-done
-[ -n "$defaults_port" ] || { cat "$work/defaults.log" >&2; exit 1; }
+start_httpd defaults --config helper/httpd/idgen-httpd.conf --device sim:2
 defaults_url=http://127.0.0.1:$defaults_port/v1/ids:next
 
 # nginx's fixed answer: an answer of idgen-httpd's, so the same size.
@@ -250,16 +249,7 @@ c_delivered=$(awk '/ requests in / { r = $1 } /Non-2xx/ { e = $NF } END { print 
 # the large callers may take the whole node) on the server's core.
 sat_rate=1000
 sat_conns=4
-: >"$work/sat.log"
-taskset -c "$server_cpu" helper/httpd/idgen-httpd --listen 127.0.0.1:0 --device sim:3 \
-	--clock-check no >"$work/sat.log" 2>&1 &
-sat_pid=$!
-for ((t = 0; t < 100; t++)); do
-	sat_port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$work/sat.log")
-	[ -n "$sat_port" ] && break
-	sleep 0.1
-done
-[ -n "$sat_port" ] || { cat "$work/sat.log" >&2; exit 1; }
+start_httpd sat --device sim:3 --clock-check no
 printf 'wrk.method = "POST"\nwrk.body = %s\nwrk.headers["Content-Type"] = "application/json"\n' \
 	"'{\"count\":10000}'" >"$work/count10000.lua"
 echo "== (d) count=1 at $sat_rate requests/s, idle, then beside 10 connections of count=10000, ${seconds} s each"

@@ -213,12 +213,10 @@ int main(int argc, char *argv[])
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
+	ret = 1;
 	if (minter_open(&minter, cfg.device, cfg.sim_lease_ms, err, sizeof(err))) {
 		log_err("%s", err);
-		idgen_keyring_free(keyring);
-		idgen_layouts_free(layouts);
-		httpd_config_free(&cfg);
-		return 1;
+		goto err_minter;
 	}
 	if (minter.simulated)
 		log_warn("minting through a SIMULATED generator (%s: region 0, worker "
@@ -226,23 +224,13 @@ int main(int argc, char *argv[])
 			 "kept", minter.name, minter.sim_worker);
 	else
 		log_info("minting through %s", minter.name);
-	if (check_layout(&minter, layouts)) {
-		minter_close(&minter);
-		idgen_keyring_free(keyring);
-		idgen_layouts_free(layouts);
-		httpd_config_free(&cfg);
-		return 1;
-	}
+	if (check_layout(&minter, layouts))
+		goto err_layout;
 
 	if (metrics_init(&metrics, cfg.callers, cfg.nr_callers) ||
 	    quota_init(&quota, cfg.callers, cfg.nr_callers)) {
 		log_err("out of memory");
-		metrics_free(&metrics);
-		minter_close(&minter);
-		idgen_keyring_free(keyring);
-		idgen_layouts_free(layouts);
-		httpd_config_free(&cfg);
-		return 1;
+		goto err_metrics;
 	}
 	for (i = 0; i < cfg.nr_quotas; i++) {
 		const struct httpd_quota *q = &cfg.quotas[i];
@@ -269,13 +257,7 @@ int main(int argc, char *argv[])
 	api.lane = lane_start(&minter);
 	if (!api.lane) {
 		log_err("cannot start the thread that mints large requests");
-		quota_free(&quota);
-		metrics_free(&metrics);
-		minter_close(&minter);
-		idgen_keyring_free(keyring);
-		idgen_layouts_free(layouts);
-		httpd_config_free(&cfg);
-		return 1;
+		goto err_lane;
 	}
 	if (!cfg.clock_check)
 		log_warn("clock_check = no: /readyz does not ask whether the clock is "
@@ -308,9 +290,13 @@ int main(int argc, char *argv[])
 	}
 	servers_stop(servers, cfg.nr_listen, DRAIN_MS);
 	lane_free(api.lane);
+err_lane:
 	quota_free(&quota);
+err_metrics:
 	metrics_free(&metrics);
+err_layout:
 	minter_close(&minter);
+err_minter:
 	idgen_keyring_free(keyring);
 	idgen_layouts_free(layouts);
 	httpd_config_free(&cfg);
