@@ -13,7 +13,6 @@
 #include "conf.h"
 #include "config.h"
 #include "decimal.h"
-#include "inifile.h"
 #include "quota.h"
 
 #ifndef IDGEN_VERSION

@@ -14,9 +14,7 @@
 
 #include "conf.h"
 #include "config.h"
-#include "decimal.h"
 #include "http_url.h"
-#include "inifile.h"
 #include "json_ascii.h"
 
 #ifndef IDGEN_VERSION
