@@ -44,6 +44,7 @@
 #include "api.h"
 #include "lane.h"
 #include "log.h"
+#include "monotonic.h"
 
 #define JSON_DEPTH	8	/* the body is one flat object */
 
@@ -380,55 +381,50 @@ static void log_refusal(enum refusal r, int err)
 		 idgen_strerror(err) ? idgen_strerror(err) : strerror(-err), LOG_EVERY_S);
 }
 
+void api_refusal(int err, struct api_refusal *r)
+{
+	enum refusal class;
+
+	r->retry_after_s = 1;
+	switch (-err) {
+	case ENOKEY:
+		class = R_NO_LEASE;
+		r->code = "no_lease";
+		r->message = "the generator holds no lease";
+		break;
+	case EKEYEXPIRED:
+		class = R_FENCE;
+		r->code = "fence_reached";
+		r->message = "the generator's lease has reached its fence";
+		break;
+	case ETIME:
+	case EAGAIN:
+		class = R_CLOCK;
+		r->code = "clock_behind";
+		r->message = "the clock is behind the generator: retry shortly";
+		break;
+	case EOVERFLOW:
+		class = R_RANGE;
+		r->code = "time_range_exhausted";
+		r->message = "no millisecond after 2095-09-07T15:47:35.551Z fits in an ID";
+		r->retry_after_s = 3600;
+		break;
+	default:
+		class = R_DEVICE;
+		r->code = "device_error";
+		r->message = "the generator cannot be read";
+	}
+	log_refusal(class, err);
+}
+
 /* A refusal of the generator, as a 503 a load balancer retries elsewhere. */
 static int refused(struct api_response *out, int err)
 {
-	enum refusal r;
+	struct api_refusal r;
 
-	switch (-err) {
-	case ENOKEY:
-		r = R_NO_LEASE;
-		break;
-	case EKEYEXPIRED:
-		r = R_FENCE;
-		break;
-	case ETIME:
-	case EAGAIN:
-		r = R_CLOCK;
-		break;
-	case EOVERFLOW:
-		r = R_RANGE;
-		break;
-	default:
-		r = R_DEVICE;
-	}
-	log_refusal(r, err);
-	out->retry_after = 1;
-	switch (-err) {
-	case ENOKEY:
-		return error(out, 503, "no_lease", "the generator holds no lease");
-	case EKEYEXPIRED:
-		return error(out, 503, "fence_reached", "the generator's lease has "
-			     "reached its fence");
-	case ETIME:
-	case EAGAIN:
-		return error(out, 503, "clock_behind", "the clock is behind the "
-			     "generator: retry shortly");
-	case EOVERFLOW:
-		out->retry_after = 3600;
-		return error(out, 503, "time_range_exhausted", "no millisecond after "
-			     "2095-09-07T15:47:35.551Z fits in an ID");
-	default:
-		return error(out, 503, "device_error", "the generator cannot be read");
-	}
-}
-
-static uint64_t monotonic_ns(void)
-{
-	struct timespec now;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (uint64_t)now.tv_sec * 1000000000 + now.tv_nsec;
+	api_refusal(err, &r);
+	out->retry_after = r.retry_after_s;
+	return error(out, 503, r.code, r.message);
 }
 
 /*

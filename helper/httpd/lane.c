@@ -14,6 +14,7 @@
 #include "idgen.h"
 #include "lane.h"
 #include "log.h"
+#include "monotonic.h"
 
 struct lane {
 	struct minter *minter;
@@ -72,8 +73,12 @@ static bool mint_chunk(struct minter *m, struct lane_job *job)
 
 	if (n > LANE_CHUNK)
 		n = LANE_CHUNK;
-	if (client_gone(job->fd)) {
+	if (atomic_load(&job->cancelled) || client_gone(job->fd)) {
 		job->err = -ECONNRESET;
+		return true;
+	}
+	if (job->deadline_ns && monotonic_ns() >= job->deadline_ns) {
+		job->err = -ETIMEDOUT;
 		return true;
 	}
 	r = m->ops->mint(m->ctx, job->ids + job->got, n);

@@ -25,7 +25,8 @@
  *     for another reason (the clock stepped back) the lane waits too, up
  *     to LANE_MAX_WAIT_MS: large requests are slowed, small ones go on;
  *   - it stops minting for a request whose client has gone (its socket
- *     hung up), and answers it with ECONNRESET;
+ *     hung up, or its stream was cancelled), and answers it with
+ *     ECONNRESET; and for one whose deadline has passed, with ETIMEDOUT;
  *   - it formats the answer itself, so the connection's thread only
  *     sends it.
  *
@@ -36,6 +37,7 @@
 #ifndef HTTPD_LANE_H
 #define HTTPD_LANE_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -55,6 +57,10 @@ struct lane_job {
 	int err;		/* 0, the generator's negative errno, or
 				 * -ECONNRESET: the client went away */
 	int fd;			/* the client's socket, or -1: not watched */
+	/* Set by any thread: the client went away (err -ECONNRESET). */
+	_Atomic bool cancelled;
+	/* CLOCK_MONOTONIC ns past which no more is minted (err -ETIMEDOUT); 0: none */
+	uint64_t deadline_ns;
 	/*
 	 * Called once, when every ID is minted or the generator refused
 	 * (err): on the lane's thread, or on lane_submit()'s caller's when

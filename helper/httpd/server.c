@@ -783,7 +783,7 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 }
 
 /* "HOST:PORT" or "[IPv6]:PORT" as a socket address. */
-static int resolve(const char *addr, struct addrinfo **res)
+int server_resolve(const char *addr, struct addrinfo **res)
 {
 	struct addrinfo hints = {
 		.ai_family = AF_UNSPEC,
@@ -836,7 +836,7 @@ struct server *server_start(const char *addr, const struct server_limits *lim,
 	struct addrinfo *ai;
 	struct server *s;
 
-	if (resolve(addr, &ai))
+	if (server_resolve(addr, &ai))
 		return NULL;
 	s = calloc(1, sizeof(*s));
 	if (!s) {

@@ -44,6 +44,12 @@ struct server *server_start(const char *addr, const struct server_limits *lim,
 void server_conn_key(const struct sockaddr *sa, unsigned int prefix,
 		     unsigned char key[17]);
 /* The port it listens on. */
+/*
+ * A listen address, HOST:PORT or [IPv6]:PORT, resolved for bind(): 0,
+ * or -EINVAL after a log line naming what is wrong with it.
+ */
+struct addrinfo;
+int server_resolve(const char *addr, struct addrinfo **res);
 uint16_t server_port(const struct server *s);
 /*
  * Stop: every listener stops accepting, then the requests in flight on
