@@ -7,7 +7,8 @@
  * it is minted by its submitter, the lane never mints again while its
  * last ID runs more than LANE_AHEAD_MS ahead of the generator's clock
  * and never waits for the clock before answering a finished request, and
- * a client that hung up gets no more IDs.
+ * a client that hung up, a stream cancelled or a deadline passed gets no
+ * more IDs.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -351,6 +352,58 @@ TEST_F(lane, a_client_gone_gets_no_more_ids)
 	EXPECT_EQ(LANE_CHUNK, self->jobs[0].job.got);
 	EXPECT_EQ(1, self->f.calls);
 	close(sv[0]);
+}
+
+TEST_F(lane, a_cancelled_stream_gets_no_more_ids)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	job_init(&self->jobs[0], 2000);
+	lane_submit(self->l, &self->jobs[0].job);
+	/* Cancelled (a gRPC stream reset) during the first chunk's read. */
+	while (!self->f.entered)
+		nanosleep(&ms, NULL);
+	atomic_store(&self->jobs[0].job.cancelled, true);
+	fake_open(&self->f);
+	wait_done(&self->jobs[0]);
+	EXPECT_EQ(-ECONNRESET, self->jobs[0].job.err);
+	EXPECT_EQ(LANE_CHUNK, self->jobs[0].job.got);
+	EXPECT_EQ(1, self->f.calls);
+}
+
+TEST_F(lane, a_deadline_passed_gets_no_more_ids)
+{
+	struct timespec ms = { 0, 1000000 };
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	job_init(&self->jobs[0], 2000);
+	/* A deadline 20 ms away, passed while the first read waits. */
+	self->jobs[0].job.deadline_ns = (uint64_t)now.tv_sec * 1000000000 +
+					 now.tv_nsec + 20000000;
+	lane_submit(self->l, &self->jobs[0].job);
+	while (!self->f.entered)
+		nanosleep(&ms, NULL);
+	nanosleep(&(struct timespec){ 0, 40000000 }, NULL);
+	fake_open(&self->f);
+	wait_done(&self->jobs[0]);
+	EXPECT_EQ(-ETIMEDOUT, self->jobs[0].job.err);
+	EXPECT_EQ(LANE_CHUNK, self->jobs[0].job.got);
+	EXPECT_EQ(1, self->f.calls);
+}
+
+TEST_F(lane, a_deadline_far_away_changes_nothing)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	fake_open(&self->f);
+	job_init(&self->jobs[0], 2000);
+	self->jobs[0].job.deadline_ns = (uint64_t)(now.tv_sec + 3600) * 1000000000;
+	lane_submit(self->l, &self->jobs[0].job);
+	wait_done(&self->jobs[0]);
+	EXPECT_EQ(0, self->jobs[0].job.err);
+	EXPECT_EQ(2000, self->jobs[0].job.got);
 }
 
 TEST_F(lane, a_live_client_is_minted_for)
