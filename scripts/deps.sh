@@ -28,11 +28,12 @@ release=${IDGEN_DEBIAN_RELEASE:-$(. /etc/os-release && echo "${VERSION_CODENAME:
 # What differs between the releases: the kernels (bookworm's stock kernel
 # is 6.1 and its 6.12 comes as linux-image-6.12-amd64 from
 # bookworm-security; trixie's stock kernel is 6.12), gcc's i386 runtime,
-# and the compiler runtime of clang (14 on bookworm, 19 on trixie).
+# the compiler runtime of clang (14 on bookworm, 19 on trixie), and
+# grpc-proto (gRPC's own health.proto), which trixie does not package.
 case $release in
 bookworm)
 	release_packages=(linux-headers-6.12-amd64 linux-image-6.12-amd64
-		lib32gcc-12-dev libclang-rt-14-dev)
+		lib32gcc-12-dev libclang-rt-14-dev grpc-proto)
 	;;
 trixie)
 	release_packages=(lib32gcc-14-dev libclang-rt-19-dev)
@@ -80,6 +81,15 @@ packages=(
 	# promtool (in prometheus) checks its /metrics and alerting rules,
 	# systemd-analyze (in systemd) its unit
 	libmicrohttpd-dev prometheus systemd
+	# its gRPC face: HTTP/2 on libnghttp2, messages by protobuf-c from
+	# the .proto at build time (with libprotobuf-dev's timestamp.proto);
+	# tested with Python's grpcio (stubs by protoc and grpc_python_plugin,
+	# the health client's from gRPC's own health.proto in grpc-proto,
+	# packaged in Debian 12 only), raw HTTP/2 through python3-h2, and
+	# benchmarked with h2load (nghttp2-client)
+	libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler libprotobuf-dev
+	protobuf-compiler protobuf-compiler-grpc python3-grpcio python3-protobuf
+	python3-h2 nghttp2-client
 	# idgen-httpd in a real browser (tests/httpd/browser/): headless
 	# Chromium, nginx serving the page beside the service; the HTTP
 	# benchmark (scripts/bench-http.sh): wrk, nginx as the anchor, gnuplot

@@ -23,13 +23,19 @@
 
 static const char usage[] =
 	"Usage: idgen-httpd [--config FILE] [--check-config] [--listen HOST:PORT]...\n"
-	"                   [--device PATH|sim[:WORKER]] [--KEY VALUE]...\n"
+	"                   [--grpc-listen HOST:PORT]... [--device PATH|sim[:WORKER]]\n"
+	"                   [--KEY VALUE]...\n"
 	"\n"
-	"The host's ID service over /dev/idgen: HTTP/JSON, see idgen-httpd(8).\n"
+	"The host's ID service over /dev/idgen: HTTP/JSON and gRPC, see idgen-httpd(8).\n"
 	"Every key of the configuration file (default " HTTPD_CONFIG_DEFAULT_PATH ")\n"
 	"is also a flag, e.g. --ready-margin-ms 30000; a flag wins over the file.\n"
 	"\n"
 	"  --listen HOST:PORT        where to listen (repeatable; default 127.0.0.1:8080)\n"
+	"  --grpc-listen HOST:PORT   where to serve gRPC over h2c (repeatable;\n"
+	"                            default none: off)\n"
+	"  --grpc-max-streams N      concurrent gRPC streams per connection (default 100)\n"
+	"  --grpc-idle-timeout-s N   a gRPC connection with no stream is closed\n"
+	"                            (default 300)\n"
 	"  --callers 'A B ...'       callers /metrics names (the rest: other)\n"
 	"  --quotas 'C=RATE/BURST ...'  per caller (or other): IDs/s and burst\n"
 	"  --device PATH             the generator (default /dev/idgen); sim[:WORKER]\n"
@@ -52,6 +58,8 @@ static const char usage[] =
 
 static int set_listen(const struct conf_item *it, const char *value, void *field,
 		      void *cfg, char *err, size_t errlen);
+static int set_grpc_listen(const struct conf_item *it, const char *value, void *field,
+			   void *cfg, char *err, size_t errlen);
 static int set_callers(const struct conf_item *it, const char *value, void *field,
 		       void *cfg, char *err, size_t errlen);
 static int set_quotas(const struct conf_item *it, const char *value, void *field,
@@ -67,6 +75,9 @@ static int set_keys(const struct conf_item *it, const char *value, void *field,
 /* Every key: the file's and, with '-' for '_', the command line's. */
 static const struct conf_item items[] = {
 	LIST(listen, set_listen),
+	LIST(grpc_listen, set_grpc_listen),
+	O(grpc_max_streams, conf_u32, 1, 1000),
+	O(grpc_idle_timeout_s, conf_u32, 1, 86400),
 	LIST(callers, set_callers),
 	LIST(quotas, set_quotas),
 	O(device, conf_string, 0, 0),
@@ -93,16 +104,20 @@ static void free_list(char **list, unsigned int *nr)
 		free(list[--*nr]);
 }
 
-enum words { W_LISTEN, W_CALLERS, W_KEYS };
+enum words { W_LISTEN, W_GRPC_LISTEN, W_CALLERS, W_KEYS };
 
-/* Blank-separated words, replacing the list (listen, callers or public_keys). */
+/*
+ * Blank-separated words, replacing the list (listen, grpc_listen, callers
+ * or public_keys).
+ */
 static int set_words(struct httpd_config *cfg, enum words w, const char *value,
 		     char *err, size_t errlen)
 {
-	bool callers = w == W_CALLERS, keys = w == W_KEYS;
-	char **list = callers ? cfg->callers : keys ? cfg->public_keys : cfg->listen;
+	bool callers = w == W_CALLERS, keys = w == W_KEYS, grpc = w == W_GRPC_LISTEN;
+	char **list = callers ? cfg->callers : keys ? cfg->public_keys :
+		      grpc ? cfg->grpc_listen : cfg->listen;
 	unsigned int *nr = callers ? &cfg->nr_callers : keys ? &cfg->nr_public_keys :
-			   &cfg->nr_listen;
+			   grpc ? &cfg->nr_grpc_listen : &cfg->nr_listen;
 	unsigned int max = callers ? HTTPD_MAX_CALLERS : keys ? HTTPD_MAX_KEYS :
 			   HTTPD_MAX_LISTEN;
 	const char *p = value;
@@ -152,6 +167,14 @@ static int set_listen(const struct conf_item *it, const char *value, void *field
 	(void)it;
 	(void)field;
 	return set_words(cfg, W_LISTEN, value, err, errlen);
+}
+
+static int set_grpc_listen(const struct conf_item *it, const char *value, void *field,
+			   void *cfg, char *err, size_t errlen)
+{
+	(void)it;
+	(void)field;
+	return set_words(cfg, W_GRPC_LISTEN, value, err, errlen);
 }
 
 static int set_callers(const struct conf_item *it, const char *value, void *field,
@@ -294,6 +317,8 @@ static int set_defaults(struct httpd_config *cfg)
 	cfg->max_connections_per_ip = 0;
 	cfg->ipv6_prefix_per_ip = 64;
 	cfg->timeout_s = 10;
+	cfg->grpc_max_streams = 100;
+	cfg->grpc_idle_timeout_s = 300;
 	cfg->ready_margin_ms = 30000;
 	cfg->clock_check = true;
 	cfg->clock_max_offset_us = 5000;
@@ -303,48 +328,59 @@ static int set_defaults(struct httpd_config *cfg)
 }
 
 /*
- * --listen, repeatable: the first replaces the file's list, the others
- * add to it.  0 (taken), 1 (another flag), -1 (said why).
+ * --listen or --grpc-listen, repeatable: the first replaces the file's
+ * list, the others add to it.  0 (taken), 1 (another flag), -1 (said why).
  */
 static int listen_flag(struct httpd_config *cfg, int argc, char *argv[], int *i,
-		       bool *replaced)
+		       bool replaced[2])
 {
-	const char *value;
+	static const char *const flags[2] = { "--listen", "--grpc-listen" };
+	const char *value = NULL;
+	unsigned int f, *nr;
+	char **list;
+	size_t n;
 
-	if (!strcmp(argv[*i], "--listen")) {
-		if (*i + 1 == argc) {
-			fprintf(stderr, PROG ": --listen needs a value\n");
-			return -1;
+	for (f = 0; f < 2 && !value; f++) {
+		n = strlen(flags[f]);
+		if (!strcmp(argv[*i], flags[f])) {
+			if (*i + 1 == argc) {
+				fprintf(stderr, PROG ": %s needs a value\n", flags[f]);
+				return -1;
+			}
+			value = argv[++*i];
+		} else if (!strncmp(argv[*i], flags[f], n) && argv[*i][n] == '=') {
+			value = argv[*i] + n + 1;
 		}
-		value = argv[++*i];
-	} else if (!strncmp(argv[*i], "--listen=", 9)) {
-		value = argv[*i] + 9;
-	} else {
-		return 1;
 	}
-	if (!*replaced)
-		free_list(cfg->listen, &cfg->nr_listen);
-	*replaced = true;
-	if (cfg->nr_listen == HTTPD_MAX_LISTEN) {
-		fprintf(stderr, PROG ": --listen: more than %d addresses\n", HTTPD_MAX_LISTEN);
+	if (!value)
+		return 1;
+	f--;
+	list = f ? cfg->grpc_listen : cfg->listen;
+	nr = f ? &cfg->nr_grpc_listen : &cfg->nr_listen;
+	if (!replaced[f])
+		free_list(list, nr);
+	replaced[f] = true;
+	if (*nr == HTTPD_MAX_LISTEN) {
+		fprintf(stderr, PROG ": %s: more than %d addresses\n", flags[f],
+			HTTPD_MAX_LISTEN);
 		return -1;
 	}
 	if (!*value || strpbrk(value, " \t")) {
-		fprintf(stderr, PROG ": --listen '%s': want one HOST:PORT\n", value);
+		fprintf(stderr, PROG ": %s '%s': want one HOST:PORT\n", flags[f], value);
 		return -1;
 	}
-	cfg->listen[cfg->nr_listen] = strdup(value);
-	if (!cfg->listen[cfg->nr_listen]) {
+	list[*nr] = strdup(value);
+	if (!list[*nr]) {
 		fprintf(stderr, PROG ": out of memory\n");
 		return -1;
 	}
-	cfg->nr_listen++;
+	++*nr;
 	return 0;
 }
 
 int httpd_config_load(struct httpd_config *cfg, int argc, char *argv[])
 {
-	bool replaced = false;
+	bool replaced[2] = { false, false };
 	const char *path;
 	struct conf c;
 	int i, ret;
@@ -383,7 +419,7 @@ int httpd_config_load(struct httpd_config *cfg, int argc, char *argv[])
 			cfg->check_only = true;
 			continue;
 		}
-		ret = listen_flag(cfg, argc, argv, &i, &replaced);
+		ret = listen_flag(cfg, argc, argv, &i, replaced);
 		if (ret == 1)
 			ret = conf_apply_flag(&c, argc, argv, &i);
 		if (ret < 0)
@@ -406,6 +442,11 @@ void httpd_config_print(const struct httpd_config *cfg, FILE *f)
 		cfg->path ? cfg->path : "no file");
 	for (i = 0; i < cfg->nr_listen; i++)
 		fprintf(f, " %s", cfg->listen[i]);
+	fprintf(f, "\ngrpc_listen =");
+	for (i = 0; i < cfg->nr_grpc_listen; i++)
+		fprintf(f, " %s", cfg->grpc_listen[i]);
+	fprintf(f, "\ngrpc_max_streams = %" PRIu32 "\ngrpc_idle_timeout_s = %" PRIu32,
+		cfg->grpc_max_streams, cfg->grpc_idle_timeout_s);
 	fprintf(f, "\ncallers =");
 	for (i = 0; i < cfg->nr_callers; i++)
 		fprintf(f, " %s", cfg->callers[i]);
@@ -443,6 +484,7 @@ void httpd_config_print(const struct httpd_config *cfg, FILE *f)
 void httpd_config_free(struct httpd_config *cfg)
 {
 	free_list(cfg->listen, &cfg->nr_listen);
+	free_list(cfg->grpc_listen, &cfg->nr_grpc_listen);
 	free_list(cfg->callers, &cfg->nr_callers);
 	free_list(cfg->public_keys, &cfg->nr_public_keys);
 	free_quotas(cfg);

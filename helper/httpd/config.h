@@ -3,8 +3,8 @@
  * idgen-httpd's configuration: /etc/idgen/idgen-httpd.conf (INI, the
  * dialect of ../common/inifile.h, section [httpd]), then command-line
  * flags, which win.  Every key is also a flag: "ready_margin_ms" in the
- * file is --ready-margin-ms on the command line; --listen may be given
- * more than once and replaces the file's list.  See idgen-httpd(8).
+ * file is --ready-margin-ms on the command line; --listen and
+ * --grpc-listen may be given more than once, and replace the file's list.  See idgen-httpd(8).
  */
 #ifndef HTTPD_CONFIG_H
 #define HTTPD_CONFIG_H
@@ -29,6 +29,11 @@ struct httpd_config {
 	const char *path;		/* the file read, or NULL */
 	char *listen[HTTPD_MAX_LISTEN];	/* HOST:PORT, [IPv6]:PORT */
 	unsigned int nr_listen;
+	/* gRPC (grpc.h), the same service over h2c; none: off. */
+	char *grpc_listen[HTTPD_MAX_LISTEN];
+	unsigned int nr_grpc_listen;
+	uint32_t grpc_max_streams;	/* per connection */
+	uint32_t grpc_idle_timeout_s;	/* no stream open: GOAWAY */
 	/* /metrics counts IDs by these callers, the rest as "other". */
 	char *callers[HTTPD_MAX_CALLERS];
 	unsigned int nr_callers;

@@ -23,6 +23,7 @@
 #include "lane.h"
 #include "config.h"
 #include "decimal.h"
+#include "grpc.h"
 #include "idgen.h"
 #include "log.h"
 #include "metrics.h"
@@ -147,7 +148,7 @@ static void raise_nofile(const struct httpd_config *cfg)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	uint64_t threads = cfg->threads ? cfg->threads : cores > 0 ? cores : 1;
-	uint64_t need = cfg->nr_listen * ((uint64_t)cfg->max_connections +
+	uint64_t need = (cfg->nr_listen + cfg->nr_grpc_listen) * ((uint64_t)cfg->max_connections +
 					  SERVER_REFUSE_ROOM + 2 * threads + 1) + 64;
 	struct rlimit r, raised;
 
@@ -169,11 +170,13 @@ static void raise_nofile(const struct httpd_config *cfg)
 int main(int argc, char *argv[])
 {
 	struct server *servers[HTTPD_MAX_LISTEN] = { 0 };
+	struct grpc_server *grpc[HTTPD_MAX_LISTEN] = { 0 };
 	struct idgen_layouts *layouts = NULL;
 	struct idgen_keyring *keyring = NULL;
 	struct httpd_config cfg;
 	struct metrics metrics;
 	struct server_limits lim;
+	struct grpc_limits glim;
 	struct minter minter;
 	struct quota quota;
 	struct api api;
@@ -280,6 +283,23 @@ int main(int argc, char *argv[])
 		log_info("listening on %s (port %u)", cfg.listen[i],
 			 server_port(servers[i]));
 	}
+	glim = (struct grpc_limits){
+		.max_connections = cfg.max_connections,
+		.max_connections_per_ip = cfg.max_connections_per_ip,
+		.ipv6_prefix_per_ip = cfg.ipv6_prefix_per_ip,
+		.max_streams = cfg.grpc_max_streams,
+		.idle_timeout_s = cfg.grpc_idle_timeout_s,
+		.timeout_s = cfg.timeout_s,
+	};
+	for (i = 0; !ret && i < cfg.nr_grpc_listen; i++) {
+		grpc[i] = grpc_server_start(cfg.grpc_listen[i], &glim, &api);
+		if (!grpc[i]) {
+			ret = 1;
+			break;
+		}
+		log_info("serving gRPC (idgen.v1.IdGen, h2c) on %s (port %u)",
+			 cfg.grpc_listen[i], grpc_server_port(grpc[i]));
+	}
 	if (!ret) {
 		do {
 			ret = sigwait(&stop, &sig);
@@ -288,8 +308,12 @@ int main(int argc, char *argv[])
 			 strsignal(sig));
 		ret = 0;
 	}
+	grpc_servers_stop(grpc, cfg.nr_grpc_listen, DRAIN_MS);
 	servers_stop(servers, cfg.nr_listen, DRAIN_MS);
 	lane_free(api.lane);
+	/* After the lane: it may have held calls of theirs. */
+	for (i = 0; i < cfg.nr_grpc_listen; i++)
+		grpc_server_free(grpc[i]);
 err_lane:
 	quota_free(&quota);
 err_metrics:

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "grpc_wire.h"
 #include "idgen.h"
 #include "metrics.h"
 
@@ -25,6 +26,15 @@ static const char *const route_label[NR_ROUTES] = {
 	[ROUTE_READYZ] = "/readyz",
 	[ROUTE_METRICS] = "/metrics",
 	[ROUTE_OTHER] = "other",
+};
+
+static const char *const grpc_method_label[NR_GRPC_METHODS] = {
+	[GRPC_NEXT_IDS] = "/idgen.v1.IdGen/NextIds",
+	[GRPC_DECODE_ID] = "/idgen.v1.IdGen/DecodeId",
+	[GRPC_MIN_ID_AT] = "/idgen.v1.IdGen/MinIdAt",
+	[GRPC_HEALTH_CHECK] = "/grpc.health.v1.Health/Check",
+	[GRPC_HEALTH_WATCH] = "/grpc.health.v1.Health/Watch",
+	[GRPC_OTHER] = "other",
 };
 
 /* Every status api.c answers; the last slot takes any other. */
@@ -60,19 +70,37 @@ void metrics_free(struct metrics *m)
 #define ADD(var, n)	atomic_fetch_add_explicit(&(var), (n), memory_order_relaxed)
 #define GET(var)	atomic_load_explicit(&(var), memory_order_relaxed)
 
+/* The bucket of a duration of ns. */
+static unsigned int duration_bucket(uint64_t ns)
+{
+	unsigned int d;
+
+	for (d = 0; d < METRICS_NR_DURATIONS && ns > duration_ns[d]; d++)
+		;
+	return d;
+}
+
 void metrics_request(struct metrics *m, enum metrics_route route,
 		     unsigned int status, uint64_t ns)
 {
-	unsigned int c, d;
+	unsigned int c;
 
 	for (c = 0; c < METRICS_NR_CODES - 1 && codes[c] != status; c++)
 		;
 	ADD(m->requests[route][c], 1);
 	/* Each bucket counts its own range; the exposition sums them up. */
-	for (d = 0; d < METRICS_NR_DURATIONS && ns > duration_ns[d]; d++)
-		;
-	ADD(m->duration[d], 1);
+	ADD(m->duration[duration_bucket(ns)], 1);
 	ADD(m->duration_ns, ns);
+}
+
+void metrics_grpc(struct metrics *m, enum metrics_grpc_method method,
+		  unsigned int code, uint64_t ns)
+{
+	ADD(m->grpc_requests[method][code < METRICS_NR_GRPC_CODES ? code : GRPC_UNKNOWN], 1);
+	if (method == GRPC_HEALTH_WATCH)
+		return;		/* a stream, as long as its client wants */
+	ADD(m->grpc_duration[duration_bucket(ns)], 1);
+	ADD(m->grpc_duration_ns, ns);
 }
 
 void metrics_issued(struct metrics *m, const char *caller, size_t count)
@@ -95,6 +123,25 @@ static void help(FILE *f, const char *name, const char *type, const char *text)
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
 }
 
+/* A latency histogram of buckets, each counting its own range. */
+static void durations(FILE *f, const char *name, const char *text,
+		      _Atomic uint64_t *bucket, _Atomic uint64_t *total_ns)
+{
+	uint64_t sum, v;
+	unsigned int i;
+
+	help(f, name, "histogram", text);
+	for (sum = 0, i = 0; i < METRICS_NR_DURATIONS; i++) {
+		sum += GET(bucket[i]);
+		fprintf(f, "%s_bucket{le=\"%s\"} %" PRIu64 "\n", name, duration_le[i], sum);
+	}
+	sum += GET(bucket[METRICS_NR_DURATIONS]);
+	v = GET(*total_ns);
+	fprintf(f, "%s_bucket{le=\"+Inf\"} %" PRIu64 "\n%s_sum %" PRIu64 ".%09" PRIu64
+		"\n%s_count %" PRIu64 "\n", name, sum, name, v / 1000000000,
+		v % 1000000000, name, sum);
+}
+
 static void write_counters(struct metrics *m, FILE *f)
 {
 	uint64_t sum, v;
@@ -114,19 +161,22 @@ static void write_counters(struct metrics *m, FILE *f)
 					PRIu64 "\n", route_label[r], v);
 		}
 
-	help(f, "idgen_request_duration_seconds", "histogram",
-	     "Time from a request's headers to its answer.");
-	for (sum = 0, i = 0; i < METRICS_NR_DURATIONS; i++) {
-		sum += GET(m->duration[i]);
-		fprintf(f, "idgen_request_duration_seconds_bucket{le=\"%s\"} %" PRIu64 "\n",
-			duration_le[i], sum);
-	}
-	sum += GET(m->duration[METRICS_NR_DURATIONS]);
-	v = GET(m->duration_ns);
-	fprintf(f, "idgen_request_duration_seconds_bucket{le=\"+Inf\"} %" PRIu64 "\n"
-		"idgen_request_duration_seconds_sum %" PRIu64 ".%09" PRIu64 "\n"
-		"idgen_request_duration_seconds_count %" PRIu64 "\n",
-		sum, v / 1000000000, v % 1000000000, sum);
+	durations(f, "idgen_request_duration_seconds",
+		  "Time from a request's headers to its answer.", m->duration,
+		  &m->duration_ns);
+
+	help(f, "idgen_grpc_requests_total", "counter", "gRPC calls answered, by "
+	     "method and status (grpc_code).");
+	for (r = 0; r < NR_GRPC_METHODS; r++)
+		for (c = 0; c < METRICS_NR_GRPC_CODES; c++) {
+			v = GET(m->grpc_requests[r][c]);
+			if (v || (c == GRPC_OK && r != GRPC_OTHER))
+				fprintf(f, "idgen_grpc_requests_total{method=\"%s\","
+					"grpc_code=\"%s\"} %" PRIu64 "\n",
+					grpc_method_label[r], grpc_code_name(c), v);
+		}
+	durations(f, "idgen_grpc_request_duration_seconds", "Time from a unary gRPC "
+		  "call's headers to its status.", m->grpc_duration, &m->grpc_duration_ns);
 
 	help(f, "idgen_ids_issued_total", "counter",
 	     "IDs answered, by the configured caller that asked (the rest: other).");
@@ -136,7 +186,8 @@ static void write_counters(struct metrics *m, FILE *f)
 	fprintf(f, "idgen_ids_issued_total{caller=\"other\"} %" PRIu64 "\n",
 		GET(m->issued[m->nr_callers]));
 
-	help(f, "idgen_batch_size", "histogram", "IDs per answered POST /v1/ids:next.");
+	help(f, "idgen_batch_size", "histogram", "IDs per answered request for IDs "
+	     "(POST /v1/ids:next, NextIds).");
 	for (sum = 0, i = 0; i < METRICS_NR_BATCHES; i++) {
 		sum += GET(m->batch[i]);
 		fprintf(f, "idgen_batch_size_bucket{le=\"%u\"} %" PRIu64 "\n", batch_le[i], sum);

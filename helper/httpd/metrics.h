@@ -41,6 +41,15 @@ enum metrics_route {
 };
 
 /* The limits a connection is refused at (answered 503), by server.c. */
+/* The gRPC face's methods (grpc_service.h), for idgen_grpc_requests_total. */
+enum metrics_grpc_method {
+	GRPC_NEXT_IDS, GRPC_DECODE_ID, GRPC_MIN_ID_AT, GRPC_HEALTH_CHECK,
+	GRPC_HEALTH_WATCH,
+	GRPC_OTHER, NR_GRPC_METHODS
+};
+
+#define METRICS_NR_GRPC_CODES	17	/* grpc_wire.h's enum grpc_code */
+
 enum metrics_refusal {
 	REFUSED_MAX_CONNECTIONS, REFUSED_MAX_CONNECTIONS_PER_IP, NR_REFUSED
 };
@@ -53,6 +62,9 @@ struct metrics {
 	_Atomic uint64_t requests[NR_ROUTES][METRICS_NR_CODES];
 	_Atomic uint64_t duration[METRICS_NR_DURATIONS + 1];	/* + the rest */
 	_Atomic uint64_t duration_ns;
+	_Atomic uint64_t grpc_requests[NR_GRPC_METHODS][METRICS_NR_GRPC_CODES];
+	_Atomic uint64_t grpc_duration[METRICS_NR_DURATIONS + 1];	/* unary only */
+	_Atomic uint64_t grpc_duration_ns;
 	_Atomic uint64_t batch[METRICS_NR_BATCHES];
 	_Atomic uint64_t batch_count;
 	_Atomic uint64_t batch_sum;
@@ -73,6 +85,9 @@ void metrics_free(struct metrics *m);
 void metrics_request(struct metrics *m, enum metrics_route route,
 		     unsigned int status, uint64_t ns);
 /* count IDs answered to caller (NULL: none given). */
+/* A gRPC call ended with code; ns from its headers to its status (unary). */
+void metrics_grpc(struct metrics *m, enum metrics_grpc_method method,
+		  unsigned int code, uint64_t ns);
 void metrics_issued(struct metrics *m, const char *caller, size_t count);
 
 /*

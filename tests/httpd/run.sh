@@ -24,7 +24,12 @@
 #   - the systemd unit (systemd-analyze, offline)
 #   - the same in headless Chromium, through fetch (browser/)
 #   - the configuration file and flags
-#   - the request handling (helper/httpd/api.c) under libFuzzer
+#   - the gRPC face (grpc_test.py): every method and status through
+#     Python's grpcio, health Check and Watch, quotas, refusals, 10^6 IDs
+#     from 8 threads, a stop with calls in flight, and raw HTTP/2 floods;
+#     gRPC's wire rules (grpc_wire_test.c)
+#   - the request handling (helper/httpd/api.c) and the gRPC face over
+#     HTTP/2 (grpc.c) under libFuzzer
 set -uo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -116,6 +121,7 @@ J=(-H 'Content-Type: application/json')
 tap_run "simulated generator" "$out/mint_sim_test"
 tap_run "quotas" "$out/quota_test"
 tap_run "bulk lane" "$out/lane_test"
+tap_run "gRPC wire rules" "$out/grpc_wire_test"
 
 # ---- a live simulated generator, worker 37 ----------------------------
 start "$work/sim.log" --device sim:37 --clock-check no || { not_ok "idgen-httpd --device sim:37 starts"; bail; }
@@ -621,6 +627,10 @@ else
 	n=$((n + 1)); echo "ok $n IPv6 per-address limits # SKIP no network namespace (unshare -n)"
 fi
 
+# ---- the gRPC face, through grpcio and raw HTTP/2 (grpc_test.py) --------
+# Debian's grpcio is for Debian's python3, whatever else is first in PATH.
+tap_run grpc /usr/bin/python3 "$here/grpc_test.py" "$httpd" "$work"
+
 # ---- libmicrohttpd's messages do not flood the log ----------------------
 # (Past 2 per address, refused too: one more kind of line.)
 start "$work/flood.log" --device sim --clock-check no --max-connections-per-ip 2 ||
@@ -995,6 +1005,11 @@ if tap_step "build the fuzz target (clang, libFuzzer, ASan, UBSan)" \
 	tap_step "request handling: 300000 fuzzed requests, no crash or leak, no ID taken by a refused one" \
 		"$out/fuzz_api" -seed=1 -runs=300000 -max_len=4200 \
 		-artifact_prefix="$top/build/fuzz-crashes/fuzz_api-" "$work/fuzz" "$here/corpus"
+	mkdir -p "$work/fuzz-grpc"
+	tap_step "gRPC over HTTP/2: 200000 fuzzed connections, no crash or leak, no IDs past what was asked" \
+		"$out/fuzz_grpc" -seed=1 -runs=200000 -max_len=4096 \
+		-artifact_prefix="$top/build/fuzz-crashes/fuzz_grpc-" "$work/fuzz-grpc" \
+		"$here/corpus-grpc"
 fi
 
 echo "1..$n"

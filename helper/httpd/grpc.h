@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * idgen-httpd's gRPC listeners (docs/design.md section 9.2): cleartext
+ * HTTP/2 with prior knowledge (h2c) on libnghttp2, the gRPC framing on
+ * top, and the methods of grpc_service.h.
+ *
+ * Each listener has one thread with an epoll loop over its connections.
+ * Small calls are answered on it; a NextIds of LANE_MIN_COUNT IDs or
+ * more is minted on the bulk lane (lane.h) and answered when the lane
+ * hands it back, so no connection waits for another's IDs.
+ *
+ * Limits, all per connection unless said: grpc_max_streams concurrent
+ * streams (SETTINGS_MAX_CONCURRENT_STREAMS); GRPC_MAX_HEADER_LIST bytes
+ * of a stream's headers, as HPACK decodes them (the bound against HPACK
+ * bombs); a request message of API_MAX_BODY bytes; max_connections per
+ * listener and max_connections_per_ip as the HTTP listeners count them;
+ * control frames (PING, SETTINGS, PRIORITY, empty DATA) at
+ * GRPC_CTRL_RATE a second after a burst of GRPC_CTRL_BURST, and stream
+ * resets at nghttp2's rate (rapid reset): past either, GOAWAY
+ * ENHANCE_YOUR_CALM; answers not yet taken by the peer up to
+ * GRPC_MAX_QUEUED bytes, past which the connection's requests are not
+ * read; a peer that takes nothing of what is owed to it for timeout_s,
+ * or leaves a PING unanswered that long, is cut off; a connection with
+ * no stream open for grpc_idle_timeout_s is sent GOAWAY and closed.
+ */
+#ifndef HTTPD_GRPC_H
+#define HTTPD_GRPC_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "api.h"
+
+#define GRPC_MAX_HEADER_LIST	8192	/* bytes, as SETTINGS says it */
+#define GRPC_CTRL_BURST		1000	/* control frames at once */
+#define GRPC_CTRL_RATE		100	/* control frames a second */
+#define GRPC_MAX_QUEUED		(1 << 20)	/* bytes of answers per connection */
+#define GRPC_WATCH_TICK_MS	250	/* how often Watch looks at readiness */
+
+struct grpc_limits {
+	unsigned int max_connections;
+	unsigned int max_connections_per_ip;	/* 0: no limit */
+	unsigned int ipv6_prefix_per_ip;	/* 1..128 */
+	unsigned int max_streams;
+	unsigned int idle_timeout_s;
+	unsigned int timeout_s;
+};
+
+struct grpc_server;
+
+/* A listener on addr (HOST:PORT) and its thread; NULL after a log line. */
+struct grpc_server *grpc_server_start(const char *addr, const struct grpc_limits *lim,
+				      struct api *api);
+uint16_t grpc_server_port(const struct grpc_server *s);
+
+/*
+ * Stop accepting, send every connection GOAWAY, end health Watch streams
+ * (NOT_SERVING, then UNAVAILABLE), let the calls in flight finish for
+ * drain_ms at most, then close everything and join the threads.  The
+ * bulk lane may still hold calls of theirs: free the servers after the
+ * lane has stopped.
+ */
+void grpc_servers_stop(struct grpc_server **s, unsigned int n, unsigned int drain_ms);
+void grpc_server_free(struct grpc_server *s);
+
+/*
+ * For the fuzzer: one connection's HTTP/2 session with no socket, fed
+ * from memory; what it would send is dropped.  NULL: out of memory.
+ */
+struct grpc_conn;
+struct grpc_conn *grpc_conn_mem(struct api *api, const struct grpc_limits *lim);
+/* 0, or a negative value once the session has failed (it stays failed). */
+int grpc_conn_feed(struct grpc_conn *c, const uint8_t *data, size_t len);
+void grpc_conn_mem_free(struct grpc_conn *c);
+
+#endif /* HTTPD_GRPC_H */

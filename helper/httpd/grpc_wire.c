@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The gRPC protocol's own rules (grpc_wire.h).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "grpc_wire.h"
+
+static const char *const code_names[GRPC_NR_CODES] = {
+	[GRPC_OK] = "OK",
+	[GRPC_CANCELLED] = "CANCELLED",
+	[GRPC_UNKNOWN] = "UNKNOWN",
+	[GRPC_INVALID_ARGUMENT] = "INVALID_ARGUMENT",
+	[GRPC_DEADLINE_EXCEEDED] = "DEADLINE_EXCEEDED",
+	[GRPC_NOT_FOUND] = "NOT_FOUND",
+	[GRPC_ALREADY_EXISTS] = "ALREADY_EXISTS",
+	[GRPC_PERMISSION_DENIED] = "PERMISSION_DENIED",
+	[GRPC_RESOURCE_EXHAUSTED] = "RESOURCE_EXHAUSTED",
+	[GRPC_FAILED_PRECONDITION] = "FAILED_PRECONDITION",
+	[GRPC_ABORTED] = "ABORTED",
+	[GRPC_OUT_OF_RANGE] = "OUT_OF_RANGE",
+	[GRPC_UNIMPLEMENTED] = "UNIMPLEMENTED",
+	[GRPC_INTERNAL] = "INTERNAL",
+	[GRPC_UNAVAILABLE] = "UNAVAILABLE",
+	[GRPC_DATA_LOSS] = "DATA_LOSS",
+	[GRPC_UNAUTHENTICATED] = "UNAUTHENTICATED",
+};
+
+const char *grpc_code_name(enum grpc_code code)
+{
+	return (unsigned int)code < GRPC_NR_CODES ? code_names[code] : "UNKNOWN";
+}
+
+int grpc_timeout_parse(const char *v, size_t len, uint64_t *ns)
+{
+	static const struct {
+		char unit;
+		uint64_t ns;
+	} units[] = {
+		{ 'H', 3600000000000ULL }, { 'M', 60000000000ULL },
+		{ 'S', 1000000000ULL }, { 'm', 1000000ULL }, { 'u', 1000ULL },
+		{ 'n', 1ULL },
+	};
+	uint64_t n = 0;
+	size_t i;
+
+	if (len < 2 || len > 9)
+		return -EINVAL;
+	for (i = 0; i < len - 1; i++) {
+		if (v[i] < '0' || v[i] > '9')
+			return -EINVAL;
+		n = n * 10 + (v[i] - '0');	/* 8 digits: no overflow */
+	}
+	for (i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (v[len - 1] == units[i].unit) {
+			*ns = n > UINT64_MAX / units[i].ns ? UINT64_MAX : n * units[i].ns;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+size_t grpc_message_encode(const char *text, char *out, size_t size)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t n = 0;
+	const unsigned char *p;
+
+	for (p = (const unsigned char *)text; *p; p++) {
+		if (*p >= ' ' && *p <= '~' && *p != '%') {
+			if (n + 1 < size)
+				out[n] = *p;
+			n++;
+			continue;
+		}
+		if (n + 3 < size) {
+			out[n] = '%';
+			out[n + 1] = hex[*p >> 4];
+			out[n + 2] = hex[*p & 15];
+		}
+		n += 3;
+	}
+	if (size)
+		out[n < size ? n : size - 1] = '\0';
+	return n;
+}
+
+void grpc_prefix_write(uint8_t out[GRPC_PREFIX_LEN], uint32_t len)
+{
+	out[0] = 0;
+	out[1] = len >> 24;
+	out[2] = len >> 16;
+	out[3] = len >> 8;
+	out[4] = len;
+}
+
+void grpc_prefix_read(const uint8_t in[GRPC_PREFIX_LEN], bool *compressed,
+		      uint32_t *len)
+{
+	*compressed = in[0] & 1;
+	*len = (uint32_t)in[1] << 24 | (uint32_t)in[2] << 16 | (uint32_t)in[3] << 8 | in[4];
+}
+
+bool grpc_content_type_ok(const char *v, size_t len)
+{
+	static const char type[] = "application/grpc";
+	size_t n = sizeof(type) - 1;
+
+	if (len < n || strncasecmp(v, type, n))
+		return false;
+	return len == n || v[n] == '+' || v[n] == ';';
+}
