@@ -35,6 +35,7 @@
 #include "server.h"
 
 #define NS_PER_S	1000000000ULL
+#define GRPC_MAX_REQUEST (GRPC_PREFIX_LEN + API_MAX_BODY)
 #define READ_SIZE	16384
 #define MAX_EVENTS	64
 
@@ -55,8 +56,8 @@ struct stream {
 	uint64_t deadline_ns;		/* 0: none */
 	size_t header_bytes;
 	bool post, content_type_ok, bad_timeout;
-	uint8_t req[GRPC_PREFIX_LEN + API_MAX_BODY];
-	size_t req_len;
+	uint8_t *req;			/* the request's bytes, up to GRPC_MAX_REQUEST */
+	size_t req_len, req_cap;
 	bool req_too_large;
 	bool answered;			/* a response is submitted */
 	bool counted;			/* metrics have its status */
@@ -87,6 +88,8 @@ struct grpc_conn {
 	uint64_t ping_ns;		/* a PING of ours unanswered since; 0: none */
 	uint64_t ctrl_tat_ns;		/* the control frames' bucket (GCRA) */
 	bool blocked;			/* the socket took no more */
+	uint8_t *unsent;		/* what a full socket left, to send first */
+	size_t unsent_len, unsent_off;
 	bool failed;			/* close it */
 	bool dead;			/* closed; freed after this round of events */
 	uint32_t events;		/* what epoll watches now */
@@ -109,10 +112,13 @@ struct grpc_server {
 	pthread_mutex_t lock;
 	struct pending *done;
 	int ready;			/* readiness at this tick: -1 unknown */
+	uint8_t *out;			/* the frames of one flush, for one send() */
+	size_t out_cap;
 };
 
 static void stream_free(struct stream *st)
 {
+	free(st->req);
 	free(st->body);
 	free(st);
 }
@@ -129,26 +135,77 @@ static uint64_t count_per_ip(struct grpc_server *s, const unsigned char key[17])
 
 /* --- sending ------------------------------------------------------------ */
 
-static ssize_t send_cb(nghttp2_session *session, const uint8_t *data, size_t len,
-		       int flags, void *user)
+/*
+ * Send what the session has for the peer: its frames gathered into one
+ * buffer and one send() (a frame per system call would cost more than
+ * the frames).  What the socket does not take waits in c->unsent, and the
+ * session is asked for no more until it is gone.  0, or -1 to close.
+ */
+static int conn_flush(struct grpc_conn *c)
 {
-	struct grpc_conn *c = user;
+	struct grpc_server *s = c->srv;
+	const uint8_t *data;
+	size_t len;
 	ssize_t n;
 
-	(void)session;
-	(void)flags;
-	if (c->fd < 0)
-		return len;		/* grpc_conn_mem(): dropped */
-	n = send(c->fd, data, len, MSG_NOSIGNAL);
-	if (n < 0) {
-		if (errno == EAGAIN || errno == EWOULDBLOCK) {
-			c->blocked = true;
-			return NGHTTP2_ERR_WOULDBLOCK;
-		}
-		return NGHTTP2_ERR_CALLBACK_FAILURE;
+	if (c->fd < 0) {	/* grpc_conn_mem(): dropped */
+		while ((n = nghttp2_session_mem_send(c->session, &data)) > 0)
+			;
+		return n < 0 ? -1 : 0;
 	}
-	c->last_send_ns = monotonic_ns();
-	return n;
+	for (;;) {
+		while (c->unsent) {
+			n = send(c->fd, c->unsent + c->unsent_off, c->unsent_len - c->unsent_off,
+				 MSG_NOSIGNAL);
+			if (n < 0) {
+				if (errno != EAGAIN && errno != EWOULDBLOCK)
+					return -1;
+				c->blocked = true;
+				return 0;
+			}
+			c->last_send_ns = monotonic_ns();
+			c->unsent_off += n;
+			if (c->unsent_off == c->unsent_len) {
+				free(c->unsent);
+				c->unsent = NULL;
+				c->unsent_len = c->unsent_off = 0;
+			}
+		}
+		c->blocked = false;
+		for (len = 0; len < 65536; len += n) {
+			n = nghttp2_session_mem_send(c->session, &data);
+			if (n < 0)
+				return -1;
+			if (!n)
+				break;
+			if (len + n > s->out_cap) {
+				uint8_t *out = realloc(s->out, len + n + 65536);
+
+				if (!out)
+					return -1;
+				s->out = out;
+				s->out_cap = len + n + 65536;
+			}
+			memcpy(s->out + len, data, n);
+		}
+		if (!len)
+			return 0;
+		n = send(c->fd, s->out, len, MSG_NOSIGNAL);
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+			return -1;
+		if (n < 0)
+			n = 0;
+		else
+			c->last_send_ns = monotonic_ns();
+		if ((size_t)n < len) {
+			c->unsent = malloc(len - n);
+			if (!c->unsent)
+				return -1;
+			memcpy(c->unsent, s->out + n, len - n);
+			c->unsent_len = len - n;
+			c->unsent_off = 0;
+		}
+	}
 }
 
 static void conn_watch(struct grpc_server *s, struct grpc_conn *c);
@@ -323,7 +380,7 @@ static void take_done(struct grpc_server *s)
 
 			p->st->pending = NULL;
 			reply(p->st, &r);
-			if (nghttp2_session_send(c->session))
+			if (conn_flush(c))
 				c->failed = true;	/* closed at its next event or tick */
 			conn_watch(s, c);
 		} else {
@@ -408,9 +465,23 @@ static int data_chunk_cb(nghttp2_session *session, uint8_t flags, int32_t id,
 	(void)user;
 	if (!st || st->answered)
 		return 0;
-	if (len > sizeof(st->req) - st->req_len) {
+	if (len > GRPC_MAX_REQUEST - st->req_len) {
 		st->req_too_large = true;
 		return 0;
+	}
+	if (st->req_len + len > st->req_cap) {
+		size_t cap = st->req_cap ? st->req_cap : 64;
+		uint8_t *r;
+
+		while (cap < st->req_len + len)
+			cap *= 2;
+		if (cap > GRPC_MAX_REQUEST)
+			cap = GRPC_MAX_REQUEST;
+		r = realloc(st->req, cap);
+		if (!r)
+			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
+		st->req = r;
+		st->req_cap = cap;
 	}
 	memcpy(st->req + st->req_len, data, len);
 	st->req_len += len;
@@ -657,7 +728,6 @@ static struct grpc_conn *conn_new(struct api *api, const struct grpc_limits *lim
 		free(c);
 		return NULL;
 	}
-	nghttp2_session_callbacks_set_send_callback(cb, send_cb);
 	nghttp2_session_callbacks_set_on_begin_headers_callback(cb, begin_headers_cb);
 	nghttp2_session_callbacks_set_on_header_callback(cb, header_cb);
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, data_chunk_cb);
@@ -702,6 +772,7 @@ static void conn_free(struct grpc_conn *c)
 	}
 	if (c->fd >= 0)
 		close(c->fd);
+	free(c->unsent);
 	free(c);
 }
 
@@ -714,7 +785,7 @@ static int conn_recv(struct grpc_conn *c, const uint8_t *data, size_t len)
 	n = nghttp2_session_mem_recv(c->session, data, len);
 	if (n < 0)
 		return -1;
-	return nghttp2_session_send(c->session) ? -1 : 0;
+	return conn_flush(c);
 }
 
 struct grpc_conn *grpc_conn_mem(struct api *api, const struct grpc_limits *lim)
@@ -786,7 +857,7 @@ static void conn_watch(struct grpc_server *s, struct grpc_conn *c)
 /* Done with c: its session ended, nothing left to send. */
 static bool conn_over(struct grpc_conn *c)
 {
-	return c->failed || (!nghttp2_session_want_read(c->session) &&
+	return c->failed || (!c->unsent && !nghttp2_session_want_read(c->session) &&
 			     !nghttp2_session_want_write(c->session));
 }
 
@@ -799,11 +870,8 @@ static void conn_event(struct grpc_server *s, struct grpc_conn *c, uint32_t even
 		return;
 	if (events & (EPOLLERR | EPOLLHUP))
 		c->failed = true;
-	if (!c->failed && (events & EPOLLOUT)) {
-		c->blocked = false;
-		if (nghttp2_session_send(c->session))
-			c->failed = true;
-	}
+	if (!c->failed && (events & EPOLLOUT) && conn_flush(c))
+		c->failed = true;
 	if (!c->failed && (events & EPOLLIN)) {
 		n = recv(c->fd, buf, sizeof(buf), 0);
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
@@ -866,7 +934,7 @@ static void accept_one(struct grpc_server *s)
 	s->nr_conns++;
 	if (s->api->metrics)
 		atomic_fetch_add(&s->api->metrics->conn_open, 1);
-	if (nghttp2_session_send(c->session))
+	if (conn_flush(c))
 		conn_remove(s, c);
 }
 
@@ -942,7 +1010,7 @@ static void tick(struct grpc_server *s)
 		}
 		if (stopping && s->drain_until_ns && now > s->drain_until_ns)
 			c->failed = true;
-		if (!c->failed && nghttp2_session_send(c->session))
+		if (!c->failed && conn_flush(c))
 			c->failed = true;
 		if (conn_over(c))
 			conn_remove(s, c);
@@ -965,7 +1033,7 @@ static void begin_stop(struct grpc_server *s)
 				      NGHTTP2_NO_ERROR, NULL, 0);
 		for (st = c->streams; st; st = st->next)
 			end_watch(st);
-		if (nghttp2_session_send(c->session))
+		if (conn_flush(c))
 			c->failed = true;
 	}
 }
@@ -1126,5 +1194,6 @@ void grpc_server_free(struct grpc_server *s)
 	if (s->timer_fd >= 0)
 		close(s->timer_fd);
 	pthread_mutex_destroy(&s->lock);
+	free(s->out);
 	free(s);
 }
