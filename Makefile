@@ -10,9 +10,10 @@
 # make matrix          the same on every kernel of the matrix (see README.md)
 # make demo            mint and decode IDs from a real /dev/idgen in a guest
 # make bench           benchmarks in a guest, in time and in instructions (a
-#                      QEMU plugin, bench/icount/), then bench-http and
-#                      bench-client; results in docs/bench/
+#                      QEMU plugin, bench/icount/), then bench-http,
+#                      bench-grpc and bench-client; results in docs/bench/
 # make bench-http      idgen-httpd's HTTP benchmark on the host only
+# make bench-grpc      idgen-httpd's gRPC benchmark on the host only (h2load)
 # make bench-client    libidgen-client's benchmark on the host only
 # make fuzz            10^6 fuzzed calls and trinity against the module in a
 #                      6.12 guest (scripts/fuzz.sh; FUZZ_SEED=S picks a seed)
@@ -53,7 +54,10 @@ fuzz:
 bench-http:
 	scripts/bench-http.sh
 
+bench-grpc:
+	scripts/bench-grpc.sh
+
 bench-client:
 	scripts/bench-client.sh
 
-.PHONY: all modules clean sparse style check matrix demo bench bench-http bench-client fuzz
+.PHONY: all modules clean sparse style check matrix demo bench bench-http bench-grpc bench-client fuzz

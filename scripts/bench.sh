@@ -7,7 +7,8 @@
 # docs/bench/results.md (the report, with the date, kernel and machine),
 # docs/bench/batch.dat and docs/bench/batch.png (ns per ID against batch
 # size for every contender); then, on the host, idgen-httpd's HTTP figures
-# (scripts/bench-http.sh) and libidgen-client's (scripts/bench-client.sh).
+# (scripts/bench-http.sh), its gRPC face's (scripts/bench-grpc.sh) and
+# libidgen-client's (scripts/bench-client.sh).
 # Run as root.
 set -euo pipefail
 
@@ -100,6 +101,9 @@ GNUPLOT
 # The HTTP service, on the host: its section follows the guest's.
 echo "== benchmarking idgen-httpd on the host (about 2 minutes)"
 IDGEN_SKIP_DEPS=1 scripts/bench-http.sh | grep '^=='
+# Its gRPC face, on the host: its section follows.
+echo "== benchmarking idgen-httpd's gRPC on the host (about 3 minutes)"
+IDGEN_SKIP_DEPS=1 scripts/bench-grpc.sh | grep '^=='
 # The smart client, on the host: its section follows.
 echo "== benchmarking libidgen-client on the host (about 2 minutes)"
 IDGEN_SKIP_DEPS=1 scripts/bench-client.sh | grep '^=='

@@ -156,7 +156,7 @@ step "build the benchmark" bench-build.log make -s -C bench
 # shellcheck disable=SC2016 # expanded by the inner shell
 step "the benchmark's scripts parse" bench-parse.log sh -c '
 	sh -n bench/http_guest.sh &&
-	for f in scripts/bench.sh scripts/bench-http.sh scripts/bench-client.sh scripts/icount.sh \
+	for f in scripts/bench.sh scripts/bench-http.sh scripts/bench-grpc.sh scripts/bench-client.sh scripts/icount.sh \
 		bench/icount/report.sh; do
 		bash -n "$f" || exit 1
 	done'
