@@ -117,3 +117,7 @@ fi
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -q
 apt-get install -y -q "${packages[@]}"
+# npm, for the pinned Node gRPC client of tests/httpd/grpc-node: inside
+# some builds of Node (NodeSource's), a package of its own beside
+# Debian's nodejs.
+command -v npm >/dev/null || apt-get install -y -q npm

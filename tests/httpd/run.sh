@@ -630,6 +630,26 @@ fi
 # ---- the gRPC face, through grpcio and raw HTTP/2 (grpc_test.py) --------
 # Debian's grpcio is for Debian's python3, whatever else is first in PATH.
 tap_run grpc /usr/bin/python3 "$here/grpc_test.py" "$httpd" "$work"
+# ... and through Node's @grpc/grpc-js, its versions pinned in
+# grpc-node/package-lock.json (npm ci: exactly those).
+if tap_step "install @grpc/grpc-js and @grpc/proto-loader from grpc-node/package-lock.json" \
+	npm ci --prefix "$here/grpc-node" --ignore-scripts --no-audit --no-fund; then
+	# The gRPC listener's line comes after the HTTP one start() waits for.
+	grpc_port() {
+		local t p
+		for ((t = 0; t < 100; t++)); do
+			p=$(sed -n 's/.*serving gRPC .*(port \([0-9]*\)).*/\1/p' "$1" | head -n 1)
+			[ -n "$p" ] && { echo "$p"; return; }
+			sleep 0.1
+		done
+	}
+	if start "$work/grpc-node.log" --device sim:44 --clock-check no --grpc-listen 127.0.0.1:0; then
+		tap_run grpc-node node "$here/grpc-node/run.mjs" "$(grpc_port "$work/grpc-node.log")" 44
+		stop
+	else
+		not_ok "idgen-httpd --grpc-listen starts for the Node client"
+	fi
+fi
 
 # ---- libmicrohttpd's messages do not flood the log ----------------------
 # (Past 2 per address, refused too: one more kind of line.)
