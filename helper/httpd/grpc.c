@@ -837,13 +837,18 @@ static void bury(struct grpc_server *s)
 	}
 }
 
-/* What epoll watches for c: its socket readable unless answers pile up. */
+/* What epoll watches for c. */
 static void conn_watch(struct grpc_server *s, struct grpc_conn *c)
 {
 	uint32_t ev = 0;
 	struct epoll_event e;
 
-	if (nghttp2_session_want_read(c->session) && c->queued <= GRPC_MAX_QUEUED)
+	/*
+	 * Always read while the session wants to: the peer's WINDOW_UPDATEs
+	 * are what lets its answers out.  What it is owed is bounded by its
+	 * streams, one answer each, and cut off after timeout_s untaken.
+	 */
+	if (nghttp2_session_want_read(c->session))
 		ev |= EPOLLIN;
 	if (c->blocked)
 		ev |= EPOLLOUT;

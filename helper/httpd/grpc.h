@@ -17,9 +17,9 @@
  * control frames (PING, SETTINGS, PRIORITY, empty DATA) at
  * GRPC_CTRL_RATE a second after a burst of GRPC_CTRL_BURST, and stream
  * resets at nghttp2's rate (rapid reset): past either, GOAWAY
- * ENHANCE_YOUR_CALM; answers not yet taken by the peer up to
- * GRPC_MAX_QUEUED bytes, past which the connection's requests are not
- * read; a peer that takes nothing of what is owed to it for timeout_s,
+ * ENHANCE_YOUR_CALM; answers not yet taken by the peer are one per
+ * stream (at most grpc_max_streams of 80 KB), and a peer that takes
+ * nothing of what is owed to it for timeout_s,
  * or leaves a PING unanswered that long, is cut off; a connection with
  * no stream open for grpc_idle_timeout_s is sent GOAWAY and closed.
  */
@@ -34,7 +34,6 @@
 #define GRPC_MAX_HEADER_LIST	8192	/* bytes, as SETTINGS says it */
 #define GRPC_CTRL_BURST		1000	/* control frames at once */
 #define GRPC_CTRL_RATE		100	/* control frames a second */
-#define GRPC_MAX_QUEUED		(1 << 20)	/* bytes of answers per connection */
 #define GRPC_WATCH_TICK_MS	250	/* how often Watch looks at readiness */
 
 struct grpc_limits {
