@@ -40,6 +40,7 @@ class Conn:
             # The connection's own window is not SETTINGS's: never opened.
         self.flush()
         self.headers = {}       # stream -> {name: value}, response and trailers
+        self.data = {}          # stream -> the bytes of its DATA frames
         self.ended = set()      # streams reset or ended
         self.goaway = None
         self.closed = False
@@ -82,7 +83,10 @@ class Conn:
             elif isinstance(e, h2.events.ConnectionTerminated):
                 self.goaway = e.error_code
             elif isinstance(e, h2.events.DataReceived):
+                self.data[e.stream_id] = self.data.get(e.stream_id, b"") + e.data
                 self.h2.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                if e.stream_ended:
+                    self.ended.add(e.stream_id)
         self.flush()
         return True
 
