@@ -69,6 +69,7 @@ struct stream {
 	enum grpc_code code;		/* the trailers' status */
 	const char *text;
 	struct pending *pending;
+	size_t owed;			/* of GRPC_MAX_OWED, held until freed */
 	int watch;			/* the status a Watch sent last, or -1 */
 };
 
@@ -83,8 +84,13 @@ struct grpc_conn {
 	struct stream *streams;
 	unsigned int nr_streams;
 	size_t queued;			/* bytes of body not yet sent */
+	size_t owed;			/* its streams' owed */
 	uint64_t last_recv_ns;		/* bytes came */
-	uint64_t last_send_ns;		/* bytes went, or nothing was owed */
+	/*
+	 * The peer took answers' bytes, or was owed none: PINGs and their
+	 * ACKs do not count, or a peer could hold its answers for ever.
+	 */
+	uint64_t last_send_ns;
 	uint64_t ping_ns;		/* a PING of ours unanswered since; 0: none */
 	uint64_t ctrl_tat_ns;		/* the control frames' bucket (GCRA) */
 	bool blocked;			/* the socket took no more */
@@ -92,6 +98,8 @@ struct grpc_conn {
 	size_t unsent_len, unsent_off;
 	bool failed;			/* close it */
 	bool dead;			/* closed; freed after this round of events */
+	bool spoke;			/* a whole frame came (the preface's SETTINGS) */
+	uint64_t opened_ns;
 	uint32_t events;		/* what epoll watches now */
 };
 
@@ -116,8 +124,15 @@ struct grpc_server {
 	size_t out_cap;
 };
 
+/* Every listener's large answers not yet read (GRPC_MAX_OWED_TOTAL). */
+static _Atomic size_t owed_total;
+
 static void stream_free(struct stream *st)
 {
+	if (st->owed) {
+		st->c->owed -= st->owed;
+		atomic_fetch_sub(&owed_total, st->owed);
+	}
 	free(st->req);
 	free(st->body);
 	free(st);
@@ -163,7 +178,6 @@ static int conn_flush(struct grpc_conn *c)
 				c->blocked = true;
 				return 0;
 			}
-			c->last_send_ns = monotonic_ns();
 			c->unsent_off += n;
 			if (c->unsent_off == c->unsent_len) {
 				free(c->unsent);
@@ -195,8 +209,6 @@ static int conn_flush(struct grpc_conn *c)
 			return -1;
 		if (n < 0)
 			n = 0;
-		else
-			c->last_send_ns = monotonic_ns();
 		if ((size_t)n < len) {
 			c->unsent = malloc(len - n);
 			if (!c->unsent)
@@ -218,7 +230,7 @@ static ssize_t body_read_cb(nghttp2_session *session, int32_t id, uint8_t *buf,
 	struct grpc_conn *c = user;
 	size_t n = st->body_len - st->body_off;
 	nghttp2_nv trailers[2];
-	char code[4];
+	char code[4], message[512];
 
 	if (n > len)
 		n = len;
@@ -240,10 +252,12 @@ static ssize_t body_read_cb(nghttp2_session *session, int32_t id, uint8_t *buf,
 		return NGHTTP2_ERR_DEFERRED;
 	}
 	snprintf(code, sizeof(code), "%d", st->code);
+	if (st->text)
+		grpc_message_encode(st->text, message, sizeof(message));
 	trailers[0] = (nghttp2_nv){ (uint8_t *)"grpc-status", (uint8_t *)code,
 				    11, strlen(code), NGHTTP2_NV_FLAG_NO_COPY_NAME };
-	trailers[1] = (nghttp2_nv){ (uint8_t *)"grpc-message", (uint8_t *)st->text,
-				    12, st->text ? strlen(st->text) : 0,
+	trailers[1] = (nghttp2_nv){ (uint8_t *)"grpc-message", (uint8_t *)message,
+				    12, st->text ? strlen(message) : 0,
 				    NGHTTP2_NV_FLAG_NO_COPY_NAME };
 	*flags |= NGHTTP2_DATA_FLAG_EOF;
 	if (!nghttp2_submit_trailer(session, id, trailers, st->text ? 2 : 1))
@@ -375,10 +389,13 @@ static void take_done(struct grpc_server *s)
 	for (; p; p = next) {
 		next = p->qnext;
 		grpc_next_finish(p->next, &r);
+		/* The stream's connection may be closed, not yet freed: no
+		 * pointer to p may outlive it. */
+		if (p->st)
+			p->st->pending = NULL;
 		if (p->st && !p->st->c->dead) {
 			struct grpc_conn *c = p->st->c;
 
-			p->st->pending = NULL;
 			reply(p->st, &r);
 			if (conn_flush(c))
 				c->failed = true;	/* closed at its next event or tick */
@@ -546,7 +563,8 @@ static void dispatch(struct stream *st)
 	struct grpc_next *d;
 	struct grpc_reply r;
 	struct pending *p;
-	bool compressed;
+	bool compressed, over;
+	size_t owed;
 	uint32_t len;
 	int ret;
 
@@ -606,15 +624,31 @@ static void dispatch(struct stream *st)
 		reply(st, &r);
 		return;
 	}
-	/* A large NextIds, to the lane; a socketless session has none. */
-	p = c->srv ? calloc(1, sizeof(*p)) : NULL;
+	/*
+	 * A large NextIds, to the lane; a socketless session has none.  Its
+	 * answer is held until read: within the connection's and the
+	 * process's bounds, or refused before any ID is minted for it.
+	 */
+	owed = GRPC_PREFIX_LEN + 16 + grpc_next_count(d) * sizeof(uint64_t);
+	over = c->owed + owed > GRPC_MAX_OWED;
+	if (!over && atomic_fetch_add(&owed_total, owed) + owed > GRPC_MAX_OWED_TOTAL) {
+		atomic_fetch_sub(&owed_total, owed);
+		over = true;
+	}
+	p = !over && c->srv ? calloc(1, sizeof(*p)) : NULL;
 	if (!p) {
+		if (!over)
+			atomic_fetch_sub(&owed_total, owed);
 		grpc_next_cancel(d);
 		grpc_next_finish(d, &r);	/* cancelled: every ID given back */
 		free(r.msg);
-		respond_status(st, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+		respond(st, 200, GRPC_RESOURCE_EXHAUSTED, over ? "too many IDs owed and "
+			"not yet read: read the answers in flight first" : "out of memory",
+			over ? 100 : -1, false);
 		return;
 	}
+	st->owed = owed;
+	c->owed += owed;
 	p->srv = c->srv;
 	p->next = d;
 	p->st = st;
@@ -644,6 +678,7 @@ static int frame_recv_cb(nghttp2_session *session, const nghttp2_frame *frame,
 	struct stream *st;
 	bool ctrl = false;
 
+	c->spoke = true;
 	switch (frame->hd.type) {
 	case NGHTTP2_PING:
 		if (frame->hd.flags & NGHTTP2_FLAG_ACK)
@@ -723,7 +758,7 @@ static struct grpc_conn *conn_new(struct api *api, const struct grpc_limits *lim
 	c->api = api;
 	c->lim = lim;
 	c->fd = fd;
-	c->last_recv_ns = c->last_send_ns = monotonic_ns();
+	c->opened_ns = c->last_recv_ns = c->last_send_ns = monotonic_ns();
 	if (nghttp2_session_callbacks_new(&cb)) {
 		free(c);
 		return NULL;
@@ -1006,6 +1041,9 @@ static void tick(struct grpc_server *s)
 			c->failed = true;
 		if (c->ping_ns && now - c->ping_ns > timeout)
 			c->failed = true;
+		/* Not even the preface in timeout_s: no client of ours. */
+		if (!c->spoke && now - c->opened_ns > timeout)
+			c->failed = true;
 		if (!c->nr_streams && now - c->last_recv_ns > idle) {
 			nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR);
 		} else if (c->nr_streams && !c->ping_ns && now - c->last_recv_ns > idle) {
@@ -1168,6 +1206,12 @@ void grpc_servers_stop(struct grpc_server **s, unsigned int n, unsigned int drai
 		atomic_store(&s[i]->stopping, true);
 		eventfd_write(s[i]->wake_fd, 1);
 	}
+}
+
+void grpc_servers_join(struct grpc_server **s, unsigned int n)
+{
+	unsigned int i;
+
 	for (i = 0; i < n; i++) {
 		if (!s[i] || !s[i]->started)
 			continue;

@@ -17,8 +17,10 @@
  * control frames (PING, SETTINGS, PRIORITY, empty DATA) at
  * GRPC_CTRL_RATE a second after a burst of GRPC_CTRL_BURST, and stream
  * resets at nghttp2's rate (rapid reset): past either, GOAWAY
- * ENHANCE_YOUR_CALM; answers not yet taken by the peer are one per
- * stream (at most grpc_max_streams of 80 KB), and a peer that takes
+ * ENHANCE_YOUR_CALM; the answers of large NextIds calls (minted on the
+ * lane) up to GRPC_MAX_OWED bytes a connection and GRPC_MAX_OWED_TOTAL
+ * for the process until they are read, a call past either answered
+ * RESOURCE_EXHAUSTED before any ID is minted for it; a peer that takes
  * nothing of what is owed to it for timeout_s,
  * or leaves a PING unanswered that long, is cut off; a connection with
  * no stream open for grpc_idle_timeout_s is sent GOAWAY and closed.
@@ -35,6 +37,8 @@
 #define GRPC_CTRL_BURST		1000	/* control frames at once */
 #define GRPC_CTRL_RATE		100	/* control frames a second */
 #define GRPC_WATCH_TICK_MS	250	/* how often Watch looks at readiness */
+#define GRPC_MAX_OWED		(2 << 20)	/* bytes of large answers, a connection */
+#define GRPC_MAX_OWED_TOTAL	(256 << 20)	/* ... every connection's */
 
 struct grpc_limits {
 	unsigned int max_connections;
@@ -53,13 +57,15 @@ struct grpc_server *grpc_server_start(const char *addr, const struct grpc_limits
 uint16_t grpc_server_port(const struct grpc_server *s);
 
 /*
- * Stop accepting, send every connection GOAWAY, end health Watch streams
- * (NOT_SERVING, then UNAVAILABLE), let the calls in flight finish for
- * drain_ms at most, then close everything and join the threads.  The
- * bulk lane may still hold calls of theirs: free the servers after the
- * lane has stopped.
+ * Tell the listeners to stop, without waiting: each stops accepting,
+ * sends its connections GOAWAY, ends health Watch streams (NOT_SERVING,
+ * then UNAVAILABLE), lets the calls in flight finish for drain_ms at
+ * most, then closes everything.  grpc_servers_join() waits for that (the
+ * HTTP listeners drain meanwhile).  The bulk lane may still hold calls
+ * of theirs: free the servers after the lane has stopped.
  */
 void grpc_servers_stop(struct grpc_server **s, unsigned int n, unsigned int drain_ms);
+void grpc_servers_join(struct grpc_server **s, unsigned int n);
 void grpc_server_free(struct grpc_server *s);
 
 /*

@@ -146,9 +146,6 @@ static int next_ids(struct api *api, const uint8_t *req, size_t len,
 	idgen__v1__next_ids_request__free_unpacked(rq, NULL);
 	next.job.count = count;
 
-	if (deadline_ns && monotonic_ns() >= deadline_ns)
-		return status(out, GRPC_DEADLINE_EXCEEDED, "the deadline passed before "
-			      "the request was read");
 	if (api->quota) {
 		next.qi = quota_caller_index(api->quota, next.caller[0] ? next.caller : NULL);
 		switch (quota_take(api->quota, next.qi, count, monotonic_ns(), &wait_ns,
@@ -200,6 +197,11 @@ void grpc_next_submit(struct grpc_next *d, void (*done)(struct grpc_next *d, voi
 	d->arg = arg;
 	d->job.done = lane_done;
 	lane_submit(d->api->lane, &d->job);
+}
+
+size_t grpc_next_count(const struct grpc_next *d)
+{
+	return d->job.count;
 }
 
 void grpc_next_cancel(struct grpc_next *d)
@@ -292,6 +294,9 @@ int grpc_call(struct api *api, enum metrics_grpc_method m, const uint8_t *req,
 
 	memset(out, 0, sizeof(*out));
 	out->pushback_ms = -1;
+	if (deadline_ns && monotonic_ns() >= deadline_ns)
+		return status(out, GRPC_DEADLINE_EXCEEDED, "the deadline passed before "
+			      "the call was read");
 	switch (m) {
 	case GRPC_NEXT_IDS:
 		return next_ids(api, req, len, deadline_ns, out, d);

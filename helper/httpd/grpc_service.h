@@ -60,6 +60,9 @@ int grpc_call(struct api *api, enum metrics_grpc_method m, const uint8_t *req,
 void grpc_next_submit(struct grpc_next *d, void (*done)(struct grpc_next *d, void *arg),
 		      void *arg);
 
+/* The IDs d asks for. */
+size_t grpc_next_count(const struct grpc_next *d);
+
 /* The caller is gone: the lane mints no more for d (any thread). */
 void grpc_next_cancel(struct grpc_next *d);
 

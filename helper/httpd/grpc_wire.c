@@ -68,22 +68,27 @@ size_t grpc_message_encode(const char *text, char *out, size_t size)
 	size_t n = 0;
 	const unsigned char *p;
 
+	size_t written = 0;	/* the whole characters that fit */
+
 	for (p = (const unsigned char *)text; *p; p++) {
-		if (*p >= ' ' && *p <= '~' && *p != '%') {
-			if (n + 1 < size)
+		bool plain = *p >= ' ' && *p <= '~' && *p != '%';
+		size_t w = plain ? 1 : 3;
+
+		/* Written only while each before it was: no gap. */
+		if (written == n && n + w < size) {
+			if (plain) {
 				out[n] = *p;
-			n++;
-			continue;
+			} else {
+				out[n] = '%';
+				out[n + 1] = hex[*p >> 4];
+				out[n + 2] = hex[*p & 15];
+			}
+			written += w;
 		}
-		if (n + 3 < size) {
-			out[n] = '%';
-			out[n + 1] = hex[*p >> 4];
-			out[n + 2] = hex[*p & 15];
-		}
-		n += 3;
+		n += w;
 	}
 	if (size)
-		out[n < size ? n : size - 1] = '\0';
+		out[written] = '\0';
 	return n;
 }
 

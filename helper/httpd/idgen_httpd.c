@@ -308,8 +308,10 @@ int main(int argc, char *argv[])
 			 strsignal(sig));
 		ret = 0;
 	}
+	/* Both faces drain at once. */
 	grpc_servers_stop(grpc, cfg.nr_grpc_listen, DRAIN_MS);
 	servers_stop(servers, cfg.nr_listen, DRAIN_MS);
+	grpc_servers_join(grpc, cfg.nr_grpc_listen);
 	lane_free(api.lane);
 	/* After the lane: it may have held calls of theirs. */
 	for (i = 0; i < cfg.nr_grpc_listen; i++)

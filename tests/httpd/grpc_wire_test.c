@@ -61,6 +61,11 @@ TEST(message_encoding)
 	/* Short of room: the length it needs, a NUL-terminated prefix. */
 	EXPECT_EQ(9U, grpc_message_encode("%%%", out, 4));
 	EXPECT_STREQ("%25", out);
+	/* An escape that does not fit ends what is written: no gap after. */
+	EXPECT_EQ(5U, grpc_message_encode("a%b", out, 3));
+	EXPECT_STREQ("a", out);
+	EXPECT_EQ(7U, grpc_message_encode("ab\ncd", out, 5));
+	EXPECT_STREQ("ab", out);
 }
 
 TEST(prefix_both_ways)

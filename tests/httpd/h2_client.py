@@ -29,6 +29,7 @@ def grpc_message(payload):
 class Conn:
     def __init__(self, port, initial_window=None):
         self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        self.sent = b""         # every byte sent, to replay
         self.h2 = h2.connection.H2Connection(
             h2.config.H2Configuration(client_side=True, header_encoding="utf-8",
                                       validate_outbound_headers=False,
@@ -48,6 +49,7 @@ class Conn:
     def flush(self):
         data = self.h2.data_to_send()
         if data:
+            self.sent += data
             try:
                 self.sock.sendall(data)
             except OSError:
@@ -70,6 +72,12 @@ class Conn:
         except h2.exceptions.ProtocolError:
             self.closed = True
             return False
+        self.take(events, ack=True)
+        self.flush()
+        return True
+
+    def take(self, events, ack):
+        """The server's events; ack: take DATA (WINDOW_UPDATE) or not."""
         for e in events:
             if isinstance(e, (h2.events.ResponseReceived, h2.events.TrailersReceived)):
                 self.headers.setdefault(e.stream_id, {}).update(dict(e.headers))
@@ -84,11 +92,11 @@ class Conn:
                 self.goaway = e.error_code
             elif isinstance(e, h2.events.DataReceived):
                 self.data[e.stream_id] = self.data.get(e.stream_id, b"") + e.data
-                self.h2.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                if ack:
+                    self.h2.acknowledge_received_data(e.flow_controlled_length,
+                                                      e.stream_id)
                 if e.stream_ended:
                     self.ended.add(e.stream_id)
-        self.flush()
-        return True
 
     def request(self, sid, path, body, content_type="application/grpc", extra=()):
         hdrs = [(":method", "POST"), (":scheme", "http"), (":path", path),
@@ -147,7 +155,7 @@ class Conn:
         if not data:
             return False
         try:
-            self.h2.receive_data(data)
+            self.take(self.h2.receive_data(data), ack=False)
         except h2.exceptions.ProtocolError:
             return False
         return True

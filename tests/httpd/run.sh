@@ -27,7 +27,9 @@
 #   - the gRPC face (grpc_test.py): every method and status through
 #     Python's grpcio, health Check and Watch, quotas, refusals, 10^6 IDs
 #     from 8 threads, a stop with calls in flight, and raw HTTP/2 floods;
-#     gRPC's wire rules (grpc_wire_test.c)
+#     through Node's @grpc/grpc-js (grpc-node/); under ASan, connections
+#     closing while the lane mints for them and peers that hold what they
+#     are owed (grpc_race.py); gRPC's wire rules (grpc_wire_test.c)
 #   - the request handling (helper/httpd/api.c) and the gRPC face over
 #     HTTP/2 (grpc.c) under libFuzzer
 set -uo pipefail
@@ -630,6 +632,11 @@ fi
 # ---- the gRPC face, through grpcio and raw HTTP/2 (grpc_test.py) --------
 # Debian's grpcio is for Debian's python3, whatever else is first in PATH.
 tap_run grpc /usr/bin/python3 "$here/grpc_test.py" "$httpd" "$work"
+# ... its listener against its lane, and peers that hold what they are
+# owed, under ASan and UBSan.
+if tap_step "build idgen-httpd under ASan and UBSan" make -s -C "$here" OUT="$out" asan; then
+	tap_run grpc-race /usr/bin/python3 "$here/grpc_race.py" "$out/idgen-httpd-asan" "$work"
+fi
 # ... and through Node's @grpc/grpc-js, its versions pinned in
 # grpc-node/package-lock.json (npm ci: exactly those).
 if tap_step "install @grpc/grpc-js and @grpc/proto-loader from grpc-node/package-lock.json" \
