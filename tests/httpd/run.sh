@@ -916,6 +916,18 @@ cfg "listen over indented lines" 0 "listen = 127.0.0.1:1 [::1]:2 127.0.0.2:3" \
 cfg "a flag wins over the file" 0 "timeout_s = 9" --config "$work/good.conf" --timeout-s 9 --check-config
 cfg "--listen replaces the file's list" 0 "listen = 127.0.0.1:9 127.0.0.1:10" \
 	--config "$work/good.conf" --listen 127.0.0.1:9 --listen=127.0.0.1:10 --check-config
+check "config: gRPC off by default (grpc_listen empty)" \
+	sh -c "'$httpd' --config '$top/helper/httpd/idgen-httpd.conf' --check-config | grep -qx 'grpc_listen ='"
+printf '[httpd]\ngrpc_listen = 127.0.0.1:7 [::1]:8\ngrpc_max_streams = 16\n' >"$work/grpc.conf"
+cfg "grpc_listen from the file" 0 "grpc_listen = 127.0.0.1:7 [::1]:8" \
+	--config "$work/grpc.conf" --check-config
+cfg "grpc_max_streams from the file" 0 "grpc_max_streams = 16" --config "$work/grpc.conf" --check-config
+cfg "--grpc-listen replaces the file's list, repeatable" 0 "grpc_listen = 127.0.0.1:9 127.0.0.1:10" \
+	--config "$work/grpc.conf" --grpc-listen 127.0.0.1:9 --grpc-listen=127.0.0.1:10 --check-config
+cfg "grpc_max_streams 0" 1 "--grpc-max-streams: '0' is not a whole number from 1 to 1000" \
+	--grpc-max-streams 0
+cfg "a gRPC listen address without a port" 1 "listen address '127.0.0.1': want HOST:PORT" \
+	--device sim --grpc-listen 127.0.0.1
 printf '[httpd]\ntimeout_s = 7\nbogus = 1\n' >"$work/bad1.conf"
 cfg "an unknown key names the line" 1 "bad1.conf:3: unknown key 'bogus'" --config "$work/bad1.conf"
 printf '[httpd]\ntimeout_s = 07\n' >"$work/bad2.conf"
