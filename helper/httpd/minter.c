@@ -60,15 +60,15 @@ static int device_counters(void *ctx, struct minter_counters *c)
 	if (err)
 		return err;
 	c->module = true;
-	c->ids = st.ids;
-	c->borrowed_ms = st.borrowed_ms;
-	c->steps_back = st.steps_back;
-	c->steps_forward = st.steps_forward;
-	c->steps_adopted = st.steps_adopted;
-	c->fence_refusals = st.fence_refusals;
-	c->lead_refusals = st.lead_refusals;
-	c->nolease_refusals = st.nolease_refusals;
-	c->range_refusals = st.range_refusals;
+	c->ids = st.state.ids;
+	c->borrowed_ms = st.state.borrowed_ms;
+	c->steps_back = st.state.steps_back;
+	c->steps_forward = st.state.steps_forward;
+	c->steps_adopted = st.state.steps_adopted;
+	c->fence_refusals = st.state.fence_refusals;
+	c->lead_refusals = st.state.lead_refusals;
+	c->nolease_refusals = st.state.nolease_refusals;
+	c->range_refusals = st.state.range_refusals;
 	return 0;
 }
 
