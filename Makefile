@@ -11,7 +11,7 @@
 # make demo            mint and decode IDs from a real /dev/idgen in a guest
 # make bench           benchmarks in a guest, in time and in instructions (a
 #                      QEMU plugin, bench/icount/), then bench-http and
-#                      bench-client; results in docs/bench/
+#                      bench-client; results in Documentation/bench/
 # make bench-http      idgen-httpd's HTTP benchmark on the host only
 # make bench-client    libidgen-client's benchmark on the host only
 # make fuzz            10^6 fuzzed calls and trinity against the module in a

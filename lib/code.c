@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Booking codes (docs/design.md section 10): 40 random bits as 8 Crockford
+ * Booking codes (Documentation/design.md section 10): 40 random bits as 8 Crockford
  * base32 symbols and a check symbol, the value mod 37, written
  * "XXXX-XXXX-C".
  *

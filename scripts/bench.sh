@@ -4,8 +4,8 @@
 # bench.sh: the benchmarks, in one guest boot so that every figure shares
 # the same conditions; then the same calls counted in instructions, in a
 # second boot under the counting plugin (scripts/icount.sh).  Writes
-# docs/bench/results.md (the report, with the date, kernel and machine),
-# docs/bench/batch.dat and docs/bench/batch.png (ns per ID against batch
+# Documentation/bench/results.md (the report, with the date, kernel and machine),
+# Documentation/bench/batch.dat and Documentation/bench/batch.png (ns per ID against batch
 # size for every contender); then, on the host, idgen-httpd's HTTP figures
 # (scripts/bench-http.sh) and libidgen-client's (scripts/bench-client.sh).
 # Run as root.
@@ -25,7 +25,7 @@ make -s -C helper/idgenctl
 make -s -C helper/httpd
 make -s -C bench
 
-out=docs/bench
+out=Documentation/bench
 mkdir -p "$out" build
 log=build/bench.log
 echo "== benchmarking in a $kver guest (about 2 minutes)"

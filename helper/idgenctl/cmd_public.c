@@ -4,7 +4,7 @@
  * idgenctl public decode --key FILE [--key FILE...] [--current VERSION]
  *                        [--all-versions] PUBLIC_ID...
  *
- * Public IDs (docs/design.md section 10) with the keys of the key files given;
+ * Public IDs (Documentation/design.md section 10) with the keys of the key files given;
  * the current key version is --current's, or the highest.  Pure: no
  * device.
  */
