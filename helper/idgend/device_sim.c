@@ -69,7 +69,8 @@ static int sim_load(struct sim *s)
 		   &s->h.floor_ms, &s->h.valid_until_ms, &s->h.last_ms, &rb, &wb,
 		   &sb);
 	fclose(f);
-	if (n != 9 || rb + wb + sb != IDGEN_NODE_SEQ_BITS)
+	/* A layout the module would not take is not one it holds. */
+	if (n != 9 || !idgen_widths_valid(rb, wb, sb))
 		return -EIO;
 	if (leased)
 		s->h.flags |= LIBIDGEN_STATE_LEASED;
