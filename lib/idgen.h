@@ -383,8 +383,8 @@ int idgen_ff1_decrypt(const struct idgen_ff1 *f, const uint8_t *tweak, size_t tl
 		      const uint8_t *x, uint8_t *y, size_t n);
 
 /*
- * Public IDs (Documentation/design.md section 10, in idgen's source tree): an ID
- * shown on pages and in links instead of the ID itself, which reveals its
+ * Public IDs (Documentation/design.md section 10, in idgen's source tree): an
+ * ID shown on pages and in links instead of the ID itself, which reveals its
  * time, region and worker.
  * pub = FF1-AES-256 over radix 2 of the ID's 63 bits (most significant
  * first) with the key version as a 4-byte big-endian tweak: a permutation
@@ -463,10 +463,10 @@ ssize_t idgen_public_candidates(const struct idgen_keyring *kr, const char *s,
 				uint64_t *ids, uint32_t *versions, size_t n);
 
 /*
- * Booking codes (Documentation/design.md section 10): 40 random bits, written as
- * 8 Crockford base32 symbols and a check symbol (the value mod 37, the
- * extra symbols "*~$=U" for 32..36): "XXXX-XXXX-C", e.g. "0000-0000-0"
- * for 0.  A code is a uint64_t from 0 to LIBIDGEN_CODE_MAX.
+ * Booking codes (Documentation/design.md section 10): 40 random bits, written
+ * as 8 Crockford base32 symbols and a check symbol (the value mod 37, the extra
+ * symbols "*~$=U" for 32..36): "XXXX-XXXX-C", e.g. "0000-0000-0" for 0.  A code
+ * is a uint64_t from 0 to LIBIDGEN_CODE_MAX.
  *
  * idgen_code_new(): n codes from getrandom(2); 0 or -errno.
  *   Uniqueness is the database's: a unique constraint, and a new code on

@@ -12,9 +12,9 @@
 #       and frozen to its end: the tail (goal: p99 <= 3 ms, one 2 ms
 #       timeout plus one fast try), without the buffer and with it
 # Writes the section "## Client: libidgen-client on the host" of
-# Documentation/bench/results.md (in place of the one there).  make bench runs it
-# after bench-http.sh; alone: make bench-client.  Figures are printed,
-# never judged by CI.
+# Documentation/bench/results.md (in place of the one there).  make bench runs
+# it after bench-http.sh; alone: make bench-client.  Figures are printed, never
+# judged by CI.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)

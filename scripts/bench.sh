@@ -1,14 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# bench.sh: the benchmarks, in one guest boot so that every figure shares
-# the same conditions; then the same calls counted in instructions, in a
-# second boot under the counting plugin (scripts/icount.sh).  Writes
-# Documentation/bench/results.md (the report, with the date, kernel and machine),
-# Documentation/bench/batch.dat and Documentation/bench/batch.png (ns per ID against batch
-# size for every contender); then, on the host, idgen-httpd's HTTP figures
-# (scripts/bench-http.sh) and libidgen-client's (scripts/bench-client.sh).
-# Run as root.
+# bench.sh: the benchmarks, in one guest boot so that every figure shares the
+# same conditions; then the same calls counted in instructions, in a second boot
+# under the counting plugin (scripts/icount.sh).  Writes
+# Documentation/bench/results.md (the report, with the date, kernel and
+# machine), Documentation/bench/batch.dat and Documentation/bench/batch.png (ns
+# per ID against batch size for every contender); then, on the host,
+# idgen-httpd's HTTP figures (scripts/bench-http.sh) and libidgen-client's
+# (scripts/bench-client.sh).  Run as root.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)

@@ -3,8 +3,8 @@
  * The lease protocol: claim, renew, release, adopt, cut over
  * (lease_protocol.h).
  *
- * The rules R1-R7 are Documentation/design.md section 7.1; the model in tests/model/
- * checks them.  The code below cites them by label.
+ * The rules R1-R7 are Documentation/design.md section 7.1; the model in
+ * tests/model/ checks them.  The code below cites them by label.
  *
  * The generator enforces its fence by itself (F1, F5), so a daemon that
  * stops here at any point can never cause a duplicate.

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The lease protocol of idgend against a store (Documentation/design.md section 7):
- * claim a worker number of the region by compare-and-swap, renew it, give
- * it back, lose it, or adopt the one the generator already holds.
+ * The lease protocol of idgend against a store (Documentation/design.md
+ * section 7): claim a worker number of the region by compare-and-swap, renew
+ * it, give it back, lose it, or adopt the one the generator already holds.
  *
  * It does no I/O of its own: the store, the generator and the clock are
  * the interfaces it is handed (store.h, device.h, wall_clock.h), so the tests

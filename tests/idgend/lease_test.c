@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The lease protocol (helper/idgend/lease_protocol.c, standalone.c) against an
- * in-memory store, fake generators and a clock the test moves: every rule
- * of Documentation/design.md section 7, faults injected at each write, and a random
- * walk of two daemons over one store checking the one property that
+ * in-memory store, fake generators and a clock the test moves: every rule of
+ * Documentation/design.md section 7, faults injected at each write, and a
+ * random walk of two daemons over one store checking the one property that
  * matters: no two generators ever may mint the same (worker, ms).
  *
  * Output is TAP; the exit status is non-zero on any failure.

@@ -100,7 +100,8 @@ tap_step "idgenctl decode: the edges" bash -c "
 	out=\$('$idgenctl' decode 0 9223372036854775807) &&
 	[ \"\$out\" = '0  2026-01-01T00:00:00.000Z region 0 worker 0 seq 0 layout 1
 9223372036854775807  2095-09-07T15:47:35.551Z region 7 worker 127 seq 4095 layout 1' ]"
-# The contract's example (Documentation/design.md section 9), in the one JSON shape.
+# The contract's example (Documentation/design.md section 9), in the one
+# JSON shape.
 tap_step "idgenctl decode --json 108421920055775237: the contract's example, field for field" bash -c "
 	out=\$('$idgenctl' decode --json 108421920055775237) &&
 	[ \"\$out\" = '[{\"id\":\"108421920055775237\",\"created_at\":\"2026-10-27T04:30:00.123Z\",\"region\":1,\"worker\":37,\"sequence\":5,\"layout_version\":1,\"ms\":25849800123,\"unix_ms\":1793075400123}]' ]"

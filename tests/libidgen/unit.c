@@ -579,7 +579,10 @@ TEST(json_strings)
 	EXPECT_STREQ("{\"i", buf);
 }
 
-/* The contract's example (Documentation/design.md section 9), field for field. */
+/*
+ * The contract's example (Documentation/design.md section 9), field for
+ * field.
+ */
 TEST(json_contract_example)
 {
 	struct idgen_decoded d;
