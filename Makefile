@@ -11,7 +11,8 @@
 # make demo            mint and decode IDs from a real /dev/idgen in a guest
 # make bench           benchmarks in a guest, in time and in instructions (a
 #                      QEMU plugin, bench/icount/), then bench-http,
-#                      bench-grpc and bench-client; results in docs/bench/
+#                      bench-grpc and bench-client; results in
+#                      Documentation/bench/
 # make bench-http      idgen-httpd's HTTP benchmark on the host only
 # make bench-grpc      idgen-httpd's gRPC benchmark on the host only (h2load)
 # make bench-client    libidgen-client's benchmark on the host only

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Booking codes (docs/design.md section 10): 40 random bits as 8 Crockford
- * base32 symbols and a check symbol, the value mod 37, written
+ * Booking codes (Documentation/design.md section 10): 40 random bits as 8
+ * Crockford base32 symbols and a check symbol, the value mod 37, written
  * "XXXX-XXXX-C".
  *
  * Why mod 37 catches every single substitution and every transposition of

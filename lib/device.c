@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * The device: open, mint, the layout in force, what its errnos mean.
+ * The device: open, mint, its state and layout, the lease's ioctls, what
+ * its errnos mean.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -60,7 +61,11 @@ IDGEN_EXPORT int idgen_mint_one(int fd, uint64_t *id)
 	return r < 0 ? (int)r : 0;
 }
 
-IDGEN_EXPORT int idgen_device_layout(int fd, struct idgen_layout *out)
+_Static_assert(LIBIDGEN_STATE_LEASED == IDGEN_STATE_LEASED, "state flags");
+_Static_assert(LIBIDGEN_STATE_CLOCK_HELD == IDGEN_STATE_CLOCK_HELD, "state flags");
+_Static_assert(LIBIDGEN_LEASE_CLOCK_SYNCED == IDGEN_LEASE_CLOCK_SYNCED, "lease flags");
+
+IDGEN_EXPORT int idgen_device_get_state(int fd, struct idgen_device_state *out)
 {
 	struct idgen_state st;
 
@@ -68,10 +73,78 @@ IDGEN_EXPORT int idgen_device_layout(int fd, struct idgen_layout *out)
 	if (ioctl(fd, IDGEN_IOC_GET_STATE, &st))
 		return -errno;
 	memset(out, 0, sizeof(*out));
+	out->now_ms = st.now_ms;
+	out->wall_ms = st.wall_ms;
+	out->last_ms = st.last_ms;
+	out->next_ms = st.next_ms;
+	out->floor_ms = st.floor_ms;
+	out->valid_until_ms = st.valid_until_ms;
+	out->held_step_ms = st.held_step_ms;
+	out->flags = st.flags;
+	out->region = st.region;
+	out->worker = st.worker;
+	out->max_lead_ms = st.max_lead_ms;
+	out->max_step_ms = st.max_step_ms;
+	out->region_bits = st.region_bits;
+	out->worker_bits = st.worker_bits;
+	out->seq_bits = st.seq_bits;
+	out->ids = st.ids;
+	out->reads = st.reads;
+	out->borrowed_ms = st.borrowed_ms;
+	out->steps_back = st.steps_back;
+	out->steps_forward = st.steps_forward;
+	out->steps_adopted = st.steps_adopted;
+	out->fence_refusals = st.fence_refusals;
+	out->lead_refusals = st.lead_refusals;
+	out->nolease_refusals = st.nolease_refusals;
+	out->range_refusals = st.range_refusals;
+	return 0;
+}
+
+IDGEN_EXPORT int idgen_device_layout(int fd, struct idgen_layout *out)
+{
+	struct idgen_device_state st;
+	int ret;
+
+	ret = idgen_device_get_state(fd, &st);
+	if (ret)
+		return ret;
+	memset(out, 0, sizeof(*out));
 	out->region_bits = st.region_bits;
 	out->worker_bits = st.worker_bits;
 	out->seq_bits = st.seq_bits;
 	return 0;
+}
+
+IDGEN_EXPORT int idgen_device_set_lease(int fd, uint32_t region, uint32_t worker,
+					uint64_t floor_ms, uint64_t valid_until_ms,
+					const struct idgen_layout *layout,
+					unsigned int flags)
+{
+	struct idgen_lease_args args;
+
+	memset(&args, 0, sizeof(args));
+	args.floor_ms = floor_ms;
+	args.valid_until_ms = valid_until_ms;
+	args.region = region;
+	args.worker = worker;
+	args.flags = flags;
+	if (layout) {
+		args.region_bits = layout->region_bits;
+		args.worker_bits = layout->worker_bits;
+		args.seq_bits = layout->seq_bits;
+	}
+	return ioctl(fd, IDGEN_IOC_SET_LEASE, &args) ? -errno : 0;
+}
+
+IDGEN_EXPORT int idgen_device_revoke(int fd, uint64_t *last_ms)
+{
+	__u64 last = 0;
+	int ret;
+
+	ret = ioctl(fd, IDGEN_IOC_REVOKE, &last) ? -errno : 0;
+	*last_ms = last;
+	return ret;
 }
 
 IDGEN_EXPORT const char *idgen_strerror(int err)

@@ -244,6 +244,85 @@ int idgen_mint_one(int fd, uint64_t *id);
 int idgen_device_layout(int fd, struct idgen_layout *out);
 
 /*
+ * The generator's state and counters (IDGEN_IOC_GET_STATE, any reader of
+ * the device): what every program that looks at the generator reads, in
+ * the fields and units of the module's struct idgen_state
+ * (include/uapi/linux/idgen.h says what each one means).  Times are ms
+ * since the idgen epoch.  The struct is fixed, as the module's is: what
+ * the module adds later comes in a new struct and call.
+ */
+#define LIBIDGEN_STATE_LEASED		(1U << 0)	/* a lease is in force */
+#define LIBIDGEN_STATE_CLOCK_HELD	(1U << 1)	/* a forward step is held */
+struct idgen_device_state {
+	uint64_t now_ms;
+	uint64_t wall_ms;
+	uint64_t last_ms;
+	uint64_t next_ms;
+	uint64_t floor_ms;		/* the lease's; 0 without one */
+	uint64_t valid_until_ms;	/* the lease's fence; 0 without one */
+	int64_t held_step_ms;
+	uint32_t flags;			/* LIBIDGEN_STATE_* */
+	uint32_t region;
+	uint32_t worker;
+	uint32_t max_lead_ms;
+	uint32_t max_step_ms;
+	uint8_t region_bits;		/* the layout in force */
+	uint8_t worker_bits;
+	uint8_t seq_bits;
+	uint64_t ids;
+	uint64_t reads;
+	uint64_t borrowed_ms;
+	uint64_t steps_back;
+	uint64_t steps_forward;
+	uint64_t steps_adopted;
+	uint64_t fence_refusals;
+	uint64_t lead_refusals;
+	uint64_t nolease_refusals;
+	uint64_t range_refusals;
+};
+int idgen_device_get_state(int fd, struct idgen_device_state *out);
+
+/*
+ * Set the lease, or renew it when region and worker are those held
+ * (IDGEN_IOC_SET_LEASE, CAP_SYS_ADMIN): IDs from max(floor_ms, the host's
+ * last ms + 1) until valid_until_ms, with layout's widths (NULL, or all
+ * three 0: the module's load-time default; version and cutover_ms are not
+ * looked at).  flags: LIBIDGEN_LEASE_CLOCK_SYNCED vouches that the wall
+ * clock is synchronised, so a held forward step is adopted.  0, or -EINVAL
+ * for a lease the module refuses, -EKEYEXPIRED for one it could never mint
+ * under, -EPERM, or another -errno.
+ */
+#define LIBIDGEN_LEASE_CLOCK_SYNCED	(1U << 0)
+int idgen_device_set_lease(int fd, uint32_t region, uint32_t worker,
+			   uint64_t floor_ms, uint64_t valid_until_ms,
+			   const struct idgen_layout *layout, unsigned int flags);
+
+/*
+ * Stop minting under the lease (IDGEN_IOC_REVOKE, CAP_SYS_ADMIN); *last_ms
+ * is the host's last ms, which bounds every ID minted.  Without a lease it
+ * succeeds too.  0 or -errno.
+ */
+int idgen_device_revoke(int fd, uint64_t *last_ms);
+
+/*
+ * Whether widths make a layout the module accepts: they add up to
+ * LIBIDGEN_NODE_SEQ_BITS (22), with at most 8 region bits and at least 6
+ * sequence bits (so at most 16 worker bits).  1 or 0.
+ */
+int idgen_widths_valid(unsigned int region_bits, unsigned int worker_bits,
+		       unsigned int seq_bits);
+
+/*
+ * Parse widths as programs and configuration files name them, "R/W/S"
+ * ("3/7/12": region, worker and sequence bits): three numbers in canonical
+ * decimal (as idgen_parse_id()) that idgen_widths_valid() accepts.  Fills
+ * the widths of *out, version and cutover_ms 0.  0, or -EINVAL with err
+ * (when not NULL) saying what is wrong.
+ */
+int idgen_widths_parse(const char *s, struct idgen_layout *out,
+		       char *err, size_t errlen);
+
+/*
  * What an errno means from idgen, or NULL when idgen gives it no meaning
  * of its own (use strerror()).  Takes err positive or negative.
  */
@@ -304,8 +383,8 @@ int idgen_ff1_decrypt(const struct idgen_ff1 *f, const uint8_t *tweak, size_t tl
 		      const uint8_t *x, uint8_t *y, size_t n);
 
 /*
- * Public IDs (docs/design.md section 10, in idgen's source tree): an ID
- * shown on pages and in links instead of the ID itself, which reveals its
+ * Public IDs (Documentation/design.md section 10, in idgen's source tree): an
+ * ID shown on pages and in links instead of the ID itself, which reveals its
  * time, region and worker.
  * pub = FF1-AES-256 over radix 2 of the ID's 63 bits (most significant
  * first) with the key version as a 4-byte big-endian tweak: a permutation
@@ -384,10 +463,10 @@ ssize_t idgen_public_candidates(const struct idgen_keyring *kr, const char *s,
 				uint64_t *ids, uint32_t *versions, size_t n);
 
 /*
- * Booking codes (docs/design.md section 10): 40 random bits, written as
- * 8 Crockford base32 symbols and a check symbol (the value mod 37, the
- * extra symbols "*~$=U" for 32..36): "XXXX-XXXX-C", e.g. "0000-0000-0"
- * for 0.  A code is a uint64_t from 0 to LIBIDGEN_CODE_MAX.
+ * Booking codes (Documentation/design.md section 10): 40 random bits, written
+ * as 8 Crockford base32 symbols and a check symbol (the value mod 37, the extra
+ * symbols "*~$=U" for 32..36): "XXXX-XXXX-C", e.g. "0000-0000-0" for 0.  A code
+ * is a uint64_t from 0 to LIBIDGEN_CODE_MAX.
  *
  * idgen_code_new(): n codes from getrandom(2); 0 or -errno.
  *   Uniqueness is the database's: a unique constraint, and a new code on

@@ -14,12 +14,4 @@
 #define LIBIDGEN_REGION_BITS_MAX	8
 #define LIBIDGEN_SEQ_BITS_MIN		6
 
-/* Whether widths make a layout the module would accept. */
-static inline int idgen_widths_valid(unsigned int r, unsigned int w,
-				     unsigned int s)
-{
-	return r <= LIBIDGEN_REGION_BITS_MAX && s >= LIBIDGEN_SEQ_BITS_MIN &&
-	       r + w + s == LIBIDGEN_NODE_SEQ_BITS;
-}
-
 #endif /* LIBIDGEN_INTERNAL_H */

@@ -43,6 +43,50 @@ static int fail(char *err, size_t errlen, unsigned int line, const char *fmt, ..
 	return -EINVAL;
 }
 
+IDGEN_EXPORT int idgen_widths_valid(unsigned int r, unsigned int w,
+				    unsigned int s)
+{
+	return r <= LIBIDGEN_REGION_BITS_MAX && s >= LIBIDGEN_SEQ_BITS_MIN &&
+	       r + w + s == LIBIDGEN_NODE_SEQ_BITS;
+}
+
+IDGEN_EXPORT int idgen_widths_parse(const char *s, struct idgen_layout *out,
+				    char *err, size_t errlen)
+{
+	const char *p = s;
+	uint64_t w[3];
+	size_t len;
+	int i;
+
+	for (i = 0; i < 3; i++) {
+		len = strcspn(p, "/");
+		if (idgen_decimal(p, len, 0, 255, &w[i]) ||
+		    p[len] != (i < 2 ? '/' : '\0')) {
+			if (err && errlen)
+				snprintf(err, errlen, "'%s' is not region/worker/sequence "
+					 "bits such as 3/7/12", s);
+			return -EINVAL;
+		}
+		p += len + (i < 2);
+	}
+	if (!idgen_widths_valid(w[0], w[1], w[2])) {
+		if (err && errlen)
+			snprintf(err, errlen, "layout %u/%u/%u: the three must add up "
+				 "to %u, with at most %u region bits, at most %u worker "
+				 "bits and at least %u sequence bits",
+				 (unsigned int)w[0], (unsigned int)w[1], (unsigned int)w[2],
+				 LIBIDGEN_NODE_SEQ_BITS, LIBIDGEN_REGION_BITS_MAX,
+				 LIBIDGEN_NODE_SEQ_BITS - LIBIDGEN_SEQ_BITS_MIN,
+				 LIBIDGEN_SEQ_BITS_MIN);
+		return -EINVAL;
+	}
+	memset(out, 0, sizeof(*out));
+	out->region_bits = w[0];
+	out->worker_bits = w[1];
+	out->seq_bits = w[2];
+	return 0;
+}
+
 static const char *skip_blanks(const char *p)
 {
 	while (*p == ' ' || *p == '\t')

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * Public IDs (docs/design.md section 10): FF1 with AES-256 over radix 2, the
- * ID's 63 bits most significant first, the tweak the key version as 4
- * big-endian bytes.  A keyring holds the key versions; the current one is
- * the version set by idgen_keyring_set_current(), or else the highest.  Text: the current version's public ID in plain decimal, any
- * version's as "v<N>.<decimal>".
+ * Public IDs (Documentation/design.md section 10): FF1 with AES-256 over radix
+ * 2, the ID's 63 bits most significant first, the tweak the key version as 4
+ * big-endian bytes.  A keyring holds the key versions; the current one is the
+ * version set by idgen_keyring_set_current(), or else the highest.  Text: the
+ * current version's public ID in plain decimal, any version's as
+ * "v<N>.<decimal>".
  */
 #include <errno.h>
 #include <fcntl.h>

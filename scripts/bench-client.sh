@@ -12,9 +12,9 @@
 #       and frozen to its end: the tail (goal: p99 <= 3 ms, one 2 ms
 #       timeout plus one fast try), without the buffer and with it
 # Writes the section "## Client: libidgen-client on the host" of
-# docs/bench/results.md (in place of the one there).  make bench runs it
-# after bench-http.sh; alone: make bench-client.  Figures are printed,
-# never judged by CI.
+# Documentation/bench/results.md (in place of the one there).  make bench runs
+# it after bench-http.sh; alone: make bench-client.  Figures are printed, never
+# judged by CI.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -25,7 +25,7 @@ make -s -C helper/httpd
 make -s -C bench client_bench
 
 seconds=${IDGEN_BENCH_CLIENT_SECONDS:-10}
-out=docs/bench
+out=Documentation/bench
 work=$top/build/bench-client
 rm -rf "$work"
 mkdir -p "$work" "$out"

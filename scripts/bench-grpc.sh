@@ -17,7 +17,7 @@
 #   (c) IDs/s through NextIds count=10000 over 4 connections against the
 #       node's ceiling, 4096 IDs per ms (the simulation's too)
 # Writes the section "## gRPC: idgen-httpd on the host" of
-# docs/bench/results.md (in place of the one there).  make bench runs it
+# Documentation/bench/results.md (in place of the one there).  make bench runs it
 # after bench-http; alone: make bench-grpc.  Run as root (it installs
 # what it needs through scripts/deps.sh).
 set -euo pipefail
@@ -30,7 +30,7 @@ make -s -C helper/httpd
 
 seconds=${IDGEN_BENCH_GRPC_SECONDS:-5}
 rounds=5
-out=docs/bench
+out=Documentation/bench
 work=$top/build/bench-grpc
 rm -rf "$work"
 mkdir -p "$work" "$out"

@@ -15,13 +15,13 @@
 #   (d) a count=1 caller's latency, open loop, while ten connections ask
 #       for 10,000 IDs each as fast as they are answered (the node
 #       saturated), beside the same caller's on the idle node
-# (a) runs idgen-httpd twice: tuned (--threads 1, one thread on its one
-# core) and with the shipped defaults (helper/httpd/idgen-httpd.conf as
-# the package installs it, nothing else but the address and the device).
-# Writes the section "## HTTP" of docs/bench/results.md (in place of the
-# one there), docs/bench/http.dat and docs/bench/http.png.  make bench runs
-# it after the guest's benchmarks; alone: make bench-http.  Run as root
-# (it installs what it needs through scripts/deps.sh).
+# (a) runs idgen-httpd twice: tuned (--threads 1, one thread on its one core)
+# and with the shipped defaults (helper/httpd/idgen-httpd.conf as the package
+# installs it, nothing else but the address and the device).  Writes the section
+# "## HTTP" of Documentation/bench/results.md (in place of the one there),
+# Documentation/bench/http.dat and Documentation/bench/http.png.  make bench
+# runs it after the guest's benchmarks; alone: make bench-http.  Run as root (it
+# installs what it needs through scripts/deps.sh).
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -34,7 +34,7 @@ make -s -C bench http_load
 seconds=${IDGEN_BENCH_HTTP_SECONDS:-10}	# (b) and (c); (a)'s rounds are half
 rounds=5
 conns=32
-out=docs/bench
+out=Documentation/bench
 work=$top/build/bench-http
 rm -rf "$work"
 mkdir -p "$work" "$out"

@@ -1,14 +1,14 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# bench.sh: the benchmarks, in one guest boot so that every figure shares
-# the same conditions; then the same calls counted in instructions, in a
-# second boot under the counting plugin (scripts/icount.sh).  Writes
-# docs/bench/results.md (the report, with the date, kernel and machine),
-# docs/bench/batch.dat and docs/bench/batch.png (ns per ID against batch
-# size for every contender); then, on the host, idgen-httpd's HTTP figures
-# (scripts/bench-http.sh), its gRPC face's (scripts/bench-grpc.sh) and
-# libidgen-client's (scripts/bench-client.sh).
+# bench.sh: the benchmarks, in one guest boot so that every figure shares the
+# same conditions; then the same calls counted in instructions, in a second boot
+# under the counting plugin (scripts/icount.sh).  Writes
+# Documentation/bench/results.md (the report, with the date, kernel and
+# machine), Documentation/bench/batch.dat and Documentation/bench/batch.png (ns
+# per ID against batch size for every contender); then, on the host,
+# idgen-httpd's HTTP figures (scripts/bench-http.sh), its gRPC face's
+# (scripts/bench-grpc.sh) and libidgen-client's (scripts/bench-client.sh).
 # Run as root.
 set -euo pipefail
 
@@ -26,7 +26,7 @@ make -s -C helper/idgenctl
 make -s -C helper/httpd
 make -s -C bench
 
-out=docs/bench
+out=Documentation/bench
 mkdir -p "$out" build
 log=build/bench.log
 echo "== benchmarking in a $kver guest (about 2 minutes)"

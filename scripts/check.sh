@@ -21,7 +21,8 @@
 # --smoke), and with --matrix the whole suite.  The README's "What runs
 # where" gives the rule.  The run ends with a table of each step's time.
 #
-# Every check prints a TAP-like line; the run ends with the summary line
+# Every check prints a TAP line through tests/lib/tap.sh, the counter
+# every suite uses; the run ends with the summary line
 # "N passed, N failed, N skipped" and exits non-zero on any failure.
 # Logs are kept under build/logs/.
 set -uo pipefail
@@ -38,9 +39,8 @@ cd "$top" || exit 1
 logs=$top/build/logs
 mkdir -p "$logs"
 
-passed=0
-failed=0
-skipped=0
+# shellcheck source=../tests/lib/tap.sh
+. "$top/tests/lib/tap.sh"
 failures=()
 details=$logs/failed-tests.txt
 : >"$details"
@@ -63,8 +63,8 @@ timed() {
 	return "$rc"
 }
 
-pass() { passed=$((passed + 1)); echo "ok - $1"; }
-fail() { failed=$((failed + 1)); failures+=("$1"); echo "not ok - $1"; }
+pass() { ok "$1"; }
+fail() { failures+=("$1"); not_ok "$1"; }
 
 # step NAME LOG CMD...: one check, passed when CMD succeeds.
 step() { timed "$1" step_run "$@"; }
@@ -83,9 +83,9 @@ step_run() {
 # tap NAME LOG CMD...: run CMD, count every TAP result line it printed,
 # and fail once more if CMD itself failed (a crash, a kernel warning, a
 # timeout) even when every test it reported passed.
-tap() { timed "$1" tap_run "$@"; }
-tap_run() {
-	local name=$1 log=$logs/$2 rc line
+tap() { timed "$1" tap_count "$@"; }
+tap_count() {
+	local name=$1 log=$logs/$2 rc line why
 	shift 2
 	"$@" >"$log" 2>&1
 	rc=$?
@@ -95,8 +95,9 @@ tap_run() {
 			fail "$name: ${line#*not ok }"
 			;;
 		*"ok "[0-9]*"# SKIP"*)
-			skipped=$((skipped + 1))
-			echo "skip - $name: ${line#*ok }"
+			line=${line#*ok }
+			why=${line#*# SKIP}
+			tap_skip "$name: ${line%%# SKIP*}" "${why# }"
 			;;
 		*"ok "[0-9]*)
 			pass "$name: ${line#*ok }"
@@ -276,8 +277,7 @@ debug_kernel debug
 if [ "$matrix" = --matrix ]; then
 	debug_kernel debug-sid sid
 else
-	skipped=$((skipped + 1))
-	echo "skip - the debug kernel from sid's source: scripts/check.sh --matrix runs it"
+	tap_skip "the debug kernel from sid's source: scripts/check.sh --matrix runs it"
 fi
 
 # DKMS against the oldest supported kernel: the one most hosts still run.
@@ -293,16 +293,14 @@ if [ "$matrix" = --matrix ]; then
 	cache=$cache_root/roots/trixie+security tap "Debian packages, Debian 13" packages-trixie.log \
 		tests/pkg/run.sh trixie
 else
-	skipped=$((skipped + 1))
-	echo "skip - the Debian packages on a Debian 13 root: scripts/check.sh --matrix runs them"
+	tap_skip "the Debian packages on a Debian 13 root: scripts/check.sh --matrix runs them"
 fi
 # The README's first command on a fresh Debian 13 machine (a root made now,
 # every dependency downloaded: about 2 GB and 20 minutes): only with --matrix.
 if [ "$matrix" = --matrix ]; then
 	tap "README on fresh Debian 13" readme-trixie.log tests/pkg/readme-commands.sh trixie
 else
-	skipped=$((skipped + 1))
-	echo "skip - the README's commands on a fresh Debian 13 root: scripts/check.sh --matrix runs it"
+	tap_skip "the README's commands on a fresh Debian 13 root: scripts/check.sh --matrix runs it"
 fi
 
 # The time table: every step, slowest first, then the total.  The last
@@ -320,9 +318,9 @@ if [ -s "$details" ]; then
 	echo "what the failed tests said:"
 	cat "$details"
 fi
-if [ "$failed" -gt 0 ]; then
+if [ "$tap_failed" -gt 0 ]; then
 	echo "failed:"
 	printf '  %s\n' "${failures[@]}"
 fi
-echo "$passed passed, $failed failed, $skipped skipped"
-[ "$failed" -eq 0 ]
+echo "$tap_passed passed, $tap_failed failed, $tap_skipped skipped"
+[ "$tap_failed" -eq 0 ]

@@ -45,38 +45,36 @@ int conf_string_or_empty(const struct conf_item *it, const char *value,
 	return set_string(value, field, err, errlen);
 }
 
-static int number(const struct conf_item *it, const char *value, uint64_t *v,
-		  char *err, size_t errlen)
+/* A whole number in the row's range, stored in a field of size bytes. */
+static int number(const struct conf_item *it, const char *value, void *field,
+		  size_t size, char *err, size_t errlen)
 {
-	if (!idgen_decimal_str(value, it->min, it->max, v))
-		return 0;
-	snprintf(err, errlen, "'%.200s' is not a whole number from %" PRIu64 " to %"
-		 PRIu64, value, it->min, it->max);
-	return -1;
+	uint64_t v;
+
+	if (idgen_decimal_str(value, it->min, it->max, &v)) {
+		snprintf(err, errlen, "'%.200s' is not a whole number from %" PRIu64
+			 " to %" PRIu64, value, it->min, it->max);
+		return -1;
+	}
+	if (size == sizeof(uint32_t))
+		*(uint32_t *)field = v;
+	else
+		*(uint64_t *)field = v;
+	return 0;
 }
 
 int conf_u32(const struct conf_item *it, const char *value, void *field,
 	     void *cfg, char *err, size_t errlen)
 {
-	uint64_t v;
-
 	(void)cfg;
-	if (number(it, value, &v, err, errlen))
-		return -1;
-	*(uint32_t *)field = v;
-	return 0;
+	return number(it, value, field, sizeof(uint32_t), err, errlen);
 }
 
 int conf_u64(const struct conf_item *it, const char *value, void *field,
 	     void *cfg, char *err, size_t errlen)
 {
-	uint64_t v;
-
 	(void)cfg;
-	if (number(it, value, &v, err, errlen))
-		return -1;
-	*(uint64_t *)field = v;
-	return 0;
+	return number(it, value, field, sizeof(uint64_t), err, errlen);
 }
 
 int conf_bool(const struct conf_item *it, const char *value, void *field,

@@ -14,37 +14,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-/* The reply to IDGEN_CMD_GET_STATE; times in ms since IDGEN_EPOCH_UNIX_MS. */
+#include "idgen.h"
+
+/*
+ * The reply to IDGEN_CMD_GET_STATE: the state and counters as libidgen
+ * reads them from the device (idgen_device_get_state()), and what only
+ * netlink tells.  Times in ms since IDGEN_EPOCH_UNIX_MS.
+ */
 struct idgen_nl_state {
-	uint64_t now_ms;
-	uint64_t wall_ms;
-	uint64_t last_ms;
-	uint64_t next_ms;
-	int64_t held_step_ms;
-	uint32_t flags;			/* IDGEN_STATE_* */
-	uint32_t max_lead_ms;
-	uint32_t max_step_ms;
-	uint32_t fence_near_ms;
-	uint8_t region_bits;
-	uint8_t worker_bits;
-	uint8_t seq_bits;
-
+	struct idgen_device_state state;
 	bool lease;			/* the four lease fields were sent */
-	uint32_t region;
-	uint32_t worker;
-	uint64_t floor_ms;
-	uint64_t valid_until_ms;
-
-	uint64_t ids;
-	uint64_t reads;
-	uint64_t borrowed_ms;
-	uint64_t steps_back;
-	uint64_t steps_forward;
-	uint64_t steps_adopted;
-	uint64_t fence_refusals;
-	uint64_t lead_refusals;
-	uint64_t nolease_refusals;
-	uint64_t range_refusals;
+	uint32_t fence_near_ms;
 	uint64_t events_dropped;
 };
 

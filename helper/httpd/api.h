@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The service's routes (docs/design.md section 9), apart from HTTP transport:
- * a request as libmicrohttpd hands it over in, the status, headers and
- * fixed-shape JSON body out.  Nothing here parses HTTP (server.c leaves
- * that to libmicrohttpd), and a request refused for bad input never
- * reaches the generator.
+ * The service's routes (Documentation/design.md section 9), apart from HTTP
+ * transport: a request as libmicrohttpd hands it over in, the status, headers
+ * and fixed-shape JSON body out.  Nothing here parses HTTP (server.c leaves
+ * that to libmicrohttpd), and a request refused for bad input never reaches the
+ * generator.
  *
  *   POST /v1/ids:next        {"count": N, "caller": "...", "public": true},
  *                            all optional; "public" adds "public":[...],
@@ -12,7 +12,7 @@
  *   GET  /v1/ids/{id}        the decoded ID, libidgen's one JSON shape
  *   GET  /v1/ids:min?at=T    {"id": "..."}, the smallest ID of T's ms
  *   GET  /v1/public/{pub}    the ID a public ID stands for, decoded as
- *                            /v1/ids/{id} answers it (docs/design.md
+ *                            /v1/ids/{id} answers it (Documentation/design.md
  *                            section 10)
  *   GET  /livez, /readyz
  *   GET  /metrics            Prometheus text (metrics.h)

@@ -52,7 +52,10 @@ struct httpd_config {
 	bool clock_check;
 	uint64_t clock_max_offset_us;
 	uint64_t sim_lease_ms;		/* --device sim only; 0: no fence */
-	/* Public-ID key files (docs/design.md section 10); none: off. */
+	/*
+	 * Public-ID key files (Documentation/design.md section 10); none:
+	 * off.
+	 */
 	char *public_keys[HTTPD_MAX_KEYS];
 	unsigned int nr_public_keys;
 	char *public_current;		/* a key version, or "": the highest */

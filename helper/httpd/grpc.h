@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * idgen-httpd's gRPC listeners (docs/design.md section 9.2): cleartext
- * HTTP/2 with prior knowledge (h2c) on libnghttp2, the gRPC framing on
- * top, and the methods of grpc_service.h.
+ * idgen-httpd's gRPC listeners (Documentation/design.md section 9.2):
+ * cleartext HTTP/2 with prior knowledge (h2c) on libnghttp2, the gRPC
+ * framing on top, and the methods of grpc_service.h.
  *
  * Each listener has one thread with an epoll loop over its connections.
  * Small calls are answered on it; a NextIds of LANE_MIN_COUNT IDs or

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The gRPC face's methods (docs/design.md section 9.2, proto/idgen/v1/
- * idgen.proto), apart from HTTP/2: a request message in, a status and a
- * response message out.  They share the HTTP API's minter, quotas,
+ * The gRPC face's methods (Documentation/design.md section 9.2,
+ * proto/idgen/v1/idgen.proto), apart from HTTP/2: a request message in, a
+ * status and a response message out.  They share the HTTP API's minter, quotas,
  * bulk lane, readiness and metrics (api.h): one service, two faces.
  *
  *   /idgen.v1.IdGen/NextIds        count IDs (0 means 1; 1..10000)

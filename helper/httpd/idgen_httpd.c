@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * idgen-httpd: the host's ID service for callers on other machines, over
- * /dev/idgen (docs/design.md section 9, idgen-httpd(8)).  It mints only
- * through the generator, which enforces lease and fence; it decodes
+ * /dev/idgen (Documentation/design.md section 9, idgen-httpd(8)).  It mints
+ * only through the generator, which enforces lease and fence; it decodes
  * locally; it holds no lease logic of its own.
  *
  * The main thread reads the configuration, opens the generator, starts a

@@ -26,15 +26,6 @@ struct lane {
 	bool stopping;			/* finish the queue, take no more */
 };
 
-/* Until the wall clock's next millisecond. */
-static void sleep_to_next_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	nanosleep(&(struct timespec){ 0, 1000000 - ts.tv_nsec % 1000000 }, NULL);
-}
-
 /*
  * Sleep while last_ms, the millisecond of the last ID the lane got, runs
  * more than LANE_AHEAD_MS ahead of the generator's clock: a millisecond
@@ -53,7 +44,7 @@ static void keep_pace(struct minter *m, uint64_t last_ms)
 		memset(&st, 0, sizeof(st));
 		if (m->ops->state(m->ctx, &st) || last_ms <= st.now_ms + LANE_AHEAD_MS)
 			return;
-		sleep_to_next_ms();
+		minter_sleep_to_next_ms();
 	}
 }
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The bulk lane: where large requests are minted, so that they never make
- * a small one wait (docs/design.md section 9, "one caller taking the
+ * a small one wait (Documentation/design.md section 9, "one caller taking the
  * node").
  *
  * A node mints 2^seq IDs a millisecond.  Minted on the connection's own

@@ -47,16 +47,6 @@ static uint64_t wall_ms(void)
 	return ms > LIBIDGEN_EPOCH_UNIX_MS ? ms - LIBIDGEN_EPOCH_UNIX_MS : 0;
 }
 
-/* Until the wall clock's next millisecond. */
-static void sleep_to_next_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts = (struct timespec){ 0, 1000000 - ts.tv_nsec % 1000000 };
-	nanosleep(&ts, NULL);
-}
-
 static ssize_t sim_mint(void *ctx, uint64_t *ids, size_t n)
 {
 	struct mint_sim *s = ctx;
@@ -90,7 +80,7 @@ static ssize_t sim_mint(void *ctx, uint64_t *ids, size_t n)
 			if ((first >> SEQ_BITS) - now > MINT_SIM_MAX_LEAD_MS + 1 ||
 			    waited++ >= MINT_SIM_WAIT_MS)
 				return -ETIME;
-			sleep_to_next_ms();
+			minter_sleep_to_next_ms();
 			old = atomic_load(&s->last);
 			continue;
 		}

@@ -7,10 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
-
-#include <linux/idgen.h>
 
 #include "decimal.h"
 #include "idgen.h"
@@ -33,12 +29,13 @@ static ssize_t device_mint(void *ctx, uint64_t *ids, size_t n)
 static int device_state(void *ctx, struct minter_state *out)
 {
 	struct device *d = ctx;
-	struct idgen_state st;
+	struct idgen_device_state st;
+	int ret;
 
-	memset(&st, 0, sizeof(st));
-	if (ioctl(d->fd, IDGEN_IOC_GET_STATE, &st))
-		return -errno;
-	out->leased = st.flags & IDGEN_STATE_LEASED;
+	ret = idgen_device_get_state(d->fd, &st);
+	if (ret)
+		return ret;
+	out->leased = st.flags & LIBIDGEN_STATE_LEASED;
 	out->region = st.region;
 	out->worker = st.worker;
 	out->floor_ms = st.floor_ms;
@@ -47,7 +44,7 @@ static int device_state(void *ctx, struct minter_state *out)
 	out->wall_ms = st.wall_ms;
 	out->next_ms = st.next_ms;
 	out->max_lead_ms = st.max_lead_ms;
-	out->step_held = st.flags & IDGEN_STATE_CLOCK_HELD;
+	out->step_held = st.flags & LIBIDGEN_STATE_CLOCK_HELD;
 	out->held_step_ms = st.held_step_ms;
 	return 0;
 }
@@ -63,15 +60,15 @@ static int device_counters(void *ctx, struct minter_counters *c)
 	if (err)
 		return err;
 	c->module = true;
-	c->ids = st.ids;
-	c->borrowed_ms = st.borrowed_ms;
-	c->steps_back = st.steps_back;
-	c->steps_forward = st.steps_forward;
-	c->steps_adopted = st.steps_adopted;
-	c->fence_refusals = st.fence_refusals;
-	c->lead_refusals = st.lead_refusals;
-	c->nolease_refusals = st.nolease_refusals;
-	c->range_refusals = st.range_refusals;
+	c->ids = st.state.ids;
+	c->borrowed_ms = st.state.borrowed_ms;
+	c->steps_back = st.state.steps_back;
+	c->steps_forward = st.state.steps_forward;
+	c->steps_adopted = st.state.steps_adopted;
+	c->fence_refusals = st.state.fence_refusals;
+	c->lead_refusals = st.state.lead_refusals;
+	c->nolease_refusals = st.state.nolease_refusals;
+	c->range_refusals = st.state.range_refusals;
 	return 0;
 }
 
@@ -101,7 +98,7 @@ static const struct minter_ops device_ops = {
 int minter_open(struct minter *m, const char *spec, uint64_t sim_lease_ms,
 		char *err, size_t errlen)
 {
-	struct idgen_state st;
+	struct idgen_device_state st;
 	struct device *d;
 	uint64_t worker = 0;
 	char why[512];
@@ -132,9 +129,8 @@ int minter_open(struct minter *m, const char *spec, uint64_t sim_lease_ms,
 		return fd;
 	}
 	/* Not an idgen device is found now, not at the first request. */
-	memset(&st, 0, sizeof(st));
-	if (ioctl(fd, IDGEN_IOC_GET_STATE, &st)) {
-		ret = -errno;
+	ret = idgen_device_get_state(fd, &st);
+	if (ret) {
 		snprintf(err, errlen, "device '%s': not an idgen device (%s)",
 			 spec ? spec : LIBIDGEN_DEVICE, strerror(-ret));
 		idgen_close(fd);

@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 struct idgen_layout;
 
@@ -82,5 +83,19 @@ void minter_close(struct minter *m);
  * are holes, never reissued).
  */
 int minter_mint_all(struct minter *m, uint64_t *ids, size_t n);
+
+/*
+ * Sleep until the wall clock's next millisecond: the generator's clock
+ * (the module's, and the simulation's) moves on it, so a wait for the
+ * generator is taken a millisecond at a time.
+ */
+static inline void minter_sleep_to_next_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts = (struct timespec){ 0, 1000000 - ts.tv_nsec % 1000000 };
+	nanosleep(&ts, NULL);
+}
 
 #endif /* HTTPD_MINTER_H */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * GET /readyz: whether this host should get traffic, and if not, why.
- * Ready only while all of these hold (docs/design.md section 9):
+ * Ready only while all of these hold (Documentation/design.md section 9):
  *
  *   no_lease              the generator holds a lease
  *   lease_expiring        ... with more than margin_ms left before its fence

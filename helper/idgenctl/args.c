@@ -45,31 +45,16 @@ bool parse_u32(const char *name, const char *arg, uint32_t *out)
 	return true;
 }
 
-bool parse_layout(const char *name, const char *arg, uint8_t *region_bits,
-		  uint8_t *worker_bits, uint8_t *seq_bits)
+bool parse_layout(const char *name, const char *arg, struct idgen_layout *out)
 {
-	const char *p = arg;
-	uint64_t w[3];
-	size_t len;
-	int i;
+	char why[200];
 
-	for (i = 0; i < 3; i++) {
-		len = strcspn(p, "/");
-		if (idgen_decimal(p, len, 0, 255, &w[i]) ||
-		    p[len] != (i < 2 ? '/' : '\0'))
-			return invalid(name, arg, "want REGION/WORKER/SEQ bit widths, e.g. 3/7/12");
-		p += len + (i < 2);
+	/* The module's load-time layout. */
+	if (!strcmp(arg, "0/0/0")) {
+		memset(out, 0, sizeof(*out));
+		return true;
 	}
-	if (w[0] || w[1] || w[2]) {
-		if (w[0] + w[1] + w[2] != IDGEN_NODE_SEQ_BITS)
-			return invalid(name, arg, "the widths must add up to 22");
-		if (w[0] > IDGEN_REGION_BITS_MAX)
-			return invalid(name, arg, "at most 8 region bits");
-		if (w[2] < IDGEN_SEQ_BITS_MIN)
-			return invalid(name, arg, "at least 6 sequence bits");
-	}
-	*region_bits = w[0];
-	*worker_bits = w[1];
-	*seq_bits = w[2];
+	if (idgen_widths_parse(arg, out, why, sizeof(why)))
+		return invalid(name, arg, why);
 	return true;
 }

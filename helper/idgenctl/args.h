@@ -16,11 +16,10 @@ bool parse_u64(const char *name, const char *arg, uint64_t min, uint64_t max,
 bool parse_u32(const char *name, const char *arg, uint32_t *out);
 
 /*
- * "R/W/S" layout widths: all zero (the module's default), or adding up to
- * IDGEN_NODE_SEQ_BITS with R <= IDGEN_REGION_BITS_MAX and
- * S >= IDGEN_SEQ_BITS_MIN.
+ * "R/W/S" layout widths: 0/0/0 (the module's default), or widths by
+ * libidgen's rule (idgen_widths_parse()).
  */
-bool parse_layout(const char *name, const char *arg, uint8_t *region_bits,
-		  uint8_t *worker_bits, uint8_t *seq_bits);
+struct idgen_layout;
+bool parse_layout(const char *name, const char *arg, struct idgen_layout *out);
 
 #endif /* IDGENCTL_ARGS_H */

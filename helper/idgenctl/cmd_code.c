@@ -3,8 +3,8 @@
  * idgenctl code new [-n N]
  * idgenctl code check CODE...
  *
- * Booking codes (docs/design.md section 10).  new prints N fresh codes from
- * the kernel's CSPRNG; their uniqueness is the database's to enforce.
+ * Booking codes (Documentation/design.md section 10).  new prints N fresh codes
+ * from the kernel's CSPRNG; their uniqueness is the database's to enforce.
  * check prints each code in its canonical form, or says why it is not one.
  */
 #include <errno.h>

@@ -6,7 +6,6 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "args.h"
@@ -67,12 +66,14 @@ static int next_opt(int argc, char *argv[], int *i, const char **value)
 
 int lease_set_main(int argc, char *argv[])
 {
-	struct idgen_lease_args args = { 0 };
+	struct idgen_layout layout = { 0 };
 	uint64_t valid_for = 0, until = 0, floor = 0;
+	uint32_t region = 0, worker = 0;
+	unsigned int flags = 0;
 	int seen[NR_SET_OPTS] = { 0 };
-	struct idgen_state st;
+	struct idgen_device_state st;
 	const char *value;
-	int i, o, fd, ret = 1;
+	int i, o, fd, err, ret = 1;
 
 	for (i = 0; i < argc; i++) {
 		if (is_help(argv[i])) {
@@ -86,11 +87,11 @@ int lease_set_main(int argc, char *argv[])
 			return bad_usage(set_usage, "%s given twice", set_opts[o].name);
 		switch (o) {
 		case OPT_REGION:
-			if (!parse_u32("--region", value, &args.region))
+			if (!parse_u32("--region", value, &region))
 				return 1;
 			break;
 		case OPT_WORKER:
-			if (!parse_u32("--worker", value, &args.worker))
+			if (!parse_u32("--worker", value, &worker))
 				return 1;
 			break;
 		case OPT_VALID_FOR:
@@ -106,11 +107,10 @@ int lease_set_main(int argc, char *argv[])
 				return 1;
 			break;
 		case OPT_SYNCED:
-			args.flags |= IDGEN_LEASE_CLOCK_SYNCED;
+			flags |= LIBIDGEN_LEASE_CLOCK_SYNCED;
 			break;
 		case OPT_LAYOUT:
-			if (!parse_layout("--layout", value, &args.region_bits,
-					  &args.worker_bits, &args.seq_bits))
+			if (!parse_layout("--layout", value, &layout))
 				return 1;
 			break;
 		}
@@ -140,16 +140,14 @@ int lease_set_main(int argc, char *argv[])
 			goto out;
 		}
 	}
-	args.floor_ms = floor;
-	args.valid_until_ms = until;
-	if (args.floor_ms >= args.valid_until_ms) {
-		fprintf(stderr, "%s: invalid --floor '%llu': not below now + --valid-for (%llu)\n",
-			PROG_NAME, args.floor_ms, args.valid_until_ms);
+	if (floor >= until) {
+		fprintf(stderr, "%s: invalid --floor '%" PRIu64 "': not below now + --valid-for (%"
+			PRIu64 ")\n", PROG_NAME, floor, until);
 		goto out;
 	}
-	if (ioctl(fd, IDGEN_IOC_SET_LEASE, &args)) {
-		int err = errno;
-
+	err = idgen_device_set_lease(fd, region, worker, floor, until, &layout, flags);
+	if (err) {
+		err = -err;
 		report_errno("set lease", err);
 		if (err == EINVAL)
 			fprintf(stderr, "%s: the module refused the lease: a node out of the "
@@ -187,9 +185,9 @@ static void show_counter(const char *key, __u64 v)
 }
 
 /* The state and counters, as read from @source (the device or netlink). */
-void print_generator_state(const char *source, const struct idgen_state *st)
+void print_generator_state(const char *source, const struct idgen_device_state *st)
 {
-	int leased = !!(st->flags & IDGEN_STATE_LEASED);
+	int leased = !!(st->flags & LIBIDGEN_STATE_LEASED);
 
 	printf("generator: %s\n", source);
 	printf("  lease: %s\n", leased ? "in force" : "none");
@@ -205,7 +203,7 @@ void print_generator_state(const char *source, const struct idgen_state *st)
 	show_ms("next", st->next_ms, 1);
 	show_ms("now", st->now_ms, 1);
 	show_ms("wall", st->wall_ms, 1);
-	if (st->flags & IDGEN_STATE_CLOCK_HELD)
+	if (st->flags & LIBIDGEN_STATE_CLOCK_HELD)
 		printf("  clock: holding back a forward step (adopt with '%s clock adopt')\n",
 		       PROG_NAME);
 	else
@@ -229,7 +227,7 @@ void print_generator_state(const char *source, const struct idgen_state *st)
 
 int lease_show_main(int argc, char *argv[])
 {
-	struct idgen_state st;
+	struct idgen_device_state st;
 	int fd, ret;
 
 	ret = no_args("lease show", argc, argv);
@@ -247,14 +245,21 @@ int lease_show_main(int argc, char *argv[])
 
 int lease_revoke_main(int argc, char *argv[])
 {
-	__u64 last_ms;
-	int ret;
+	uint64_t last_ms;
+	int fd, ret;
 
 	ret = no_args("lease revoke", argc, argv);
 	if (ret)
 		return ret < 0 ? 0 : ret;
-	if (device_ioctl("revoke lease", IDGEN_IOC_REVOKE, &last_ms))
+	fd = device_open();
+	if (fd < 0)
 		return 1;
-	printf("%llu\n", last_ms);
+	ret = idgen_device_revoke(fd, &last_ms);
+	close(fd);
+	if (ret) {
+		report_errno("revoke lease", -ret);
+		return 1;
+	}
+	printf("%" PRIu64 "\n", last_ms);
 	return 0;
 }

@@ -4,9 +4,9 @@
  * idgenctl public decode --key FILE [--key FILE...] [--current VERSION]
  *                        [--all-versions] PUBLIC_ID...
  *
- * Public IDs (docs/design.md section 10) with the keys of the key files given;
- * the current key version is --current's, or the highest.  Pure: no
- * device.
+ * Public IDs (Documentation/design.md section 10) with the keys of the key
+ * files given; the current key version is --current's, or the highest.  Pure:
+ * no device.
  */
 #include <errno.h>
 #include <stdio.h>

@@ -16,13 +16,13 @@
 #include "idgenctl.h"
 #include "idgen_nl.h"
 
-/* The counters, in the order of struct idgen_state, then the netlink one. */
+/* The counters, in the order of struct idgen_device_state, then the netlink one. */
 static const struct {
 	const char *key;	/* JSON */
 	const char *label;	/* human */
 	size_t off;
 } counters[] = {
-#define C(field, label) { #field, label, offsetof(struct idgen_nl_state, field) }
+#define C(field, label) { #field, label, offsetof(struct idgen_nl_state, state.field) }
 	C(ids, "ids"),
 	C(reads, "reads"),
 	C(borrowed_ms, "borrowed ms"),
@@ -33,8 +33,8 @@ static const struct {
 	C(lead_refusals, "lead refusals"),
 	C(nolease_refusals, "no-lease refusals"),
 	C(range_refusals, "range refusals"),
-	C(events_dropped, "events dropped"),
 #undef C
+	{ "events_dropped", "events dropped", offsetof(struct idgen_nl_state, events_dropped) },
 };
 
 #define NR_COUNTERS	(sizeof(counters) / sizeof(counters[0]))
@@ -79,46 +79,19 @@ static int json_flag(const char *usage, int argc, char *argv[], int *json)
 /* The same printer as 'lease show', plus what only netlink tells. */
 static void print_state(const struct idgen_nl_state *nl)
 {
-	struct idgen_state st = {
-		.now_ms = nl->now_ms,
-		.wall_ms = nl->wall_ms,
-		.last_ms = nl->last_ms,
-		.next_ms = nl->next_ms,
-		.floor_ms = nl->floor_ms,
-		.valid_until_ms = nl->valid_until_ms,
-		.held_step_ms = nl->held_step_ms,
-		.flags = nl->flags,
-		.region = nl->region,
-		.worker = nl->worker,
-		.max_lead_ms = nl->max_lead_ms,
-		.max_step_ms = nl->max_step_ms,
-		.region_bits = nl->region_bits,
-		.worker_bits = nl->worker_bits,
-		.seq_bits = nl->seq_bits,
-		.ids = nl->ids,
-		.reads = nl->reads,
-		.borrowed_ms = nl->borrowed_ms,
-		.steps_back = nl->steps_back,
-		.steps_forward = nl->steps_forward,
-		.steps_adopted = nl->steps_adopted,
-		.fence_refusals = nl->fence_refusals,
-		.lead_refusals = nl->lead_refusals,
-		.nolease_refusals = nl->nolease_refusals,
-		.range_refusals = nl->range_refusals,
-	};
-
-	print_generator_state("netlink family " IDGEN_GENL_NAME, &st);
+	print_generator_state("netlink family " IDGEN_GENL_NAME, &nl->state);
 	printf("  events dropped: %" PRIu64 "\n", nl->events_dropped);
 	printf("\nsettings:\n  fence near: %" PRIu32 " ms\n", nl->fence_near_ms);
 }
 
 /* One line of JSON; every time a number of ms since the idgen epoch. */
-static void print_state_json(const struct idgen_nl_state *st)
+static void print_state_json(const struct idgen_nl_state *nl)
 {
+	const struct idgen_device_state *st = &nl->state;
 	size_t i;
 
 	printf("{\"lease\":");
-	if (st->lease)
+	if (nl->lease)
 		printf("{\"region\":%" PRIu32 ",\"worker\":%" PRIu32 ",\"floor_ms\":%" PRIu64
 		       ",\"valid_until_ms\":%" PRIu64 "}",
 		       st->region, st->worker, st->floor_ms, st->valid_until_ms);
@@ -130,13 +103,13 @@ static void print_state_json(const struct idgen_nl_state *st)
 	printf(",\"now_ms\":%" PRIu64 ",\"wall_ms\":%" PRIu64 ",\"last_ms\":%" PRIu64
 	       ",\"next_ms\":%" PRIu64, st->now_ms, st->wall_ms, st->last_ms, st->next_ms);
 	printf(",\"clock_held\":%s,\"held_step_ms\":%" PRId64,
-	       st->flags & IDGEN_STATE_CLOCK_HELD ? "true" : "false", st->held_step_ms);
+	       st->flags & LIBIDGEN_STATE_CLOCK_HELD ? "true" : "false", st->held_step_ms);
 	printf(",\"flags\":%" PRIu32 ",\"max_lead_ms\":%" PRIu32 ",\"max_step_ms\":%" PRIu32
 	       ",\"fence_near_ms\":%" PRIu32, st->flags, st->max_lead_ms, st->max_step_ms,
-	       st->fence_near_ms);
+	       nl->fence_near_ms);
 	printf(",\"counters\":{");
 	for (i = 0; i < NR_COUNTERS; i++)
-		printf("%s\"%s\":%" PRIu64, i ? "," : "", counters[i].key, counter(st, i));
+		printf("%s\"%s\":%" PRIu64, i ? "," : "", counters[i].key, counter(nl, i));
 	printf("}}\n");
 }
 

@@ -146,11 +146,12 @@ int device_ioctl(const char *what, unsigned long cmd, void *arg)
 	return ret;
 }
 
-int device_get_state(int fd, struct idgen_state *st)
+int device_get_state(int fd, struct idgen_device_state *st)
 {
-	memset(st, 0, sizeof(*st));
-	if (ioctl(fd, IDGEN_IOC_GET_STATE, st)) {
-		report_errno("IDGEN_IOC_GET_STATE", errno);
+	int ret = idgen_device_get_state(fd, st);
+
+	if (ret) {
+		report_errno("IDGEN_IOC_GET_STATE", -ret);
 		return -1;
 	}
 	return 0;

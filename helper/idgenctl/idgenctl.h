@@ -21,8 +21,7 @@ int lease_revoke_main(int argc, char *argv[]);
 int clock_adopt_main(int argc, char *argv[]);
 int mint_main(int argc, char *argv[]);
 int status_main(int argc, char *argv[]);
-struct idgen_state;
-void print_generator_state(const char *source, const struct idgen_state *st);
+void print_generator_state(const char *source, const struct idgen_device_state *st);
 int events_main(int argc, char *argv[]);
 int config_main(int argc, char *argv[]);
 int decode_main(int argc, char *argv[]);
@@ -60,7 +59,7 @@ int device_open(void);
 /* Open, one ioctl, close; reports (as "what") and returns -1 on failure. */
 int device_ioctl(const char *what, unsigned long cmd, void *arg);
 
-/* IDGEN_IOC_GET_STATE; reports and returns -1 on failure. */
-int device_get_state(int fd, struct idgen_state *st);
+/* idgen_device_get_state(); reports and returns -1 on failure. */
+int device_get_state(int fd, struct idgen_device_state *st);
 
 #endif /* IDGENCTL_H */

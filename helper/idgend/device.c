@@ -1,124 +1,88 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The generator behind /dev/idgen, driven through its ioctls.
+ * The generator behind /dev/idgen, through libidgen's calls for its ioctls.
  */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
-#include <unistd.h>
-
-#include <linux/idgen.h>
 
 #include "device.h"
 #include "device_sim.h"
 #include "log.h"
 
-struct idgen_dev {
+struct module_dev {
 	int fd;
-	struct lease_layout layout;
+	struct idgen_layout layout;	/* widths only */
 };
 
-static int ioctl_errno(int fd, unsigned long cmd, void *arg)
+static int module_push(void *ctx, uint32_t region, uint32_t worker,
+		       uint64_t floor_ms, uint64_t valid_until_ms, bool synced)
 {
-	return ioctl(fd, cmd, arg) ? -errno : 0;
+	struct module_dev *d = ctx;
+
+	return idgen_device_set_lease(d->fd, region, worker, floor_ms,
+				      valid_until_ms, &d->layout,
+				      synced ? LIBIDGEN_LEASE_CLOCK_SYNCED : 0);
 }
 
-static int idgen_push(void *ctx, uint32_t region, uint32_t worker,
-		      uint64_t floor_ms, uint64_t valid_until_ms, bool synced)
+static int module_revoke(void *ctx, uint64_t *last_ms)
 {
-	struct idgen_dev *d = ctx;
-	struct idgen_lease_args args;
+	struct module_dev *d = ctx;
 
-	memset(&args, 0, sizeof(args));
-	args.floor_ms = floor_ms;
-	args.valid_until_ms = valid_until_ms;
-	args.region = region;
-	args.worker = worker;
-	args.flags = synced ? IDGEN_LEASE_CLOCK_SYNCED : 0;
-	args.region_bits = d->layout.region_bits;
-	args.worker_bits = d->layout.worker_bits;
-	args.seq_bits = d->layout.seq_bits;
-	return ioctl_errno(d->fd, IDGEN_IOC_SET_LEASE, &args);
+	return idgen_device_revoke(d->fd, last_ms);
 }
 
-static int idgen_revoke(void *ctx, uint64_t *last_ms)
+static int module_held(void *ctx, struct idgen_device_state *out)
 {
-	struct idgen_dev *d = ctx;
-	__u64 last = 0;
-	int err;
+	struct module_dev *d = ctx;
 
-	err = ioctl_errno(d->fd, IDGEN_IOC_REVOKE, &last);
-	*last_ms = last;
-	return err;
+	return idgen_device_get_state(d->fd, out);
 }
 
-static int idgen_held(void *ctx, struct device_held *out)
-{
-	struct idgen_dev *d = ctx;
-	struct idgen_state st;
-	int err;
-
-	memset(&st, 0, sizeof(st));
-	err = ioctl_errno(d->fd, IDGEN_IOC_GET_STATE, &st);
-	if (err)
-		return err;
-	memset(out, 0, sizeof(*out));
-	out->leased = st.flags & IDGEN_STATE_LEASED;
-	out->region = st.region;
-	out->worker = st.worker;
-	out->floor_ms = st.floor_ms;
-	out->valid_until_ms = st.valid_until_ms;
-	out->last_ms = st.last_ms;
-	out->now_ms = st.now_ms;
-	out->region_bits = st.region_bits;
-	out->worker_bits = st.worker_bits;
-	return 0;
-}
-
-static const struct device_ops idgen_device_ops = {
-	.push = idgen_push,
-	.revoke = idgen_revoke,
-	.held = idgen_held,
+static const struct device_ops module_device_ops = {
+	.push = module_push,
+	.revoke = module_revoke,
+	.held = module_held,
 };
 
 int device_open(struct device *dev, const char *spec,
 		const struct lease_layout *layout)
 {
-	struct idgen_dev *d;
+	struct module_dev *d;
 	int err;
 
 	if (!strncmp(spec, "sim:", 4))
 		return device_sim_open(dev, spec + 4, layout);
 
-	d = malloc(sizeof(*d));
+	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	d->fd = open(spec, O_RDONLY | O_CLOEXEC);
+	d->fd = idgen_open(spec, 0);
 	if (d->fd < 0) {
-		err = -errno;
+		err = d->fd;
 		log_err("cannot open the generator %s: %s%s", spec,
 			strerror(-err), err == -ENOENT ?
 			" (is idgen.ko loaded? 'modprobe idgen')" : "");
 		free(d);
 		return err;
 	}
-	d->layout = *layout;
-	dev->ops = &idgen_device_ops;
+	d->layout.region_bits = layout->region_bits;
+	d->layout.worker_bits = layout->worker_bits;
+	d->layout.seq_bits = layout->seq_bits;
+	dev->ops = &module_device_ops;
 	dev->ctx = d;
 	return 0;
 }
 
 void device_close(struct device *dev)
 {
-	struct idgen_dev *d = dev->ctx;
+	struct module_dev *d = dev->ctx;
 
 	if (!d)
 		return;
-	if (dev->ops == &idgen_device_ops) {
-		close(d->fd);
+	if (dev->ops == &module_device_ops) {
+		idgen_close(d->fd);
 		free(d);
 	} else {
 		device_sim_close(dev);

@@ -11,20 +11,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "idgen.h"
 #include "layout.h"
-
-/* What the generator holds now. */
-struct device_held {
-	bool leased;
-	uint32_t region;
-	uint32_t worker;
-	uint64_t floor_ms;
-	uint64_t valid_until_ms;
-	uint64_t last_ms;		/* highest ms stamped or fenced off */
-	uint64_t now_ms;		/* its trusted wall clock */
-	uint8_t region_bits;		/* the layout in force */
-	uint8_t worker_bits;
-};
 
 /*
  * All return 0 or a negative errno (those of include/uapi/linux/idgen.h:
@@ -39,13 +27,19 @@ struct device_ops {
 		    uint64_t floor_ms, uint64_t valid_until_ms, bool synced);
 	/* Stop minting under the lease; *last_ms bounds every ID minted. */
 	int (*revoke)(void *ctx, uint64_t *last_ms);
-	int (*held)(void *ctx, struct device_held *out);
+	/* What the generator holds now, as libidgen reads the module's. */
+	int (*held)(void *ctx, struct idgen_device_state *out);
 };
 
 struct device {
 	const struct device_ops *ops;
 	void *ctx;
 };
+
+static inline bool device_leased(const struct idgen_device_state *st)
+{
+	return st->flags & LIBIDGEN_STATE_LEASED;
+}
 
 /*
  * "/dev/idgen" (or another path of the device), or "sim:<file>" for the

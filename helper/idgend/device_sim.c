@@ -25,8 +25,7 @@ struct sim {
 	char *tmp;
 	char *log;
 	struct lease_layout push_layout;	/* what this daemon pushes */
-	struct device_held h;
-	unsigned int seq_bits;			/* the held lease's */
+	struct idgen_device_state h;
 };
 
 /* The host's wall clock, as idgend's clock reads it. */
@@ -40,7 +39,7 @@ static void sim_advance(struct sim *s)
 {
 	uint64_t now = sim_now(), top;
 
-	if (!s->h.leased || now <= s->h.floor_ms)
+	if (!device_leased(&s->h) || now <= s->h.floor_ms)
 		return;
 	top = now < s->h.valid_until_ms ? now : s->h.valid_until_ms - 1;
 	if (top > s->h.last_ms)
@@ -51,7 +50,7 @@ static void sim_default_layout(struct sim *s)
 {
 	s->h.region_bits = SIM_REGION_BITS;
 	s->h.worker_bits = SIM_WORKER_BITS;
-	s->seq_bits = SIM_SEQ_BITS;
+	s->h.seq_bits = SIM_SEQ_BITS;
 }
 
 static int sim_load(struct sim *s)
@@ -70,12 +69,14 @@ static int sim_load(struct sim *s)
 		   &s->h.floor_ms, &s->h.valid_until_ms, &s->h.last_ms, &rb, &wb,
 		   &sb);
 	fclose(f);
-	if (n != 9 || rb + wb + sb != IDGEN_NODE_SEQ_BITS)
+	/* A layout the module would not take is not one it holds. */
+	if (n != 9 || !idgen_widths_valid(rb, wb, sb))
 		return -EIO;
-	s->h.leased = leased;
+	if (leased)
+		s->h.flags |= LIBIDGEN_STATE_LEASED;
 	s->h.region_bits = rb;
 	s->h.worker_bits = wb;
-	s->seq_bits = sb;
+	s->h.seq_bits = sb;
 	return 0;
 }
 
@@ -86,9 +87,9 @@ static int sim_store(struct sim *s)
 	if (!f)
 		return -errno;
 	fprintf(f, "%u %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu64 " %" PRIu64
-		" %u %u %u\n", s->h.leased, s->h.region, s->h.worker,
+		" %u %u %u\n", (unsigned int)device_leased(&s->h), s->h.region, s->h.worker,
 		s->h.floor_ms, s->h.valid_until_ms, s->h.last_ms,
-		s->h.region_bits, s->h.worker_bits, s->seq_bits);
+		s->h.region_bits, s->h.worker_bits, s->h.seq_bits);
 	if (fclose(f) || rename(s->tmp, s->file))
 		return -errno;
 	return 0;
@@ -142,7 +143,7 @@ static int sim_push(void *ctx, uint32_t region, uint32_t worker,
 	/* A fence the clock has passed: the module refuses it so. */
 	if (valid_until_ms <= now)
 		return sim_never_mints(now);
-	if (s->h.leased && s->h.region == region && s->h.worker == worker &&
+	if (device_leased(&s->h) && s->h.region == region && s->h.worker == worker &&
 	    s->h.region_bits == lay->region_bits &&
 	    s->h.worker_bits == lay->worker_bits) {
 		if (valid_until_ms < s->h.valid_until_ms)
@@ -164,13 +165,13 @@ static int sim_push(void *ctx, uint32_t region, uint32_t worker,
 	}
 	if (floor_ms > s->h.last_ms)
 		s->h.last_ms = floor_ms;
-	s->h.leased = true;
+	s->h.flags |= LIBIDGEN_STATE_LEASED;
 	s->h.region = region;
 	s->h.worker = worker;
 	s->h.valid_until_ms = valid_until_ms;
 	s->h.region_bits = lay->region_bits;
 	s->h.worker_bits = lay->worker_bits;
-	s->seq_bits = lay->seq_bits;
+	s->h.seq_bits = lay->seq_bits;
 	/*
 	 * Logged before it is stored: a daemon killed in between leaves a
 	 * log that says more than the generator holds, never less, so the
@@ -191,14 +192,14 @@ static int sim_revoke(void *ctx, uint64_t *last_ms)
 	err = sim_load(s);
 	if (err)
 		return err;
-	if (!s->h.leased) {
+	if (!device_leased(&s->h)) {
 		/* As the module: a retried revoke is safe. */
 		*last_ms = s->h.last_ms;
 		sim_log(s, "revoke-idle last=%" PRIu64, s->h.last_ms);
 		return 0;
 	}
 	sim_advance(s);
-	s->h.leased = false;
+	s->h.flags &= ~LIBIDGEN_STATE_LEASED;
 	err = sim_store(s);
 	if (err)
 		return err;
@@ -207,7 +208,7 @@ static int sim_revoke(void *ctx, uint64_t *last_ms)
 	return 0;
 }
 
-static int sim_held(void *ctx, struct device_held *out)
+static int sim_held(void *ctx, struct idgen_device_state *out)
 {
 	struct sim *s = ctx;
 	int err;
@@ -216,7 +217,7 @@ static int sim_held(void *ctx, struct device_held *out)
 	if (err)
 		return err;
 	sim_advance(s);
-	if (!s->h.leased)
+	if (!device_leased(&s->h))
 		sim_default_layout(s);	/* the default's, as the module */
 	*out = s->h;
 	out->now_ms = sim_now();

@@ -1,260 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * etcd.c: the store of store.h on etcd v3, through the JSON gateway that
- * etcd 3.4 serves next to gRPC (POST /v3/kv/range and /v3/kv/txn), with
- * libcurl for HTTP, json-c for JSON and libcrypto for base64.
- *
- * The gateway speaks proto3's JSON mapping: bytes are base64, int64 are
- * decimal strings, and every field at its default value is left out (no
- * "kvs" for an empty range, no "succeeded" for a failed txn, no "value"
- * for an empty value).  Absent fields therefore mean their default, while
- * anything present must have the right type, or the response is garbled:
- * the endpoint's failure (call()).
+ * etcd.c: the store of store.h on etcd v3, the layer of idgen's records:
+ * the keys, the values and what each says, the listings of a region, and
+ * the txns every write is (R2).  Their encoding for the JSON gateway is
+ * etcd_gateway.h's, their transport etcd_http.h's.
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <limits.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <curl/curl.h>
-#include <json.h>
-#include <openssl/evp.h>
-
 #include "decimal.h"
 #include "etcd.h"
-#include "http_body.h"
-#include "json_ascii.h"
-
-/*
- * Far above one page of a listing (ETCD_PAGE_KEYS) or one record: a bigger
- * answer is not etcd's, or a page to ask for again in smaller pieces.
- */
-#define ETCD_BODY_MAX		(4u << 20)
-#define ETCD_CONNECT_MS		1000u
-
-struct etcd {
-	CURL *curl;
-	struct curl_slist *headers;
-	char **endpoints;
-	unsigned int n_endpoints;
-	unsigned int current;		/* the last endpoint that answered */
-	char *prefix;
-	char *key;			/* etcd_key()'s buffer */
-	size_t key_size;
-
-	struct idgen_http_body body;	/* the response */
-
-	char curl_err[CURL_ERROR_SIZE];
-	char err[512];
-};
-
-static void set_err(struct etcd *e, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static void set_err(struct etcd *e, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(e->err, sizeof(e->err), fmt, ap);
-	va_end(ap);
-}
-
-/* --- base64 ------------------------------------------------------------ */
-
-static char *b64_encode(const void *p, size_t len)
-{
-	char *s;
-
-	if (len > INT_MAX / 2)
-		return NULL;
-	s = malloc(4 * ((len + 2) / 3) + 1);
-	if (s)
-		EVP_EncodeBlock((unsigned char *)s, p, (int)len);
-	return s;
-}
-
-/*
- * EVP_DecodeBlock skips surrounding whitespace and counts '=' padding as
- * output bytes, so the alphabet and the padding are checked here first and
- * the padding taken off its count.  *out is NUL-terminated for convenience
- * but may hold NULs itself.
- */
-static int b64_decode(const char *s, size_t len, unsigned char **out,
-		      size_t *out_len)
-{
-	unsigned char *buf;
-	size_t i, pad = 0;
-	int n;
-
-	if (len % 4 || len > INT_MAX)
-		return -EPROTO;
-	for (i = 0; i < len; i++) {
-		char c = s[i];
-
-		if (c == '=') {
-			if (i < len - 2)
-				return -EPROTO;
-			pad++;
-		} else if (pad || !((c >= 'A' && c <= 'Z') ||
-				    (c >= 'a' && c <= 'z') ||
-				    (c >= '0' && c <= '9') ||
-				    c == '+' || c == '/')) {
-			return -EPROTO;
-		}
-	}
-	buf = malloc(len / 4 * 3 + 1);
-	if (!buf)
-		return -ENOMEM;
-	n = EVP_DecodeBlock(buf, (const unsigned char *)s, (int)len);
-	if (n < 0 || (size_t)n < pad) {
-		free(buf);
-		return -EPROTO;
-	}
-	n -= pad;
-	buf[n] = '\0';
-	*out = buf;
-	*out_len = n;
-	return 0;
-}
-
-/* --- JSON helpers -------------------------------------------------------- */
-
-/* Strict unsigned decimal (lib/decimal.h), at most max. */
-static bool parse_dec(const char *s, size_t len, uint64_t max, uint64_t *v)
-{
-	return !idgen_decimal(s, len, 0, max, v);
-}
-
-/*
- * Parses len bytes as one JSON value and nothing else.  On failure, why
- * says where it went wrong, for the message (a byte offset past a
- * non-ASCII character counts in the escaped text json-c read).
- */
-static int parse_json(const char *buf, size_t len, struct json_object **out,
-		      char *why, size_t why_size)
-{
-	struct json_tokener *tok;
-	struct json_object *o;
-	enum json_tokener_error jerr;
-	const char *bad;
-	char *ascii;
-	size_t end, ascii_len;
-	int ret = -EPROTO;
-
-	*out = NULL;
-	if (!len) {
-		snprintf(why, why_size, "empty");
-		return -EPROTO;
-	}
-	/* Raw UTF-8 as \uXXXX: json-c 0.18 rejects it in strict mode. */
-	ret = json_ascii(buf, len, &ascii, &ascii_len, &end, &bad);
-	if (ret == -EILSEQ) {
-		snprintf(why, why_size, "%s at byte %zu", bad, end);
-		return -EPROTO;
-	}
-	if (ret)
-		return ret;
-	if (ascii) {
-		buf = ascii;
-		len = ascii_len;
-	}
-	ret = -EPROTO;
-	if (len > INT_MAX) {
-		snprintf(why, why_size, "too long");
-		free(ascii);
-		return -EPROTO;
-	}
-	tok = json_tokener_new();
-	if (!tok) {
-		free(ascii);
-		return -ENOMEM;
-	}
-	json_tokener_set_flags(tok, JSON_TOKENER_STRICT);
-	o = json_tokener_parse_ex(tok, buf, (int)len);
-	jerr = json_tokener_get_error(tok);
-	if (!o && jerr == json_tokener_continue) {
-		/* A top-level scalar only ends at the end of the input. */
-		o = json_tokener_parse_ex(tok, "", 1);
-		jerr = json_tokener_get_error(tok);
-		if (!o && jerr == json_tokener_error_parse_eof) {
-			snprintf(why, why_size, "truncated at byte %zu", len);
-			goto out;
-		}
-	}
-	if (!o) {
-		snprintf(why, why_size, "%s at byte %zu",
-			 json_tokener_error_desc(jerr),
-			 json_tokener_get_parse_end(tok));
-		goto out;
-	}
-	end = json_tokener_get_parse_end(tok);
-	while (end < len && (buf[end] == ' ' || buf[end] == '\t' ||
-			     buf[end] == '\r' || buf[end] == '\n'))
-		end++;
-	if (end < len) {
-		snprintf(why, why_size, "trailing data at byte %zu", end);
-		json_object_put(o);
-		goto out;
-	}
-	*out = o;
-	ret = 0;
-out:
-	json_tokener_free(tok);
-	free(ascii);
-	return ret;
-}
-
-/*
- * A proto3 int64 field: a decimal string, 0 when absent.  Every int64 we
- * read is a revision or a count, so a negative one is as wrong as a
- * non-number.
- */
-static bool get_i64(struct json_object *parent, const char *name, int64_t *v)
-{
-	struct json_object *o;
-	uint64_t u;
-
-	if (!json_object_object_get_ex(parent, name, &o) || !o) {
-		*v = 0;
-		return true;
-	}
-	if (!json_object_is_type(o, json_type_string) ||
-	    !parse_dec(json_object_get_string(o), json_object_get_string_len(o),
-		       INT64_MAX, &u))
-		return false;
-	*v = (int64_t)u;
-	return true;
-}
-
-/* A proto3 bytes field: base64, empty when absent. */
-static int get_bytes(struct json_object *parent, const char *name,
-		     unsigned char **p, size_t *len)
-{
-	struct json_object *o;
-
-	if (!json_object_object_get_ex(parent, name, &o) || !o)
-		return b64_decode("", 0, p, len);
-	if (!json_object_is_type(o, json_type_string))
-		return -EPROTO;
-	return b64_decode(json_object_get_string(o),
-			  json_object_get_string_len(o), p, len);
-}
-
-/* A member that must be of one type when present; NULL when absent. */
-static bool get_typed(struct json_object *parent, const char *name,
-		      enum json_type type, struct json_object **o)
-{
-	if (!json_object_object_get_ex(parent, name, o) || !*o) {
-		*o = NULL;
-		return true;
-	}
-	return json_object_is_type(*o, type);
-}
+#include "etcd_gateway.h"
+#include "etcd_http.h"
 
 /* --- records ------------------------------------------------------------- */
 
@@ -311,7 +72,7 @@ static void parse_value(const unsigned char *v, size_t len,
 	r->token[0] = '\0';
 	r->nonce[0] = '\0';
 	r->valid_until_ms = 0;
-	if (parse_json((const char *)v, len, &root, why, sizeof(why)))
+	if (gw_parse_json((const char *)v, len, &root, why, sizeof(why)))
 		return;
 	if (!json_object_is_type(root, json_type_object) ||
 	    !json_object_object_get_ex(root, "owner", &owner) ||
@@ -340,7 +101,7 @@ static void parse_value(const unsigned char *v, size_t len,
 		if (ms == UINT64_MAX)
 			goto out;
 	} else if (json_object_is_type(until, json_type_string)) {
-		if (!parse_dec(json_object_get_string(until),
+		if (!gw_parse_dec(json_object_get_string(until),
 			       json_object_get_string_len(until), UINT64_MAX,
 			       &ms))
 			goto out;
@@ -372,26 +133,26 @@ static int parse_kv(struct etcd *e, const char *ep, struct json_object *kv,
 	int ret;
 
 	if (!json_object_is_type(kv, json_type_object)) {
-		set_err(e, "%s: a kv is not an object", ep);
+		etcd_set_err(e, "%s: a kv is not an object", ep);
 		return -EPROTO;
 	}
-	ret = get_bytes(kv, "key", key, key_len);
+	ret = gw_get_bytes(kv, "key", key, key_len);
 	if (ret) {
 		if (ret == -EPROTO)
-			set_err(e, "%s: a kv's key is not base64", ep);
+			etcd_set_err(e, "%s: a kv's key is not base64", ep);
 		return ret;
 	}
 	r->exists = true;
-	if (!get_i64(kv, "mod_revision", &r->mod_revision)) {
-		set_err(e, "%s: a kv's mod_revision is not an int64 string",
+	if (!gw_get_i64(kv, "mod_revision", &r->mod_revision)) {
+		etcd_set_err(e, "%s: a kv's mod_revision is not an int64 string",
 			ep);
 		ret = -EPROTO;
 		goto fail;
 	}
-	ret = get_bytes(kv, "value", &val, &val_len);
+	ret = gw_get_bytes(kv, "value", &val, &val_len);
 	if (ret) {
 		if (ret == -EPROTO)
-			set_err(e, "%s: a kv's value is not base64", ep);
+			etcd_set_err(e, "%s: a kv's value is not base64", ep);
 		goto fail;
 	}
 	parse_value(val, val_len, r);
@@ -417,15 +178,15 @@ static int parse_range_one(struct etcd *e, const char *ep,
 	int ret;
 
 	rec_absent(r, worker);
-	if (!get_typed(resp, "kvs", json_type_array, &kvs)) {
-		set_err(e, "%s: kvs is not an array", ep);
+	if (!gw_get_typed(resp, "kvs", json_type_array, &kvs)) {
+		etcd_set_err(e, "%s: kvs is not an array", ep);
 		return -EPROTO;
 	}
 	n = kvs ? json_object_array_length(kvs) : 0;
 	if (!n)
 		return 0;
 	if (n > 1) {
-		set_err(e, "%s: %zu kvs for the one key %s", ep, n, key);
+		etcd_set_err(e, "%s: %zu kvs for the one key %s", ep, n, key);
 		return -EPROTO;
 	}
 	ret = parse_kv(e, ep, json_object_array_get_idx(kvs, 0), &k, &klen,
@@ -433,325 +194,11 @@ static int parse_range_one(struct etcd *e, const char *ep,
 	if (ret)
 		return ret;
 	if (klen != strlen(key) || memcmp(k, key, klen)) {
-		set_err(e, "%s: asked for %s, got another key", ep, key);
+		etcd_set_err(e, "%s: asked for %s, got another key", ep, key);
 		ret = -EPROTO;
 	}
 	free(k);
 	return ret;
-}
-
-/* The response's "header", which every answer of etcd has. */
-static int check_header(struct etcd *e, const char *ep,
-			struct json_object *resp, int64_t *revision)
-{
-	struct json_object *h;
-
-	if (!json_object_is_type(resp, json_type_object)) {
-		set_err(e, "%s: response is not a JSON object", ep);
-		return -EPROTO;
-	}
-	if (!json_object_object_get_ex(resp, "header", &h) ||
-	    !json_object_is_type(h, json_type_object)) {
-		set_err(e, "%s: response has no header", ep);
-		return -EPROTO;
-	}
-	if (!get_i64(h, "revision", revision)) {
-		set_err(e, "%s: header.revision is not an int64 string", ep);
-		return -EPROTO;
-	}
-	return 0;
-}
-
-/* --- HTTP ---------------------------------------------------------------- */
-
-/* A printable excerpt of a body that is not what we expected, for logs. */
-static void excerpt(const char *b, size_t len, char *out, size_t size)
-{
-	size_t i;
-
-	if (len > size - 1)
-		len = size - 1;
-	while (len && (b[len - 1] == '\n' || b[len - 1] == '\r'))
-		len--;
-	for (i = 0; i < len; i++)
-		out[i] = b[i] >= 0x20 && b[i] < 0x7f ? b[i] : '?';
-	out[i] = '\0';
-}
-
-enum outcome {
-	ANSWERED,	/* a 2xx response; e->body holds it */
-	NOT_SENT,	/* nothing left here: safe to send elsewhere */
-	NO_ANSWER,	/* sent, but no usable answer: outcome unknown */
-	TOO_BIG,	/* an answer over ETCD_BODY_MAX: garbled, or a page
-			 * to ask again in smaller pieces */
-	COMPACTED,	/* the revision read at was compacted away */
-	FATAL,		/* -ENOMEM: stop here */
-};
-
-/*
- * etcd's error for a read at a compacted revision, rpctypes.ErrCompacted
- * through the gateway: gRPC code 11 (OutOfRange), which also covers "a
- * future revision"; only the message tells them apart.
- */
-static bool is_compacted(struct json_object *o)
-{
-	struct json_object *c, *m;
-
-	return json_object_object_get_ex(o, "code", &c) &&
-	       json_object_is_type(c, json_type_int) &&
-	       json_object_get_int64(c) == 11 &&
-	       json_object_object_get_ex(o, "message", &m) &&
-	       json_object_is_type(m, json_type_string) &&
-	       strstr(json_object_get_string(m),
-		      "required revision has been compacted");
-}
-
-/* One POST to one endpoint; what went wrong is in e->err. */
-static enum outcome post(struct etcd *e, const char *ep, const char *path,
-			 const char *req, int *fatal)
-{
-	char url[1024], why[160];
-	struct json_object *o;
-	curl_off_t sent = 0;
-	long status = 0, oserr = 0;
-	CURLcode rc;
-
-	if ((size_t)snprintf(url, sizeof(url), "%s%s", ep, path) >=
-	    sizeof(url)) {
-		set_err(e, "%s: endpoint too long", ep);
-		return NOT_SENT;
-	}
-	idgen_http_body_reset(&e->body, ETCD_BODY_MAX);
-	e->curl_err[0] = '\0';
-	curl_easy_setopt(e->curl, CURLOPT_URL, url);
-	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDS, req);
-	curl_easy_setopt(e->curl, CURLOPT_POSTFIELDSIZE, (long)strlen(req));
-	rc = curl_easy_perform(e->curl);
-
-	if (e->body.nomem) {
-		*fatal = -ENOMEM;
-		set_err(e, "%s: out of memory for the response", ep);
-		return FATAL;
-	}
-	if (e->body.too_long) {
-		set_err(e, "%s: response larger than %u bytes", ep,
-			ETCD_BODY_MAX);
-		return TOO_BIG;
-	}
-	if (rc != CURLE_OK) {
-		const char *msg = e->curl_err[0] ? e->curl_err :
-			curl_easy_strerror(rc);
-
-		curl_easy_getinfo(e->curl, CURLINFO_OS_ERRNO, &oserr);
-		if (oserr)
-			set_err(e, "%s: %s (%s)", ep, msg, strerror(oserr));
-		else
-			set_err(e, "%s: %s", ep, msg);
-		/*
-		 * REQUEST_SIZE counts request bytes handed to the socket in
-		 * this transfer, also on a reused connection (where the
-		 * connect time is 0): only at 0 can the server not have
-		 * acted on the request.
-		 */
-		if (curl_easy_getinfo(e->curl, CURLINFO_REQUEST_SIZE, &sent) ||
-		    sent > 0)
-			return NO_ANSWER;
-		return NOT_SENT;
-	}
-	curl_easy_getinfo(e->curl, CURLINFO_RESPONSE_CODE, &status);
-	if (status >= 200 && status < 300)
-		return ANSWERED;
-
-	/* etcd's errors: {"error": "...", "code": N, "message": "..."} */
-	o = NULL;
-	if (!parse_json(e->body.text, e->body.len, &o, why, sizeof(why)) &&
-	    json_object_is_type(o, json_type_object)) {
-		struct json_object *m;
-
-		if ((json_object_object_get_ex(o, "message", &m) ||
-		     json_object_object_get_ex(o, "error", &m)) &&
-		    json_object_is_type(m, json_type_string)) {
-			enum outcome out = is_compacted(o) ? COMPACTED :
-				NO_ANSWER;
-
-			set_err(e, "%s: HTTP %ld: %s", ep, status,
-				json_object_get_string(m));
-			json_object_put(o);
-			return out;
-		}
-	}
-	json_object_put(o);
-	excerpt(e->body.text, e->body.len, why, 80);
-	set_err(e, "%s: HTTP %ld: %s", ep, status, why);
-	return NO_ANSWER;
-}
-
-/*
- * What an operation reads from an answer that is JSON with a header:
- * fills arg and returns 0, or returns -EPROTO (e->err saying why) when the
- * answer is not one to its request, or -ENOMEM.  It may be called once per
- * endpoint, so it must not leave anything behind on failure.
- */
-typedef int (*answer_fn)(struct etcd *e, const char *ep,
-			 struct json_object *resp, int64_t revision,
-			 void *arg);
-
-/* call()'s flags. */
-#define CALL_WRITE	0x1	/* not idempotent: never sent twice */
-#define CALL_PAGE	0x2	/* a page of a listing at a fixed revision:
-				 * a compacted revision is -ESTALE */
-#define CALL_SHRINK	0x4	/* an answer too big is -EMSGSIZE, for the
-				 * caller to ask for less */
-
-/* Parses e->body as an answer and hands it to parse. */
-static int answer(struct etcd *e, const char *ep, answer_fn parse,
-		  void *arg)
-{
-	struct json_object *resp;
-	int64_t revision;
-	char why[160];
-	int ret;
-
-	ret = parse_json(e->body.text, e->body.len, &resp, why, sizeof(why));
-	if (ret) {
-		if (ret == -EPROTO)
-			set_err(e, "%s: response is not JSON (%s)", ep, why);
-		return ret;
-	}
-	ret = check_header(e, ep, resp, &revision);
-	if (!ret)
-		ret = parse(e, ep, resp, revision, arg);
-	json_object_put(resp);
-	return ret;
-}
-
-/*
- * Sends req to path on each endpoint in turn, from the last one that
- * answered, until one gives an answer parse accepts.  A read goes on after
- * any failure, a garbled answer included: that endpoint is broken, not
- * etcd.  A write stops at the first endpoint that may have received it
- * (sending it again elsewhere could apply it twice; only a re-read can
- * tell) and is -ETIMEDOUT; the next call then starts at the next endpoint,
- * so that the re-read does not ask the one that failed.
- *
- * When every endpoint failed: -EPROTO if one of them answered garbage,
- * else -ETIMEDOUT if one of them may have received the request, else
- * -ECONNREFUSED.  With CALL_PAGE or CALL_SHRINK, -ESTALE or -EMSGSIZE as
- * said at the flags, at once: every member would answer the same.
- */
-static int call(struct etcd *e, const char *path, const char *req,
-		unsigned int flags, answer_fn parse, void *arg)
-{
-	char last[sizeof(e->err)] = "";
-	bool sent = false, garbled = false;
-	unsigned int i, k;
-	int ret;
-
-	if (!e->n_endpoints) {
-		set_err(e, "no etcd endpoints");
-		return -ECONNREFUSED;
-	}
-	for (i = 0; i < e->n_endpoints; i++) {
-		const char *ep;
-
-		k = (e->current + i) % e->n_endpoints;
-		ep = e->endpoints[k];
-		switch (post(e, ep, path, req, &ret)) {
-		case FATAL:
-			return ret;
-		case NOT_SENT:
-			memcpy(last, e->err, sizeof(last));
-			continue;
-		case COMPACTED:
-			if (flags & CALL_PAGE) {
-				e->current = k;
-				return -ESTALE;
-			}
-			sent = true;
-			break;
-		case NO_ANSWER:
-			sent = true;
-			break;
-		case TOO_BIG:
-			if (flags & CALL_SHRINK) {
-				e->current = k;
-				return -EMSGSIZE;
-			}
-			garbled = true;
-			break;
-		case ANSWERED:
-			ret = answer(e, ep, parse, arg);
-			if (!ret) {
-				e->current = k;
-				return 0;
-			}
-			if (ret != -EPROTO)
-				return ret;
-			garbled = true;
-			break;
-		}
-		/* Sent, and no usable answer from this endpoint. */
-		if (flags & CALL_WRITE) {
-			e->current = (k + 1) % e->n_endpoints;
-			return -ETIMEDOUT;
-		}
-		memcpy(last, e->err, sizeof(last));
-	}
-	if (e->n_endpoints == 1)
-		memcpy(e->err, last, sizeof(e->err));
-	else
-		set_err(e, "all %u endpoints %s (last: %.400s)",
-			e->n_endpoints, sent || garbled ? "failed" :
-			"unreachable", last);
-	return garbled ? -EPROTO : sent ? -ETIMEDOUT : -ECONNREFUSED;
-}
-
-/* --- requests ------------------------------------------------------------ */
-
-static int add_str(struct json_object *o, const char *name, const char *s)
-{
-	struct json_object *v = json_object_new_string(s);
-
-	if (!v || json_object_object_add(o, name, v)) {
-		json_object_put(v);
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-/* Adds name: base64 of len bytes of p. */
-static int add_b64(struct json_object *o, const char *name, const void *p,
-		   size_t len)
-{
-	char *s = b64_encode(p, len);
-	int ret;
-
-	if (!s)
-		return -ENOMEM;
-	ret = add_str(o, name, s);
-	free(s);
-	return ret;
-}
-
-static const char *to_string(struct json_object *o)
-{
-	return json_object_to_json_string_ext(o, JSON_C_TO_STRING_PLAIN |
-					      JSON_C_TO_STRING_NOSLASHESCAPE);
-}
-
-/*
- * o as ASCII-only JSON in a malloc'd string, or NULL: what a strict
- * json-c 0.18 reads back (json_ascii.h), for values stored in etcd.
- */
-static char *to_ascii(struct json_object *o)
-{
-	const char *s = to_string(o), *bad;
-	size_t len = strlen(s), at;
-	char *ascii;
-
-	if (json_ascii(s, len, &ascii, &len, &at, &bad))
-		return NULL;
-	return ascii ?: strdup(s);
 }
 
 /* --- store_ops ----------------------------------------------------------- */
@@ -844,23 +291,23 @@ static int page_parse(struct etcd *e, const char *ep, struct json_object *resp,
 	p->nrec = 0;
 	free(p->last);
 	p->last = NULL;
-	if (!get_typed(resp, "kvs", json_type_array, &kvs)) {
-		set_err(e, "%s: kvs is not an array", ep);
+	if (!gw_get_typed(resp, "kvs", json_type_array, &kvs)) {
+		etcd_set_err(e, "%s: kvs is not an array", ep);
 		return -EPROTO;
 	}
-	if (!get_typed(resp, "more", json_type_boolean, &more)) {
-		set_err(e, "%s: more is not a boolean", ep);
+	if (!gw_get_typed(resp, "more", json_type_boolean, &more)) {
+		etcd_set_err(e, "%s: more is not a boolean", ep);
 		return -EPROTO;
 	}
 	p->more = more && json_object_get_boolean(more);
 	nkv = kvs ? json_object_array_length(kvs) : 0;
 	if (nkv > p->limit || (p->more && !nkv)) {
-		set_err(e, "%s: %zu kvs%s for a limit of %" PRIu32, ep, nkv,
+		etcd_set_err(e, "%s: %zu kvs%s for a limit of %" PRIu32, ep, nkv,
 			p->more ? " and more" : "", p->limit);
 		return -EPROTO;
 	}
 	if (p->more && !at) {
-		set_err(e, "%s: a partial range at no revision", ep);
+		etcd_set_err(e, "%s: a partial range at no revision", ep);
 		return -EPROTO;
 	}
 	for (i = 0; i < nkv; i++) {
@@ -872,19 +319,19 @@ static int page_parse(struct etcd *e, const char *ep, struct json_object *resp,
 		if (ret)
 			goto fail;
 		if (klen < p->plen || memcmp(k, p->pfx, p->plen)) {
-			set_err(e, "%s: a key outside the range asked for",
+			etcd_set_err(e, "%s: a key outside the range asked for",
 				ep);
 			ret = -EPROTO;
 			goto fail;
 		}
 		/* In order, from where we asked: else pages could loop. */
 		if (key_cmp(k, klen, prev, prev_len) < (i ? 1 : 0)) {
-			set_err(e, "%s: keys out of order", ep);
+			etcd_set_err(e, "%s: keys out of order", ep);
 			ret = -EPROTO;
 			goto fail;
 		}
 		if (r.mod_revision > at) {
-			set_err(e, "%s: a kv of revision %" PRId64
+			etcd_set_err(e, "%s: a kv of revision %" PRId64
 				" in a read at %" PRId64, ep, r.mod_revision,
 				at);
 			ret = -EPROTO;
@@ -917,15 +364,15 @@ static struct json_object *page_request(const struct page *p,
 	struct json_object *req = json_object_new_object(), *v;
 	char num[24];
 
-	if (!req || add_b64(req, "key", p->from, p->from_len) ||
-	    add_b64(req, "range_end", end, p->plen))
+	if (!req || gw_add_b64(req, "key", p->from, p->from_len) ||
+	    gw_add_b64(req, "range_end", end, p->plen))
 		goto nomem;
 	snprintf(num, sizeof(num), "%" PRIu32, p->limit);
-	if (add_str(req, "limit", num))
+	if (gw_add_str(req, "limit", num))
 		goto nomem;
 	if (p->revision) {
 		snprintf(num, sizeof(num), "%" PRId64, p->revision);
-		if (add_str(req, "revision", num))
+		if (gw_add_str(req, "revision", num))
 			goto nomem;
 	}
 	if (keys_only) {
@@ -1010,9 +457,9 @@ restart:
 		req = page_request(&p, (unsigned char *)end, keys_only);
 		if (!req)
 			goto nomem;
-		ret = call(e, "/v3/kv/range", to_string(req),
-			   (p.revision ? CALL_PAGE : 0) |
-			   (p.limit > 1 || !keys_only ? CALL_SHRINK : 0),
+		ret = etcd_call(e, "/v3/kv/range", gw_to_string(req),
+			   (p.revision ? ETCD_CALL_PAGE : 0) |
+			   (p.limit > 1 || !keys_only ? ETCD_CALL_SHRINK : 0),
 			   page_parse, &p);
 		json_object_put(req);
 		if (ret == -EMSGSIZE) {
@@ -1026,7 +473,7 @@ restart:
 			if (++compacted <= ETCD_LIST_RESTARTS)
 				goto restart;
 			memcpy(why, e->err, sizeof(why));
-			set_err(e, "%s: the revision of the listing was "
+			etcd_set_err(e, "%s: the revision of the listing was "
 				"compacted away before its last page, %u "
 				"times in a row (last: revision %" PRId64
 				", %.200s)", pfx, compacted, p.revision, why);
@@ -1050,7 +497,7 @@ restart:
 	ret = 0;
 	goto out;
 nomem:
-	set_err(e, "out of memory");
+	etcd_set_err(e, "out of memory");
 	ret = -ENOMEM;
 out:
 	free(p.from);
@@ -1124,38 +571,19 @@ static int etcd_get(void *ctx, uint32_t region, uint32_t worker,
 
 	e->err[0] = '\0';
 	req = json_object_new_object();
-	if (!req || add_b64(req, "key", key, strlen(key))) {
+	if (!req || gw_add_b64(req, "key", key, strlen(key))) {
 		json_object_put(req);
-		set_err(e, "out of memory");
+		etcd_set_err(e, "out of memory");
 		ret = -ENOMEM;
 		goto fail;
 	}
-	ret = call(e, "/v3/kv/range", to_string(req), 0, get_parse, &a);
+	ret = etcd_call(e, "/v3/kv/range", gw_to_string(req), 0, get_parse, &a);
 	json_object_put(req);
 	if (!ret)
 		return 0;
 fail:
 	rec_unknown(out, worker);
 	return ret;
-}
-
-/* A new object or array as member name of o, or element of array o. */
-static struct json_object *add_new(struct json_object *o, const char *name,
-				   bool array)
-{
-	struct json_object *v = array ? json_object_new_array() :
-		json_object_new_object();
-	int ret;
-
-	if (!v)
-		return NULL;
-	ret = name ? json_object_object_add(o, name, v) :
-		json_object_array_add(o, v);
-	if (ret) {
-		json_object_put(v);
-		return NULL;
-	}
-	return v;
 }
 
 /* The key of a region's layout record: "/idgen/r0/layout". */
@@ -1179,82 +607,6 @@ static char *width_key(struct etcd *e)
 }
 
 /*
- * One compare of a txn: MOD(key) result rev, over [key, range_end) when
- * range_end is given.  etcd compares a missing key's mod_revision as 0.
- */
-struct txn_compare {
-	const char *key;
-	const char *range_end;		/* NULL: the key alone */
-	int64_t rev;
-	const char *result;		/* "EQUAL", "LESS" */
-};
-
-/* Appends {"target": "MOD", "key": ..., ["range_end": ...,] "mod_revision": ..., "result": ...}. */
-static int add_compare(struct json_object *a, const struct txn_compare *c)
-{
-	struct json_object *o = add_new(a, NULL, false);
-	char s[24];
-
-	snprintf(s, sizeof(s), "%" PRId64, c->rev);
-	if (!o || add_str(o, "target", "MOD") ||
-	    add_b64(o, "key", c->key, strlen(c->key)) ||
-	    (c->range_end && add_b64(o, "range_end", c->range_end, strlen(c->range_end))) ||
-	    add_str(o, "mod_revision", s) || add_str(o, "result", c->result))
-		return -ENOMEM;
-	return 0;
-}
-
-/* Appends {"request_range": {"key": key}} to array a. */
-static int add_range_op(struct json_object *a, const char *key)
-{
-	struct json_object *op = add_new(a, NULL, false);
-
-	op = op ? add_new(op, "request_range", false) : NULL;
-	if (!op || add_b64(op, "key", key, strlen(key)))
-		return -ENOMEM;
-	return 0;
-}
-
-/*
- * The one shape of every write idgend makes (R2): if every compare holds
- * then put key = value, else range each of the nfail keys (NULL entries
- * skipped), so a failed write reads back what it met.  NULL: no memory.
- */
-static struct json_object *txn_request(const struct txn_compare *cmp, size_t ncmp,
-				       const char *key, const char *value,
-				       const char *const *fail, size_t nfail)
-{
-	struct json_object *req, *a, *op;
-	size_t i;
-
-	req = json_object_new_object();
-	a = req ? add_new(req, "compare", true) : NULL;
-	for (i = 0; a && i < ncmp; i++)
-		if (add_compare(a, &cmp[i]))
-			a = NULL;
-	if (!a)
-		goto nomem;
-	a = add_new(req, "success", true);
-	op = a ? add_new(a, NULL, false) : NULL;
-	op = op ? add_new(op, "request_put", false) : NULL;
-	if (!op || add_b64(op, "key", key, strlen(key)) ||
-	    add_b64(op, "value", value, strlen(value)))
-		goto nomem;
-	if (nfail) {
-		a = add_new(req, "failure", true);
-		for (i = 0; a && i < nfail; i++)
-			if (fail[i] && add_range_op(a, fail[i]))
-				a = NULL;
-		if (!a)
-			goto nomem;
-	}
-	return req;
-nomem:
-	json_object_put(req);
-	return NULL;
-}
-
-/*
  * The txn: if mod_revision(key) == expect_rev [and mod_revision(lkey) ==
  * layout_rev] then put else range key [and range lkey].  etcd compares a
  * missing key's mod_revision as 0, so expect_rev 0 is "does not exist yet"
@@ -1273,22 +625,6 @@ static struct json_object *cas_request(const char *key, int64_t expect_rev,
 	return txn_request(cmp, lkey ? 2 : 1, key, value, fail, 2);
 }
 
-/* Element i of a failed txn's "responses": its response_range. */
-static struct json_object *failed_range(struct json_object *resp, size_t i,
-					size_t n)
-{
-	struct json_object *rs, *r, *rr;
-
-	if (!get_typed(resp, "responses", json_type_array, &rs) || !rs ||
-	    json_object_array_length(rs) != n ||
-	    !(r = json_object_array_get_idx(rs, i)) ||
-	    !json_object_is_type(r, json_type_object) ||
-	    !json_object_object_get_ex(r, "response_range", &rr) ||
-	    !json_object_is_type(rr, json_type_object))
-		return NULL;
-	return rr;
-}
-
 /* {"owner": ..., "token": ..., "write": ..., "valid_until_ms": N}, or NULL. */
 static char *value_json(const struct store_value *val)
 {
@@ -1296,16 +632,16 @@ static char *value_json(const struct store_value *val)
 	char *s = NULL;
 
 	o = json_object_new_object();
-	if (!o || add_str(o, "owner", val->owner) ||
-	    (val->token && val->token[0] && add_str(o, "token", val->token)) ||
-	    (val->nonce && add_str(o, "write", val->nonce)))
+	if (!o || gw_add_str(o, "owner", val->owner) ||
+	    (val->token && val->token[0] && gw_add_str(o, "token", val->token)) ||
+	    (val->nonce && gw_add_str(o, "write", val->nonce)))
 		goto out;
 	v = json_object_new_uint64(val->valid_until_ms);
 	if (!v || json_object_object_add(o, "valid_until_ms", v)) {
 		json_object_put(v);
 		goto out;
 	}
-	s = to_ascii(o);
+	s = gw_to_ascii(o);
 out:
 	json_object_put(o);
 	return s;
@@ -1334,24 +670,24 @@ static int cas_parse(struct etcd *e, const char *ep, struct json_object *resp,
 	size_t nr = a->lkey ? 2 : 1;
 	int ret;
 
-	if (!get_typed(resp, "succeeded", json_type_boolean, &ok)) {
-		set_err(e, "%s: succeeded is not a boolean", ep);
+	if (!gw_get_typed(resp, "succeeded", json_type_boolean, &ok)) {
+		etcd_set_err(e, "%s: succeeded is not a boolean", ep);
 		return -EPROTO;
 	}
 	a->succeeded = ok && json_object_get_boolean(ok);
 	if (a->succeeded) {
 		/* The txn's revision is the put's: the record's new one. */
 		if (revision <= a->expect_rev) {
-			set_err(e, "%s: txn succeeded at revision %" PRId64,
+			etcd_set_err(e, "%s: txn succeeded at revision %" PRId64,
 				ep, revision);
 			return -EPROTO;
 		}
 		a->new_rev = revision;
 		return 0;
 	}
-	rr = failed_range(resp, 0, nr);
+	rr = gw_failed_range(resp, 0, nr);
 	if (!rr) {
-		set_err(e, "%s: failed txn without its response_range", ep);
+		etcd_set_err(e, "%s: failed txn without its response_range", ep);
 		return -EPROTO;
 	}
 	ret = parse_range_one(e, ep, rr, a->key, a->worker, &a->now);
@@ -1360,9 +696,9 @@ static int cas_parse(struct etcd *e, const char *ep, struct json_object *resp,
 	a->now.layout_rev = STORE_ANY_LAYOUT;
 	if (!a->lkey)
 		return 0;
-	rr = failed_range(resp, 1, nr);
+	rr = gw_failed_range(resp, 1, nr);
 	if (!rr) {
-		set_err(e, "%s: failed txn without the layout's response_range",
+		etcd_set_err(e, "%s: failed txn without the layout's response_range",
 			ep);
 		return -EPROTO;
 	}
@@ -1394,7 +730,7 @@ static int etcd_cas(void *ctx, uint32_t region, uint32_t worker,
 	    strlen(val->owner) >= STORE_OWNER_MAX ||
 	    (val->token && strlen(val->token) >= STORE_TOKEN_MAX) ||
 	    (val->nonce && strlen(val->nonce) != STORE_NONCE_LEN)) {
-		set_err(e, "%s: bad cas arguments", key);
+		etcd_set_err(e, "%s: bad cas arguments", key);
 		ret = -EINVAL;
 		goto fail;
 	}
@@ -1405,7 +741,7 @@ static int etcd_cas(void *ctx, uint32_t region, uint32_t worker,
 	req = cas_request(key, expect_rev, lkey, layout_rev, value);
 	if (!req)
 		goto nomem;
-	ret = call(e, "/v3/kv/txn", to_string(req), CALL_WRITE, cas_parse,
+	ret = etcd_call(e, "/v3/kv/txn", gw_to_string(req), ETCD_CALL_WRITE, cas_parse,
 		   &a);
 	json_object_put(req);
 	if (ret)
@@ -1418,10 +754,10 @@ static int etcd_cas(void *ctx, uint32_t region, uint32_t worker,
 		return 0;
 	}
 	if (fenced && a.now.layout_rev != layout_rev)
-		set_err(e, "%s: revision %" PRId64 ", not %" PRId64 " (the layout changed)",
+		etcd_set_err(e, "%s: revision %" PRId64 ", not %" PRId64 " (the layout changed)",
 			lkey, a.now.layout_rev, layout_rev);
 	else
-		set_err(e, "%s: revision is %" PRId64 ", not %" PRId64, key,
+		etcd_set_err(e, "%s: revision is %" PRId64 ", not %" PRId64, key,
 			a.now.mod_revision, expect_rev);
 	free(lkey);
 	free(value);
@@ -1429,7 +765,7 @@ static int etcd_cas(void *ctx, uint32_t region, uint32_t worker,
 		*now = a.now;
 	return -ECANCELED;
 nomem:
-	set_err(e, "out of memory");
+	etcd_set_err(e, "out of memory");
 	ret = -ENOMEM;
 fail:
 	free(lkey);
@@ -1466,7 +802,7 @@ static void parse_layout(const unsigned char *v, size_t len,
 	char why[64];
 
 	l->valid = false;
-	if (parse_json((const char *)v, len, &root, why, sizeof(why)))
+	if (gw_parse_json((const char *)v, len, &root, why, sizeof(why)))
 		return;
 	if (json_object_is_type(root, json_type_object) &&
 	    get_uint(root, "region_bits", 64, &rb) &&
@@ -1498,24 +834,24 @@ static int layout_parse(struct etcd *e, const char *ep,
 
 	(void)revision;
 	memset(out, 0, sizeof(*out));
-	if (!get_typed(resp, "kvs", json_type_array, &kvs)) {
-		set_err(e, "%s: kvs is not an array", ep);
+	if (!gw_get_typed(resp, "kvs", json_type_array, &kvs)) {
+		etcd_set_err(e, "%s: kvs is not an array", ep);
 		return -EPROTO;
 	}
 	n = kvs ? json_object_array_length(kvs) : 0;
 	if (n > 1) {
-		set_err(e, "%s: %zu kvs for the one key %s", ep, n, a->key);
+		etcd_set_err(e, "%s: %zu kvs for the one key %s", ep, n, a->key);
 		return -EPROTO;
 	}
 	if (!n)
 		return 0;
 	kv = json_object_array_get_idx(kvs, 0);
 	if (!json_object_is_type(kv, json_type_object) ||
-	    !get_i64(kv, "mod_revision", &out->mod_revision) ||
-	    get_bytes(kv, "value", &val, &val_len)) {
+	    !gw_get_i64(kv, "mod_revision", &out->mod_revision) ||
+	    gw_get_bytes(kv, "value", &val, &val_len)) {
 		free(val);
 		memset(out, 0, sizeof(*out));
-		set_err(e, "%s: %s: not a kv with a revision and a value", ep,
+		etcd_set_err(e, "%s: %s: not a kv with a revision and a value", ep,
 			a->key);
 		return -EPROTO;
 	}
@@ -1523,7 +859,7 @@ static int layout_parse(struct etcd *e, const char *ep,
 	parse_layout(val, val_len, out);
 	free(val);
 	if (!out->valid)
-		set_err(e, "%s: %s holds a value that is not a layout", ep,
+		etcd_set_err(e, "%s: %s holds a value that is not a layout", ep,
 			a->key);
 	return 0;
 }
@@ -1539,12 +875,12 @@ static int etcd_layout_get(void *ctx, uint32_t region, struct store_layout *out)
 	e->err[0] = '\0';
 	memset(out, 0, sizeof(*out));
 	req = key ? json_object_new_object() : NULL;
-	if (!req || add_b64(req, "key", key, strlen(key))) {
-		set_err(e, "out of memory");
+	if (!req || gw_add_b64(req, "key", key, strlen(key))) {
+		etcd_set_err(e, "out of memory");
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = call(e, "/v3/kv/range", to_string(req), 0, layout_parse, &a);
+	ret = etcd_call(e, "/v3/kv/range", gw_to_string(req), 0, layout_parse, &a);
 out:
 	json_object_put(req);
 	free(key);
@@ -1569,14 +905,14 @@ static int layout_cas_parse(struct etcd *e, const char *ep,
 	struct layout_cas_answer *a = arg;
 	struct json_object *ok;
 
-	if (!get_typed(resp, "succeeded", json_type_boolean, &ok)) {
-		set_err(e, "%s: succeeded is not a boolean", ep);
+	if (!gw_get_typed(resp, "succeeded", json_type_boolean, &ok)) {
+		etcd_set_err(e, "%s: succeeded is not a boolean", ep);
 		return -EPROTO;
 	}
 	a->succeeded = ok && json_object_get_boolean(ok);
 	/* As for a worker record: the put's revision is a new one. */
 	if (a->succeeded && revision <= a->expect_rev) {
-		set_err(e, "%s: txn succeeded at revision %" PRId64, ep,
+		etcd_set_err(e, "%s: txn succeeded at revision %" PRId64, ep,
 			revision);
 		return -EPROTO;
 	}
@@ -1628,22 +964,22 @@ static int etcd_layout_cas(void *ctx, uint32_t region, int64_t expect_rev,
 		end[strlen(end) - 1]++;
 		cmp[n++] = (struct txn_compare){ start, end, workers_rev + 1, "LESS" };
 	}
-	req = txn_request(cmp, n, key, to_string(val), NULL, 0);
+	req = txn_request(cmp, n, key, gw_to_string(val), NULL, 0);
 	if (!req)
 		goto nomem;
-	ret = call(e, "/v3/kv/txn", to_string(req), CALL_WRITE,
+	ret = etcd_call(e, "/v3/kv/txn", gw_to_string(req), ETCD_CALL_WRITE,
 		   layout_cas_parse, &r);
 	if (ret)
 		goto out;
 	if (r.succeeded) {
 		*new_rev = r.revision;
 	} else {
-		set_err(e, "%s: changed since it was read", key);
+		etcd_set_err(e, "%s: changed since it was read", key);
 		ret = -ECANCELED;
 	}
 	goto out;
 nomem:
-	set_err(e, "out of memory");
+	etcd_set_err(e, "out of memory");
 	ret = -ENOMEM;
 out:
 	json_object_put(val);
@@ -1675,35 +1011,35 @@ static int width_parse(struct etcd *e, const char *ep,
 
 	(void)revision;
 	memset(out, 0, sizeof(*out));
-	if (!get_typed(resp, "kvs", json_type_array, &kvs)) {
-		set_err(e, "%s: kvs is not an array", ep);
+	if (!gw_get_typed(resp, "kvs", json_type_array, &kvs)) {
+		etcd_set_err(e, "%s: kvs is not an array", ep);
 		return -EPROTO;
 	}
 	n = kvs ? json_object_array_length(kvs) : 0;
 	if (n > 1) {
-		set_err(e, "%s: %zu kvs for the one key %s", ep, n, a->key);
+		etcd_set_err(e, "%s: %zu kvs for the one key %s", ep, n, a->key);
 		return -EPROTO;
 	}
 	if (!n)
 		return 0;
 	kv = json_object_array_get_idx(kvs, 0);
 	if (!json_object_is_type(kv, json_type_object) ||
-	    !get_i64(kv, "mod_revision", &out->mod_revision) ||
-	    get_bytes(kv, "value", &val, &val_len)) {
+	    !gw_get_i64(kv, "mod_revision", &out->mod_revision) ||
+	    gw_get_bytes(kv, "value", &val, &val_len)) {
 		free(val);
 		memset(out, 0, sizeof(*out));
-		set_err(e, "%s: %s: not a kv with a revision and a value", ep,
+		etcd_set_err(e, "%s: %s: not a kv with a revision and a value", ep,
 			a->key);
 		return -EPROTO;
 	}
 	out->exists = true;
-	if (!parse_json((const char *)val, val_len, &root, why, sizeof(why)) &&
+	if (!gw_parse_json((const char *)val, val_len, &root, why, sizeof(why)) &&
 	    json_object_is_type(root, json_type_object) &&
 	    get_uint(root, "region_bits", 64, &rb)) {
 		out->region_bits = rb;
 		out->valid = true;
 	} else {
-		set_err(e, "%s: %s holds a value that is not a region width", ep,
+		etcd_set_err(e, "%s: %s holds a value that is not a region width", ep,
 			a->key);
 	}
 	json_object_put(root);
@@ -1722,12 +1058,12 @@ static int etcd_width_get(void *ctx, struct store_width *out)
 	e->err[0] = '\0';
 	memset(out, 0, sizeof(*out));
 	req = key ? json_object_new_object() : NULL;
-	if (!req || add_b64(req, "key", key, strlen(key))) {
-		set_err(e, "out of memory");
+	if (!req || gw_add_b64(req, "key", key, strlen(key))) {
+		etcd_set_err(e, "out of memory");
 		ret = -ENOMEM;
 		goto out;
 	}
-	ret = call(e, "/v3/kv/range", to_string(req), 0, width_parse, &a);
+	ret = etcd_call(e, "/v3/kv/range", gw_to_string(req), 0, width_parse, &a);
 out:
 	json_object_put(req);
 	free(key);
@@ -1755,22 +1091,22 @@ static int etcd_width_create(void *ctx, uint8_t region_bits, int64_t *new_rev)
 					   json_object_new_int(region_bits)))
 		goto nomem;
 	req = txn_request(&(struct txn_compare){ key, NULL, 0, "EQUAL" }, 1, key,
-			  to_string(val), NULL, 0);
+			  gw_to_string(val), NULL, 0);
 	if (!req)
 		goto nomem;
-	ret = call(e, "/v3/kv/txn", to_string(req), CALL_WRITE,
+	ret = etcd_call(e, "/v3/kv/txn", gw_to_string(req), ETCD_CALL_WRITE,
 		   layout_cas_parse, &r);
 	if (ret)
 		goto out;
 	if (r.succeeded) {
 		*new_rev = r.revision;
 	} else {
-		set_err(e, "%s: exists already", key);
+		etcd_set_err(e, "%s: exists already", key);
 		ret = -ECANCELED;
 	}
 	goto out;
 nomem:
-	set_err(e, "out of memory");
+	etcd_set_err(e, "out of memory");
 	ret = -ENOMEM;
 out:
 	json_object_put(val);
@@ -1841,99 +1177,3 @@ const struct store_ops etcd_store_ops = {
 	.width_create = etcd_width_create,
 	.error = etcd_error,
 };
-
-/* --- setup --------------------------------------------------------------- */
-
-void etcd_free(struct etcd *e)
-{
-	unsigned int i;
-
-	if (!e)
-		return;
-	if (e->curl)
-		curl_easy_cleanup(e->curl);
-	curl_slist_free_all(e->headers);
-	for (i = 0; i < e->n_endpoints; i++)
-		free(e->endpoints[i]);
-	free(e->endpoints);
-	free(e->prefix);
-	free(e->key);
-	idgen_http_body_free(&e->body);
-	free(e);
-}
-
-struct etcd *etcd_new(const char *const *endpoints, unsigned int n,
-		      const char *prefix, unsigned int timeout_ms)
-{
-	struct etcd *e = calloc(1, sizeof(*e));
-	struct curl_slist *h;
-	unsigned int i;
-	long connect_ms;
-	size_t len;
-	CURL *c;
-
-	if (!e)
-		return NULL;
-	e->endpoints = calloc(n ? n : 1, sizeof(*e->endpoints));
-	if (!e->endpoints)
-		goto fail;
-	for (i = 0; i < n; i++) {
-		e->endpoints[i] = strdup(endpoints[i]);
-		if (!e->endpoints[i])
-			goto fail;
-		e->n_endpoints++;
-		/* We append "/v3/...". */
-		len = strlen(e->endpoints[i]);
-		while (len && e->endpoints[i][len - 1] == '/')
-			e->endpoints[i][--len] = '\0';
-	}
-	e->prefix = strdup(prefix);
-	if (!e->prefix)
-		goto fail;
-	len = strlen(e->prefix);
-	while (len && e->prefix[len - 1] == '/')
-		e->prefix[--len] = '\0';
-	e->key_size = len + sizeof("/r4294967295/w/4294967295");
-	e->key = malloc(e->key_size);
-	if (!e->key)
-		goto fail;
-
-	h = curl_slist_append(NULL, "Content-Type: application/json");
-	if (!h)
-		goto fail;
-	e->headers = h;
-	/* curl would otherwise wait for a 100 Continue on larger bodies. */
-	h = curl_slist_append(e->headers, "Expect:");
-	if (!h)
-		goto fail;
-	e->headers = h;
-
-	c = e->curl = curl_easy_init();
-	if (!c)
-		goto fail;
-	if (!timeout_ms)
-		timeout_ms = 1;		/* 0 would be curl's "forever" */
-	connect_ms = timeout_ms < ETCD_CONNECT_MS ? timeout_ms :
-		ETCD_CONNECT_MS;
-	if (curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L) ||
-	    curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)timeout_ms) ||
-	    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, connect_ms) ||
-	    curl_easy_setopt(c, CURLOPT_HTTPHEADER, e->headers) ||
-	    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, idgen_http_body_write) ||
-	    curl_easy_setopt(c, CURLOPT_WRITEDATA, &e->body) ||
-	    curl_easy_setopt(c, CURLOPT_ERRORBUFFER, e->curl_err) ||
-	    /* http_proxy in a daemon's environment is not meant for etcd. */
-	    curl_easy_setopt(c, CURLOPT_PROXY, "") ||
-#if LIBCURL_VERSION_NUM >= 0x075500
-	    curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https") ||
-#else
-	    curl_easy_setopt(c, CURLOPT_PROTOCOLS,
-			     (long)(CURLPROTO_HTTP | CURLPROTO_HTTPS)) ||
-#endif
-	    curl_easy_setopt(c, CURLOPT_POST, 1L))
-		goto fail;
-	return e;
-fail:
-	etcd_free(e);
-	return NULL;
-}

@@ -3,8 +3,8 @@
  * The lease protocol: claim, renew, release, adopt, cut over
  * (lease_protocol.h).
  *
- * The rules R1-R7 are docs/design.md section 7.1; the model in tests/model/
- * checks them.  The code below cites them by label.
+ * The rules R1-R7 are Documentation/design.md section 7.1; the model in
+ * tests/model/ checks them.  The code below cites them by label.
  *
  * The generator enforces its fence by itself (F1, F5), so a daemon that
  * stops here at any point can never cause a duplicate.
@@ -957,7 +957,7 @@ int lease_release(struct lease *l)
 }
 
 /* Revoke a lease the generator holds that we do not keep, saying why. */
-static int adopt_refused(struct lease *l, const struct device_held *h,
+static int adopt_refused(struct lease *l, const struct idgen_device_state *h,
 			 const char *why)
 {
 	uint64_t last = 0;
@@ -974,7 +974,7 @@ int lease_adopt(struct lease *l)
 {
 	const struct lease_layout *me = &l->cfg->layout;
 	struct store_record cur;
-	struct device_held h;
+	struct idgen_device_state h;
 	char why[STORE_OWNER_MAX + 128];
 	int err;
 
@@ -983,7 +983,7 @@ int lease_adopt(struct lease *l)
 		log_err("cannot read the generator's state: %s", strerror(-err));
 		return err;
 	}
-	if (!h.leased)
+	if (!device_leased(&h))
 		return 0;
 	if (h.region != l->cfg->region || h.worker >= l->cfg->workers ||
 	    h.region_bits != me->region_bits || h.worker_bits != me->worker_bits) {

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * The lease protocol of idgend against a store (docs/design.md section 7):
- * claim a worker number of the region by compare-and-swap, renew it, give
- * it back, lose it, or adopt the one the generator already holds.
+ * The lease protocol of idgend against a store (Documentation/design.md
+ * section 7): claim a worker number of the region by compare-and-swap, renew
+ * it, give it back, lose it, or adopt the one the generator already holds.
  *
  * It does no I/O of its own: the store, the generator and the clock are
  * the interfaces it is handed (store.h, device.h, wall_clock.h), so the tests
@@ -12,7 +12,7 @@
  * not confirmed to this instance (owner and token), and a new lease's
  * floor is the previous holder's valid_until as the claiming write read
  * it, or the layout's from_ms when that is higher.  The rules in full,
- * R1-R7, are docs/design.md section 7.1.
+ * R1-R7, are Documentation/design.md section 7.1.
  */
 #ifndef IDGEND_LEASE_PROTOCOL_H
 #define IDGEND_LEASE_PROTOCOL_H

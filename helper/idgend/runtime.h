@@ -10,7 +10,7 @@
  *                 (/proc/sys/kernel/random/boot_id) and a newline; made
  *                 from getrandom() and kept across idgend restarts of that
  *                 boot, so a restarted idgend takes back the lease it holds
- *                 and never another host's (R1, docs/design.md section
+ *                 and never another host's (R1, Documentation/design.md section
  *                 7.1).  A file made in another boot (a runtime directory
  *                 on persistent storage, a container image that has one)
  *                 is replaced by a new token: no two boots, and so no two

@@ -144,7 +144,7 @@ static int wait_past(struct standalone *s, uint64_t floor_ms, uint64_t *now)
 
 int standalone_start(struct standalone *s)
 {
-	struct device_held h;
+	struct idgen_device_state h;
 	uint64_t stored, floor_ms, now;
 	int err;
 
@@ -156,7 +156,7 @@ int standalone_start(struct standalone *s)
 	err = read_state(s, h.last_ms, &stored);
 	if (err)
 		return err;
-	if (h.leased && h.region == s->region && h.worker == s->worker &&
+	if (device_leased(&h) && h.region == s->region && h.worker == s->worker &&
 	    h.valid_until_ms <= stored) {
 		s->held = true;
 		s->floor_ms = h.floor_ms;
@@ -186,14 +186,14 @@ int standalone_start(struct standalone *s)
 
 int standalone_renew(struct standalone *s)
 {
-	struct device_held h;
+	struct idgen_device_state h;
 	uint64_t until = now_ms(s) + s->lease_ms;
 	int err;
 
 	if (until < s->pushed_ms)
 		until = s->pushed_ms;
 	err = s->dev->ops->held(s->dev->ctx, &h);
-	if (!err && (!h.leased || h.region != s->region || h.worker != s->worker)) {
+	if (!err && (!device_leased(&h) || h.region != s->region || h.worker != s->worker)) {
 		/*
 		 * The module was reloaded (or the lease revoked behind our
 		 * back): what it minted reaches up to the fence it held.

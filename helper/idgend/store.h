@@ -11,7 +11,7 @@
  * reads with token "" and is nobody's to take back).  "write" is a nonce
  * made afresh for each write: it tells this instance's own writes from
  * those of another instance that shares its owner and token (R1,
- * docs/design.md section 7.1).
+ * Documentation/design.md section 7.1).
  * A record that was never written counts as free with valid_until_ms 0.
  *
  * Each region also has a layout record (struct store_layout), and every

@@ -3,11 +3,11 @@
  * libidgen-client - mint idgen IDs from a fleet of idgen-httpd hosts.
  *
  * A companion of libidgen for callers on machines without /dev/idgen
- * (docs/design.md section 9.1, in idgen's source tree).  It is a library
- * of its own so that libidgen, the device library, needs no network code:
- * this one links libcurl (its multi interface: one event-loop thread
- * drives every transfer, with keep-alive connections) and json-c.
- * Decoding stays libidgen's, local.
+ * (Documentation/design.md section 9.1, in idgen's source tree).  It is a
+ * library of its own so that libidgen, the device library, needs no network
+ * code: this one links libcurl (its multi interface: one event-loop thread
+ * drives every transfer, with keep-alive connections) and json-c.  Decoding
+ * stays libidgen's, local.
  *
  *   - Several endpoints, balanced by the power of two choices on the
  *     requests each has in flight.

@@ -2,11 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 """grpc_test.py HTTPD WORKDIR
 
-idgen-httpd's gRPC face (docs/design.md section 9.2), as TAP, against
---device sim on loopback, through Python's grpcio (Debian's
+idgen-httpd's gRPC face (Documentation/design.md section 9.2), as TAP,
+against --device sim on loopback, through Python's grpcio (Debian's
 python3-grpcio): a client no one here wrote, with stubs generated now by
 protoc and grpc_python_plugin from the shipped proto/idgen/v1/idgen.proto
-and grpc-proto's health.proto.
+and gRPC's own health.proto (grpc-proto) where Debian packages it.
   - every method, and the contract's example decoded field for field
   - MinIdAt and DecodeId agree with the HTTP/JSON API of the same process
   - every bad input of section 9.2 its status, and no ID consumed (the

@@ -3,15 +3,15 @@
 // node json_check.mjs BASE_URL WORKER ERRORS.txt
 // node json_check.mjs --public BASE_URL WORKER
 //
-// idgen-httpd's answers as a JavaScript client reads them: plain
-// JSON.parse, IDs kept as strings and checked with BigInt, every ID
-// round-tripping exactly (docs/design.md section 9).  BASE_URL is a running
-// service on --device sim:WORKER.  ERRORS.txt holds lines
-// "STATUS CODE FILE": an error answer saved by run.sh, which must parse as
-// {"error":{"code":CODE,"message":"..."}}.  With --public, the service
-// has a public-ID key (docs/design.md section 10): POST {"public": true}
-// answers a "public" array of strings beside "ids", and each decodes
-// through GET /v1/public/{pub} to its ID's own answer.  Prints TAP.
+// idgen-httpd's answers as a JavaScript client reads them: plain JSON.parse,
+// IDs kept as strings and checked with BigInt, every ID round-tripping exactly
+// (Documentation/design.md section 9).  BASE_URL is a running service on
+// --device sim:WORKER.  ERRORS.txt holds lines "STATUS CODE FILE": an error
+// answer saved by run.sh, which must parse as
+// {"error":{"code":CODE,"message":"..."}}.  With --public, the service has a
+// public-ID key (Documentation/design.md section 10): POST {"public": true}
+// answers a "public" array of strings beside "ids", and each decodes through
+// GET /v1/public/{pub} to its ID's own answer.  Prints TAP.
 import { readFileSync } from 'node:fs';
 
 const EPOCH = 1767225600000n;

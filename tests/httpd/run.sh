@@ -359,7 +359,7 @@ else
 	sed 's/^/# /' "$work/json-c.log"
 fi
 
-# ---- public IDs (docs/design.md section 10): a key file, version 7 -----
+# ---- public IDs (Documentation/design.md section 10): a key file, version 7
 keys=$work/keys
 mkdir -p "$keys"
 key7=0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef

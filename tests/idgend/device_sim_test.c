@@ -40,7 +40,7 @@ int main(void)
 	const struct lease_layout v1 = { 3, 7, 12 }, wide = { 3, 10, 9 };
 	char dir[] = "/tmp/idgend-sim-test.XXXXXX", file[256], log[300];
 	struct device dev;
-	struct device_held h;
+	struct idgen_device_state h;
 	uint64_t now, last = 99, last2 = 99;
 	int err;
 
@@ -70,7 +70,7 @@ int main(void)
 	check(!err && last2 == last,
 	      "a retried revoke succeeds with the same last ms (%d)", err);
 	err = dev.ops->held(dev.ctx, &h);
-	check(!err && !h.leased && h.region_bits == 3 && h.worker_bits == 7,
+	check(!err && !device_leased(&h) && h.region_bits == 3 && h.worker_bits == 7,
 	      "after it no lease is held; the default layout is reported");
 	err = dev.ops->push(dev.ctx, 0, 200, 0, now + 1000, true);
 	check(err == -EINVAL, "a worker beyond 7 bits is refused (%d)", err);
@@ -80,7 +80,7 @@ int main(void)
 	err = err ?: dev.ops->push(dev.ctx, 0, 1000, now, now + 2000, true);
 	check(!err, "another layout's worker 1000 is pushed under 3/10/9 (%d)", err);
 	err = dev.ops->held(dev.ctx, &h);
-	check(!err && h.leased && h.worker == 1000 && h.region_bits == 3 &&
+	check(!err && device_leased(&h) && h.worker == 1000 && h.region_bits == 3 &&
 	      h.worker_bits == 10 && h.floor_ms == now,
 	      "the lease held carries its layout");
 	check(log_has(log, "layout=3/10/9"), "the push is logged with its layout");
@@ -98,7 +98,7 @@ int main(void)
 	      "a lease whose floor leaves no ms before its fence is refused with EKEYEXPIRED (%d)",
 	      err);
 	err = dev.ops->held(dev.ctx, &h);
-	check(!err && h.leased && h.worker == 1000,
+	check(!err && device_leased(&h) && h.worker == 1000,
 	      "... and neither changed the lease held");
 	err = dev.ops->push(dev.ctx, 0, 3, IDGEN_MS_MAX, IDGEN_MS_MAX + 1, true);
 	check(err == -EOVERFLOW,

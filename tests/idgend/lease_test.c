@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The lease protocol (helper/idgend/lease_protocol.c, standalone.c) against an
- * in-memory store, fake generators and a clock the test moves: every rule
- * of docs/design.md section 7, faults injected at each write, and a random
- * walk of two daemons over one store checking the one property that
+ * in-memory store, fake generators and a clock the test moves: every rule of
+ * Documentation/design.md section 7, faults injected at each write, and a
+ * random walk of two daemons over one store checking the one property that
  * matters: no two generators ever may mint the same (worker, ms).
  *
  * Output is TAP; the exit status is non-zero on any failure.
@@ -336,7 +336,7 @@ struct fake_gen {
 	const char *token;
 	struct fake_store *store;	/* to check pushes against */
 	const char *state_file;		/* standalone: checked before a push */
-	struct device_held h;
+	struct idgen_device_state h;
 	bool revoked;
 	unsigned int pushes, revokes;
 	int fail_push;			/* one-shot errno */
@@ -373,7 +373,7 @@ static int fg_push(void *ctx, uint32_t region, uint32_t worker,
 	}
 	if (floor_ms >= until)
 		return -EINVAL;
-	if (g->h.leased && g->h.region == region && g->h.worker == worker) {
+	if (device_leased(&g->h) && g->h.region == region && g->h.worker == worker) {
 		if (until < g->h.valid_until_ms)
 			return -EINVAL;
 	} else {
@@ -398,7 +398,7 @@ static int fg_push(void *ctx, uint32_t region, uint32_t worker,
 	for (i = 0; i < nr_gens; i++)
 		if (gens[i] != g && gens[i]->pushes &&
 		    gens[i]->h.worker == worker && gen_bound(gens[i]) > floor_ms &&
-		    (!g->h.leased || g->h.worker != worker))
+		    (!device_leased(&g->h) || g->h.worker != worker))
 			g->violation = true;
 	/*
 	 * A renewal too: no ms both this lease, (floor, until), and another
@@ -407,7 +407,7 @@ static int fg_push(void *ctx, uint32_t region, uint32_t worker,
 	for (i = 0; i < nr_gens; i++) {
 		const struct fake_gen *o = gens[i];
 		uint64_t lo = floor_ms, hi = until;
-		bool renewal = g->h.leased && g->h.region == region &&
+		bool renewal = device_leased(&g->h) && g->h.region == region &&
 			g->h.worker == worker;
 
 		if (renewal && g->h.floor_ms > lo)
@@ -421,7 +421,7 @@ static int fg_push(void *ctx, uint32_t region, uint32_t worker,
 		if (lo + 1 < hi)
 			g->violation = true;
 	}
-	g->h.leased = true;
+	g->h.flags |= LIBIDGEN_STATE_LEASED;
 	g->h.region = region;
 	g->h.worker = worker;
 	g->h.valid_until_ms = until;
@@ -437,7 +437,7 @@ static int fg_revoke(void *ctx, uint64_t *last)
 	struct fake_gen *g = ctx;
 	uint64_t top;
 
-	if (!g->h.leased) {
+	if (!device_leased(&g->h)) {
 		*last = g->h.last_ms;	/* as the module: a retry is safe */
 		return 0;
 	}
@@ -445,14 +445,14 @@ static int fg_revoke(void *ctx, uint64_t *last)
 	top = fake_now < g->h.valid_until_ms ? fake_now : g->h.valid_until_ms - 1;
 	if (top > g->h.last_ms)
 		g->h.last_ms = top;
-	g->h.leased = false;
+	g->h.flags &= ~LIBIDGEN_STATE_LEASED;
 	g->revoked = true;
 	g->revokes++;
 	*last = g->h.last_ms;
 	return 0;
 }
 
-static int fg_held(void *ctx, struct device_held *out)
+static int fg_held(void *ctx, struct idgen_device_state *out)
 {
 	struct fake_gen *g = ctx;
 
@@ -732,7 +732,7 @@ static void test_renew(void)
 	f.store.down = true;
 	fake_now += 30000;
 	err = lease_renew(&f.l);
-	check(err == -ECONNREFUSED && f.gen.pushes == 2 && f.gen.h.leased &&
+	check(err == -ECONNREFUSED && f.gen.pushes == 2 && device_leased(&f.gen.h) &&
 	      f.gen.h.valid_until_ms == before.valid_until_ms && f.l.held,
 	      "renew: store unreachable: no push, the lease stays in force");
 	f.store.down = false;
@@ -764,7 +764,7 @@ static void test_renew_lost(void)
 	fake_now += 1000;
 	err = lease_renew(&f.l);
 	check(err == -ESTALE && !f.l.held && f.gen.revokes == 1 &&
-	      !f.gen.h.leased,
+	      !device_leased(&f.gen.h),
 	      "renew: a record taken by another owner revokes at once");
 	check(!strcmp(f.store.rec[f.l.worker].owner, "thief"),
 	      "renew: ... and leaves the other owner's record alone");
@@ -866,7 +866,7 @@ static void test_adopt(void)
 	fs_write(&f.store, w, "other", fake_now + LEASE_MS * 2);
 	restart(&f);
 	check(!lease_adopt(&f.l) && !f.l.held && f.gen.revokes == 1 &&
-	      !f.gen.h.leased,
+	      !device_leased(&f.gen.h),
 	      "adopt: a lease the store gives to another owner is revoked");
 
 	/*
@@ -879,7 +879,7 @@ static void test_adopt(void)
 	restart(&f);
 	snprintf(f.token, sizeof(f.token), "%032x", 0xfeed);
 	mark = log_mark();
-	check(!lease_adopt(&f.l) && !f.l.held && !f.gen.h.leased,
+	check(!lease_adopt(&f.l) && !f.l.held && !device_leased(&f.gen.h),
 	      "adopt: a new owner token (runtime directory lost): revoked");
 	check(logged_since(mark, "this host's own idgend before its runtime "
 			   "directory (with the owner token) was lost, or another "
@@ -892,7 +892,7 @@ static void test_adopt(void)
 	fs_write_nonce(&f.store, f.l.worker, "me", f.token, "00000000000000aa",
 		       f.gen.h.valid_until_ms + 1000);
 	restart(&f);
-	check(!lease_adopt(&f.l) && !f.l.held && !f.gen.h.leased,
+	check(!lease_adopt(&f.l) && !f.l.held && !device_leased(&f.gen.h),
 	      "adopt: our token but a later fence than the module's (an unpushed "
 	      "renewal, or another instance with our token): revoked");
 
@@ -901,7 +901,7 @@ static void test_adopt(void)
 	lease_claim(&f.l);
 	f.store.down = true;
 	f.l.held = false;
-	check(lease_adopt(&f.l) == -ECONNREFUSED && f.gen.h.leased &&
+	check(lease_adopt(&f.l) == -ECONNREFUSED && device_leased(&f.gen.h) &&
 	      !f.gen.revokes, "adopt: store unreachable: error, lease untouched");
 }
 
@@ -1039,7 +1039,7 @@ static void test_token(void)
 	check(!lease_claim(&b.l) && b.l.worker == 5, "token: Y claims X's w5");
 	mark = log_mark();
 	err = lease_adopt(&a.l);
-	check(!err && !a.l.held && a.gen.revokes == 1 && !a.gen.h.leased,
+	check(!err && !a.l.held && a.gen.revokes == 1 && !device_leased(&a.gen.h),
 	      "token: restarted X does not adopt Y's record: revoked (%d)", err);
 	check(logged_since(mark, "two hosts share the owner name 'same'"),
 	      "token: ... and says so loudly");
@@ -1138,8 +1138,8 @@ static void test_layout(void)
 	      "layout: ... and says which layouts differ");
 	b.l.held = false;
 	restart(&b);
-	b.gen.h.leased = true;	/* holds a lease of a layout not the region's */
-	check(!lease_adopt(&b.l) && !b.l.held && !b.gen.h.leased &&
+	b.gen.h.flags |= LIBIDGEN_STATE_LEASED;	/* holds a lease of a layout not the region's */
+	check(!lease_adopt(&b.l) && !b.l.held && !device_leased(&b.gen.h) &&
 	      lease_claim(&b.l) == -EMEDIUMTYPE,
 	      "layout: a held lease of another layout is revoked at start");
 
@@ -1167,7 +1167,7 @@ static void test_layout(void)
 	fake_now += 1000;
 	mark = log_mark();
 	err = lease_renew(&a.l);
-	check(err == -EMEDIUMTYPE && !a.l.held && !a.gen.h.leased &&
+	check(err == -EMEDIUMTYPE && !a.l.held && !device_leased(&a.gen.h) &&
 	      a.gen.h.valid_until_ms == fence,
 	      "cut-over: the old layout's renewal fails its compare: revoked, "
 	      "nothing pushed (%d)", err);
@@ -1213,7 +1213,7 @@ static void test_layout(void)
 	lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
 		       &TEST_LAYOUT, false);
 	restart(&a);
-	check(!lease_adopt(&a.l) && !a.l.held && !a.gen.h.leased,
+	check(!lease_adopt(&a.l) && !a.l.held && !device_leased(&a.gen.h),
 	      "layout: a lease from before a cut-over (and back) is not adopted");
 }
 
@@ -1348,7 +1348,7 @@ static void test_layout_rewritten(void)
 	fake_now += 1000;
 	mark = log_mark();
 	err = lease_renew(&p.l);
-	check(err == -ESTALE && !p.l.held && !p.gen.h.leased &&
+	check(err == -ESTALE && !p.l.held && !device_leased(&p.gen.h) &&
 	      p.gen.h.valid_until_ms == fence,
 	      "layout there and back: P's renewal revokes, nothing pushed, and "
 	      "says claim again, not stop (%d)", err);
@@ -1367,7 +1367,7 @@ static void test_layout_rewritten(void)
 	err = lease_renew(&p.l);
 	check(err == -ESTALE && p.store.layout.exists &&
 	      p.store.layout.from_ms >= p.gen.h.valid_until_ms &&
-	      !p.gen.h.leased,
+	      !device_leased(&p.gen.h),
 	      "layout deleted: the renewal revokes, records the layout again "
 	      "above its own fence, and claims anew (%d)", err);
 }
@@ -1531,7 +1531,7 @@ static void test_standalone(void)
 	rmdir(path);
 	snprintf(path, sizeof(path), "%s/sub/state", dir);
 	memset(&s.held, 0, sizeof(s) - offsetof(struct standalone, held));
-	g.h.leased = false;
+	g.h.flags &= ~LIBIDGEN_STATE_LEASED;
 	module_last = fake_now - 10;
 	g.h.last_ms = module_last;
 	g.pushes = 0;

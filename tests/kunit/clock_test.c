@@ -3,7 +3,7 @@
  * idgen_clock: the clock rule driven with injected wall and raw readings.
  *
  * Every scenario also mints through a lease at each reading, the way the
- * device does, so the clock rules of docs/design.md section 5 are checked
+ * device does, so the clock rules of Documentation/design.md section 5 are checked
  * on the IDs:
  *   C1  stamped milliseconds never decrease (and IDs never repeat);
  *   C2  normally the trusted time is the wall clock;

@@ -115,7 +115,7 @@ static void idgen_layout_test_fixed(struct kunit *test)
 	static const struct idgen_layout v1 = { 3, 7, 12 };
 	struct idgen_fields f;
 
-	/* Examples worked out by hand from docs/design.md's layout. */
+	/* Examples worked out by hand from Documentation/design.md's layout. */
 	KUNIT_EXPECT_EQ(test, idgen_compose(1ULL << 12 | 5, 12,
 					    idgen_node_bits(&v1, 1, 2)),
 			(1ULL << 22) | (1ULL << 19) | (2ULL << 12) | 5);

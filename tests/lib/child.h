@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <string.h>
 #include <unistd.h>
 #include <linux/filter.h>
@@ -60,6 +61,17 @@ static inline pid_t child_make(enum child_how how, bool newpid)
 	}
 	errno = EINVAL;
 	return -1;
+}
+
+/* Whether id is one of the n IDs at ids: did a child get one it must not? */
+static inline bool child_id_among(uint64_t id, const uint64_t *ids, size_t n)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		if (ids[i] == id)
+			return true;
+	return false;
 }
 
 /* A child that hangs ends (a PID 1 ignores a default SIGALRM). */

@@ -53,16 +53,6 @@ struct report {
 	pid_t pid;
 };
 
-static bool in(uint64_t id, const uint64_t *ids, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (ids[i] == id)
-			return true;
-	return false;
-}
-
 /*
  * The scenario, in this process: 0 if it held, 1 if not (with "# " lines
  * saying why), SKIPPED if the child could not be made for want of a
@@ -144,12 +134,12 @@ static int scenario(enum child_how how, bool newpid, bool no_wipe)
 			bad = 1;
 			continue;
 		}
-		if (in(r.ids[i], stock + 1, buffered - 1)) {
+		if (child_id_among(r.ids[i], stock + 1, buffered - 1)) {
 			printf("# the child took %llu from its parent's buffer\n",
 			       (unsigned long long)r.ids[i]);
 			bad = 1;
 		}
-		if (r.ids[i] == first || in(r.ids[i], mine, 2 * TAKE)) {
+		if (r.ids[i] == first || child_id_among(r.ids[i], mine, 2 * TAKE)) {
 			printf("# the child and the parent both took %llu\n",
 			       (unsigned long long)r.ids[i]);
 			bad = 1;

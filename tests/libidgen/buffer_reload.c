@@ -68,16 +68,6 @@ static int open_copy(struct copy *c)
 	return c->bnew && c->take ? 0 : -1;
 }
 
-static bool in(uint64_t id, const uint64_t *ids, size_t n)
-{
-	size_t i;
-
-	for (i = 0; i < n; i++)
-		if (ids[i] == id)
-			return true;
-	return false;
-}
-
 /* The parent fills a buffer; its child reopens the library and takes. */
 static void child_reopens(void)
 {
@@ -111,7 +101,7 @@ static void child_reopens(void)
 		if (a.take(b, &mine[i]))
 			mine[i] = 0;
 	for (i = 0; i < TAKE; i++)
-		shared += theirs[i] && in(theirs[i], mine, TAKE);
+		shared += theirs[i] && child_id_among(theirs[i], mine, TAKE);
 	check(!shared, "... and share no ID with the parent's (%d of %d shared)",
 	      shared, TAKE);
 	check(mine[0] == first + 1 && mine[TAKE - 1] == first + TAKE,

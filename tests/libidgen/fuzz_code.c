@@ -2,8 +2,8 @@
 /*
  * A libFuzzer target for the booking-code parser (lib/code.c), against a
  * reference written the slow, obvious way from the contract's words
- * (docs/design.md section 10).  Both must agree on every input; what is
- * accepted must format to a canonical code that reads back the same.
+ * (Documentation/design.md section 10).  Both must agree on every input; what
+ * is accepted must format to a canonical code that reads back the same.
  */
 #include <ctype.h>
 #include <errno.h>

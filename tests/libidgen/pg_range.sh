@@ -9,12 +9,12 @@
 #
 #   id >= min-id-at(day start) AND id < min-id-at(next day start)
 #
-# returns exactly that day's rows, for a UTC day and a +02:00 day.  Then
-# booking codes (docs/design.md section 10) against a unique constraint:
-# 10^5 codes from idgenctl code new, 1000 of them taken before, so the
-# conflicts are retried with fresh codes until every booking has one.  Stops
-# the server and removes everything on any exit.  Installs nothing: needs
-# Debian's postgresql package.  Prints TAP.  Build first (run.sh does).
+# returns exactly that day's rows, for a UTC day and a +02:00 day.  Then booking
+# codes (Documentation/design.md section 10) against a unique constraint: 10^5
+# codes from idgenctl code new, 1000 of them taken before, so the conflicts are
+# retried with fresh codes until every booking has one.  Stops the server and
+# removes everything on any exit.  Installs nothing: needs Debian's postgresql
+# package.  Prints TAP.  Build first (run.sh does).
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)

@@ -100,7 +100,8 @@ tap_step "idgenctl decode: the edges" bash -c "
 	out=\$('$idgenctl' decode 0 9223372036854775807) &&
 	[ \"\$out\" = '0  2026-01-01T00:00:00.000Z region 0 worker 0 seq 0 layout 1
 9223372036854775807  2095-09-07T15:47:35.551Z region 7 worker 127 seq 4095 layout 1' ]"
-# The contract's example (docs/design.md section 9), in the one JSON shape.
+# The contract's example (Documentation/design.md section 9), in the one
+# JSON shape.
 tap_step "idgenctl decode --json 108421920055775237: the contract's example, field for field" bash -c "
 	out=\$('$idgenctl' decode --json 108421920055775237) &&
 	[ \"\$out\" = '[{\"id\":\"108421920055775237\",\"created_at\":\"2026-10-27T04:30:00.123Z\",\"region\":1,\"worker\":37,\"sequence\":5,\"layout_version\":1,\"ms\":25849800123,\"unix_ms\":1793075400123}]' ]"
@@ -118,7 +119,7 @@ tap_step "idgenctl --layouts: decoding picks the layout by the ID's time" bash -
 	id=\$(( (999 << 22) | (5 << 19) | (100 << 12) | 7 )) &&
 	'$idgenctl' --layouts '$tmp/layouts' decode \$id | grep -q 'region 5 worker 100 seq 7 layout 1'"
 
-# idgenctl public and code (docs/design.md section 10).
+# idgenctl public and code (Documentation/design.md section 10).
 (umask 077
  printf '1 %s\n' 000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f >"$tmp/k1"
  printf '2 %s\n' 1f1e1d1c1b1a191817161514131211100f0e0d0c0b0a09080706050403020100 >"$tmp/k2")

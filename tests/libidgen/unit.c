@@ -522,6 +522,45 @@ TEST(layouts_load_missing_file)
 	EXPECT_STREQ("/nonexistent/layouts: No such file or directory", err);
 }
 
+/* "R/W/S" as every program reads it, by the rule the module applies. */
+TEST(widths_parse)
+{
+	static const char *const bad_syntax[] = {
+		"", "3/7", "3/7/12/0", "03/7/12", "3/7/+12", "3 /7/12", "3/7/12 ",
+		"3//12", "a/b/c", "256/0/0",
+	};
+	static const char *const bad_rule[] = {
+		"3/7/11", "9/7/6", "3/14/5", "0/0/0", "0/17/5",
+	};
+	struct idgen_layout l;
+	char err[200];
+	size_t i;
+
+	ASSERT_EQ(0, idgen_widths_parse("3/7/12", &l, err, sizeof(err)));
+	EXPECT_EQ(3, l.region_bits);
+	EXPECT_EQ(7, l.worker_bits);
+	EXPECT_EQ(12, l.seq_bits);
+	EXPECT_EQ(0, l.version);
+	EXPECT_EQ(0, l.cutover_ms);
+	ASSERT_EQ(0, idgen_widths_parse("0/16/6", &l, NULL, 0));
+	EXPECT_EQ(16, l.worker_bits);
+	ASSERT_EQ(0, idgen_widths_parse("8/0/14", &l, NULL, 0));
+	for (i = 0; i < sizeof(bad_syntax) / sizeof(bad_syntax[0]); i++) {
+		err[0] = '\0';
+		EXPECT_EQ(-EINVAL, idgen_widths_parse(bad_syntax[i], &l, err, sizeof(err)));
+		EXPECT_NE(NULL, strstr(err, "is not region/worker/sequence bits"));
+	}
+	for (i = 0; i < sizeof(bad_rule) / sizeof(bad_rule[0]); i++) {
+		err[0] = '\0';
+		EXPECT_EQ(-EINVAL, idgen_widths_parse(bad_rule[i], &l, err, sizeof(err)));
+		EXPECT_NE(NULL, strstr(err, "the three must add up to 22"));
+	}
+	EXPECT_EQ(1, idgen_widths_valid(3, 7, 12));
+	EXPECT_EQ(0, idgen_widths_valid(9, 7, 6));
+	EXPECT_EQ(0, idgen_widths_valid(3, 14, 5));
+	EXPECT_EQ(0, idgen_widths_valid(0, 0, 0));
+}
+
 TEST(json_strings)
 {
 	struct idgen_decoded d;
@@ -540,7 +579,10 @@ TEST(json_strings)
 	EXPECT_STREQ("{\"i", buf);
 }
 
-/* The contract's example (docs/design.md section 9), field for field. */
+/*
+ * The contract's example (Documentation/design.md section 9), field for
+ * field.
+ */
 TEST(json_contract_example)
 {
 	struct idgen_decoded d;

@@ -9,7 +9,7 @@
  * restarted with or without their state, two of them sharing one owner
  * name, a wall clock per host with bounded skew and steps, and the
  * generator each host runs (the module's fence and floor rules, F1-F3
- * and G2 of docs/design.md).
+ * and G2 of Documentation/design.md).
  *
  * The property: no two generators ever mint in the same (region, node,
  * ms).  tests/model/README.md says what is abstracted and why that is

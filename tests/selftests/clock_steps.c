@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * clock_steps - idgen under CLOCK_REALTIME steps (docs/design.md, C1-C4).
+ * clock_steps - idgen under CLOCK_REALTIME steps (Documentation/design.md, C1-C4).
  *
  * DESTRUCTIVE: steps the wall clock with clock_settime().  Run only as root
  * in a disposable guest with idgen.ko loaded.  It refuses to run unless

@@ -35,7 +35,7 @@
 #define SAMPLES		30	/* of next_ms - now_ms, over the run */
 #define SPIN_IDS	4096	/* 32 KiB per read */
 #define MAX_WAITS	8192
-/* The k-sort target (docs/design.md, G3), unless the module says its own. */
+/* The k-sort target (Documentation/design.md, G3), unless the module says its own. */
 #define BORROW_DEFAULT_MS	10
 /* Sampling races the reader: a ms or two either way. */
 #define LEAD_SLACK_MS	3

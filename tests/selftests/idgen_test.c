@@ -814,7 +814,7 @@ TEST_F(leased, ioctl_bad_pointer_efault)
 	EXPECT_EQ(-1, ioctl(self->fd, IDGEN_IOC_SET_LEASE,
 			    (char *)none - sizeof(struct idgen_lease_args) + 1));
 	EXPECT_EQ(EFAULT, errno);
-	/* A revoke that cannot return L must not revoke (docs/design.md section 8). */
+	/* A revoke that cannot return L must not revoke (Documentation/design.md section 8). */
 	errno = 0;
 	EXPECT_EQ(-1, ioctl(self->fd, IDGEN_IOC_REVOKE, NULL));
 	EXPECT_EQ(EFAULT, errno);

@@ -44,7 +44,7 @@ def result(good, name, said=()):
         failed = True
 
 
-# Layout 3/7/12 (docs/design.md section 2):
+# Layout 3/7/12 (Documentation/design.md section 2):
 # ms << 22 | region << 19 | worker << 12 | seq.
 def node(i):
     return (i >> 19) & 7, (i >> 12) & 127

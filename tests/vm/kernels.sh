@@ -23,7 +23,7 @@
 # and boots each amd64 one for a smoke of the device; --matrix runs their
 # whole device suite.  Measured on a fresh, busy 2-core machine, the
 # matrix adds about 9 minutes to CI (downloads and build roots 6, builds
-# and sparse 1.5, smokes 1.2; docs/ci-time.md).
+# and sparse 1.5, smokes 1.2; Documentation/ci-time.md).
 # scripts/check.sh --matrix runs them all.
 #
 # Exit status: 0 if at least one kernel was printed, 1 if none was found,
