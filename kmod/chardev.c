@@ -191,7 +191,7 @@ static size_t idgen_put_ids(const struct idgen_range *r, struct iov_iter *to)
 static ssize_t idgen_read_end(struct idgen_gen *gen, size_t done, int err)
 {
 	if (done) {
-		idgen_stat_read(gen, done / sizeof(u64));
+		idgen_stat_read(gen->stats, done / sizeof(u64));
 		return done;
 	}
 	idgen_gen_count_refusal(gen, err);
@@ -298,7 +298,7 @@ static ssize_t idgen_read(struct file *file, char __user *buf, size_t len,
 			/* A fault leaves the ID a hole, never reissued. */
 			if (put_user(id, (u64 __user *)buf))
 				return -EFAULT;
-			idgen_stat_read(f->gen, 1);
+			idgen_stat_read(f->gen->stats, 1);
 			return sizeof(u64);
 		}
 	}

@@ -247,13 +247,13 @@ static void idgen_clock_account(struct idgen_gen *gen, unsigned int ev,
 	s64 step_ms = div_s64(step_ns, NSEC_PER_MSEC);
 
 	if (ev & IDGEN_CLOCK_STEP_BACK) {
-		idgen_stat_inc(gen, IDGEN_STAT_STEPS_BACK);
+		idgen_stat_inc(gen->stats, IDGEN_STAT_STEPS_BACK);
 		pr_warn_ratelimited("wall clock stepped back by %lld ms; IDs hold the last millisecond until it catches up\n",
 				    -step_ms);
 		idgen_clock_event(gen, IDGEN_EVENT_CLOCK_STEP_BACK, step_ms, false);
 	}
 	if (ev & IDGEN_CLOCK_STEP_FWD) {
-		idgen_stat_inc(gen, IDGEN_STAT_STEPS_FWD);
+		idgen_stat_inc(gen->stats, IDGEN_STAT_STEPS_FWD);
 		if (ev & IDGEN_CLOCK_HELD)
 			pr_warn_ratelimited("wall clock jumped forward by %lld ms beyond the raw clock; not followed until adopted or reverted\n",
 					    step_ms);
@@ -261,7 +261,7 @@ static void idgen_clock_account(struct idgen_gen *gen, unsigned int ev,
 				  ev & IDGEN_CLOCK_HELD);
 	}
 	if (ev & IDGEN_CLOCK_ADOPTED) {
-		idgen_stat_inc(gen, IDGEN_STAT_STEPS_ADOPTED);
+		idgen_stat_inc(gen->stats, IDGEN_STAT_STEPS_ADOPTED);
 		pr_notice_ratelimited("forward wall-clock step of %lld ms adopted\n",
 				      step_ms);
 		idgen_clock_event(gen, IDGEN_EVENT_CLOCK_ADOPTED, step_ms, false);

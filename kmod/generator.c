@@ -181,7 +181,7 @@ void idgen_gen_event(struct idgen_gen *gen, struct idgen_event_info *ev)
 		break;
 	default:
 		if (!__ratelimit(&gen->event_rs[ev->type])) {
-			idgen_stat_inc(gen, IDGEN_STAT_EVENTS_DROPPED);
+			idgen_stat_inc(gen->stats, IDGEN_STAT_EVENTS_DROPPED);
 			return;
 		}
 	}
@@ -284,7 +284,7 @@ again:
 
 	if (!err) {
 		if (borrowed)
-			idgen_stat_add(gen, IDGEN_STAT_BORROWED_MS, borrowed);
+			idgen_stat_add(gen->stats, IDGEN_STAT_BORROWED_MS, borrowed);
 		return 0;
 	}
 	/*
@@ -428,7 +428,7 @@ static __always_inline bool __idgen_gen_mint_fast(struct idgen_gen *gen,
 	rcu_read_unlock_sched();
 
 	if (unlikely(last_ms > now_ms))
-		idgen_stat_add(gen, IDGEN_STAT_BORROWED_MS,
+		idgen_stat_add(gen->stats, IDGEN_STAT_BORROWED_MS,
 			       idgen_range_borrowed_ms(r, now_ms));
 	if (unlikely(near))
 		idgen_gen_fence_near(gen, region, worker, fence);
@@ -487,17 +487,17 @@ void idgen_gen_count_refusal(struct idgen_gen *gen, int err)
 {
 	switch (err) {
 	case -ENOKEY:
-		idgen_stat_inc(gen, IDGEN_STAT_NOLEASE_REFUSALS);
+		idgen_stat_inc(gen->stats, IDGEN_STAT_NOLEASE_REFUSALS);
 		break;
 	case -EKEYEXPIRED:
-		idgen_stat_inc(gen, IDGEN_STAT_FENCE_REFUSALS);
+		idgen_stat_inc(gen->stats, IDGEN_STAT_FENCE_REFUSALS);
 		break;
 	case -ETIME:
 	case -EAGAIN:
-		idgen_stat_inc(gen, IDGEN_STAT_LEAD_REFUSALS);
+		idgen_stat_inc(gen->stats, IDGEN_STAT_LEAD_REFUSALS);
 		break;
 	case -EOVERFLOW:
-		idgen_stat_inc(gen, IDGEN_STAT_RANGE_REFUSALS);
+		idgen_stat_inc(gen->stats, IDGEN_STAT_RANGE_REFUSALS);
 		break;
 	}
 }
@@ -895,16 +895,16 @@ void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st)
 	if (st->held_step_ms)
 		st->flags |= IDGEN_STATE_CLOCK_HELD;
 
-	st->ids = idgen_stat_sum(gen, IDGEN_STAT_IDS);
-	st->reads = idgen_stat_sum(gen, IDGEN_STAT_READS);
-	st->borrowed_ms = idgen_stat_sum(gen, IDGEN_STAT_BORROWED_MS);
-	st->steps_back = idgen_stat_sum(gen, IDGEN_STAT_STEPS_BACK);
-	st->steps_forward = idgen_stat_sum(gen, IDGEN_STAT_STEPS_FWD);
-	st->steps_adopted = idgen_stat_sum(gen, IDGEN_STAT_STEPS_ADOPTED);
-	st->fence_refusals = idgen_stat_sum(gen, IDGEN_STAT_FENCE_REFUSALS);
-	st->lead_refusals = idgen_stat_sum(gen, IDGEN_STAT_LEAD_REFUSALS);
-	st->nolease_refusals = idgen_stat_sum(gen, IDGEN_STAT_NOLEASE_REFUSALS);
-	st->range_refusals = idgen_stat_sum(gen, IDGEN_STAT_RANGE_REFUSALS);
+	st->ids = idgen_stat_sum(gen->stats, IDGEN_STAT_IDS);
+	st->reads = idgen_stat_sum(gen->stats, IDGEN_STAT_READS);
+	st->borrowed_ms = idgen_stat_sum(gen->stats, IDGEN_STAT_BORROWED_MS);
+	st->steps_back = idgen_stat_sum(gen->stats, IDGEN_STAT_STEPS_BACK);
+	st->steps_forward = idgen_stat_sum(gen->stats, IDGEN_STAT_STEPS_FWD);
+	st->steps_adopted = idgen_stat_sum(gen->stats, IDGEN_STAT_STEPS_ADOPTED);
+	st->fence_refusals = idgen_stat_sum(gen->stats, IDGEN_STAT_FENCE_REFUSALS);
+	st->lead_refusals = idgen_stat_sum(gen->stats, IDGEN_STAT_LEAD_REFUSALS);
+	st->nolease_refusals = idgen_stat_sum(gen->stats, IDGEN_STAT_NOLEASE_REFUSALS);
+	st->range_refusals = idgen_stat_sum(gen->stats, IDGEN_STAT_RANGE_REFUSALS);
 }
 
 /*
