@@ -42,7 +42,7 @@ static u64 idgen_ns_to_ms(s64 ns)
 
 static u64 idgen_gen_now_ms(struct idgen_gen *gen, bool adopt)
 {
-	return idgen_ns_to_ms(idgen_clock_read(gen, adopt, NULL));
+	return idgen_ns_to_ms(idgen_clock_read(&gen->clock, adopt, NULL));
 }
 
 /*
@@ -123,13 +123,6 @@ static void idgen_gen_arm_poll(struct idgen_gen *gen, u64 wait_ms)
 {
 	wait_ms = min_t(u64, wait_ms, IDGEN_POLL_WAIT_MAX_MS);
 	timer_reduce(&gen->poll_timer, jiffies + msecs_to_jiffies(wait_ms) + 1);
-}
-
-/* Keep the clock read (idgen_clock_refresh_fn()). */
-static void idgen_gen_refresh_clock(struct idgen_gen *gen)
-{
-	schedule_delayed_work(&gen->clock_refresh,
-			      msecs_to_jiffies(IDGEN_CLOCK_REFRESH_MS));
 }
 
 static struct idgen_lease *idgen_gen_lease(struct idgen_gen *gen)
@@ -751,7 +744,7 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 			goto out_unlock;
 		}
 		if (args->flags & IDGEN_LEASE_CLOCK_SYNCED)
-			idgen_clock_read(gen, true, NULL);
+			idgen_clock_read(&gen->clock, true, NULL);
 		if (args->floor_ms > old->floor) {
 			idgen_lease_raise(old, args->floor_ms);
 			old->floor = args->floor_ms;
@@ -781,7 +774,7 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 		goto out_unlock;
 	}
 	if (args->flags & IDGEN_LEASE_CLOCK_SYNCED)
-		idgen_clock_read(gen, true, NULL);
+		idgen_clock_read(&gen->clock, true, NULL);
 	pr_info("lease r%u/w%u (layout %u/%u/%u) set: ms %llu to %llu, first ms %llu\n",
 		args->region, args->worker, layout.region_bits,
 		layout.worker_bits, layout.seq_bits, args->floor_ms,
@@ -845,7 +838,7 @@ u64 idgen_gen_revoke(struct idgen_gen *gen)
 
 void idgen_gen_adopt_clock(struct idgen_gen *gen)
 {
-	idgen_clock_read(gen, true, NULL);
+	idgen_clock_read(&gen->clock, true, NULL);
 }
 
 void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st)
@@ -887,7 +880,7 @@ void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st)
 	 * while others mint, sees the generator's lead over the clock as
 	 * less than it was, never more.
 	 */
-	trusted = idgen_clock_read(gen, false, &wall);
+	trusted = idgen_clock_read(&gen->clock, false, &wall);
 	st->now_ms = idgen_ns_to_ms(trusted);
 	st->wall_ms = idgen_ns_to_ms(wall);
 	st->next_ms = max(next, st->now_ms);
@@ -907,18 +900,43 @@ void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st)
 	st->range_refusals = idgen_stat_sum(gen->stats, IDGEN_STAT_RANGE_REFUSALS);
 }
 
-/*
- * Not deferrable: an idle host would put it off for as long as it idles,
- * and a reading after a gap longer than the slew cap takes drift for a
- * step.  Re-armed by itself until idgen_gen_stop().
- */
-static void idgen_clock_refresh_fn(struct work_struct *work)
+static void idgen_gen_clock_event(struct idgen_gen *gen,
+				  enum idgen_event type, s64 step_ms, bool held)
 {
-	struct idgen_gen *gen = container_of(to_delayed_work(work),
-					     struct idgen_gen, clock_refresh);
+	struct idgen_event_info ev = {
+		.type = type,
+		.has_step = true,
+		.step_ms = step_ms,
+		.held = held,
+	};
 
-	idgen_clock_read(gen, false, NULL);
-	idgen_gen_refresh_clock(gen);
+	idgen_gen_event(gen, &ev);
+}
+
+/*
+ * The clock's changed hook: count each step and send its event.  Under
+ * the clock's store_lock, so the events leave in the order it changed.
+ */
+static void idgen_gen_clock_changed(struct idgen_clock *clk, unsigned int ev,
+				    s64 step_ms)
+{
+	struct idgen_gen *gen = container_of(clk, struct idgen_gen, clock);
+
+	if (ev & IDGEN_CLOCK_STEP_BACK) {
+		idgen_stat_inc(gen->stats, IDGEN_STAT_STEPS_BACK);
+		idgen_gen_clock_event(gen, IDGEN_EVENT_CLOCK_STEP_BACK,
+				      step_ms, false);
+	}
+	if (ev & IDGEN_CLOCK_STEP_FWD) {
+		idgen_stat_inc(gen->stats, IDGEN_STAT_STEPS_FWD);
+		idgen_gen_clock_event(gen, IDGEN_EVENT_CLOCK_STEP_FWD, step_ms,
+				      ev & IDGEN_CLOCK_HELD);
+	}
+	if (ev & IDGEN_CLOCK_ADOPTED) {
+		idgen_stat_inc(gen->stats, IDGEN_STAT_STEPS_ADOPTED);
+		idgen_gen_clock_event(gen, IDGEN_EVENT_CLOCK_ADOPTED, step_ms,
+				      false);
+	}
 }
 
 static void idgen_poll_timer_fn(struct timer_list *t)
@@ -942,7 +960,7 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 	mutex_init(&gen->admin_lock);
 	spin_lock_init(&gen->switch_lock);
 	gen->last_ms = 0;
-	idgen_clock_init(&gen->clock, max_step_ms);
+	idgen_clock_init(&gen->clock, max_step_ms, idgen_gen_clock_changed);
 	gen->layout = *layout;
 	gen->max_lead_ms = max_lead_ms;
 	gen->max_borrow_ms = min_t(u32, IDGEN_MAX_BORROW_MS_DEFAULT, max_lead_ms);
@@ -952,7 +970,6 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 	atomic64_set(&gen->oldest_wait.tickets, 0);
 	init_waitqueue_head(&gen->wait);
 	timer_setup(&gen->poll_timer, idgen_poll_timer_fn, 0);
-	INIT_DELAYED_WORK(&gen->clock_refresh, idgen_clock_refresh_fn);
 	gen->fence_near_ms = IDGEN_FENCE_NEAR_MS_DEFAULT;
 	gen->notify = NULL;
 	for (i = 0; i <= IDGEN_EVENT_MAX; i++) {
@@ -962,34 +979,15 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 		/* Held-back events are counted, not logged. */
 		ratelimit_set_flags(&gen->event_rs[i], RATELIMIT_MSG_ON_RELEASE);
 	}
-	/*
-	 * Take the clock's offset now, not at the first read: a step made
-	 * between load and the first lease is then seen as one, not trusted.
-	 */
-	idgen_clock_read(gen, false, NULL);
-	idgen_gen_refresh_clock(gen);
 	return 0;
 }
 
-/**
- * idgen_gen_stop() - stop the periodic clock reading
- * @gen: the generator.
- *
- * The reading may send a clock event: stopped before whoever receives
- * events goes away.  The work re-arms only itself, so once cancelled it
- * stays so.
- *
- * Context: process context; may sleep.
+/*
+ * Context: no reader, admin call or clock reading can be running (the
+ * device is gone, the clock stopped).
  */
-void idgen_gen_stop(struct idgen_gen *gen)
-{
-	cancel_delayed_work_sync(&gen->clock_refresh);
-}
-
-/* Context: no reader or admin call can be running (the device is gone). */
 void idgen_gen_uninit(struct idgen_gen *gen)
 {
-	cancel_delayed_work_sync(&gen->clock_refresh);
 	timer_delete_sync(&gen->poll_timer);
 	kfree(rcu_dereference_protected(gen->lease, true));
 	RCU_INIT_POINTER(gen->lease, NULL);

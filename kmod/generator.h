@@ -8,7 +8,6 @@
 #include <linux/spinlock.h>
 #include <linux/timer.h>
 #include <linux/wait.h>
-#include <linux/workqueue.h>
 
 #include "clock.h"
 #include "layout.h"
@@ -61,7 +60,8 @@ struct idgen_event_info {
  *               successor instead of failing.
  * @last_ms:     the highest ms stamped or fenced off under leases that are
  *               gone; protected by @admin_lock.
- * @clock:       the generator clock.
+ * @clock:       the generator clock; its changed hook counts steps and
+ *               sends their events.
  * @layout:      the default layout, for leases that name none.
  * @max_lead_ms: how far IDs may run ahead of the trusted clock.
  * @max_borrow_ms: how far ahead of a healthy clock readers may push the
@@ -73,9 +73,6 @@ struct idgen_event_info {
  * @stats:       per-CPU counters.
  * @wait:        pollers, woken when a lease changes or a wait runs out.
  * @poll_timer:  wakes @wait when the clock will have caught up.
- * @clock_refresh: reads the clock every IDGEN_CLOCK_REFRESH_MS from load
- *               to unload, so its offset is confirmed however rarely
- *               anyone mints.
  * @fence_near_ms: how long before the fence the fence-near event fires.
  * @notify:      sends an event (netlink.c); NULL sends none.  Called in
  *               process context; lease events under admin_lock, so they
@@ -96,7 +93,6 @@ struct idgen_gen {
 	struct idgen_stats __percpu *stats;
 	wait_queue_head_t wait;
 	struct timer_list poll_timer;
-	struct delayed_work clock_refresh;
 	u32 fence_near_ms;
 	void (*notify)(struct idgen_gen *gen, const struct idgen_event_info *ev);
 	struct ratelimit_state event_rs[IDGEN_EVENT_MAX + 1];
@@ -110,7 +106,6 @@ struct idgen_gen {
 
 int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 		   u32 max_lead_ms, u32 max_step_ms);
-void idgen_gen_stop(struct idgen_gen *gen);
 void idgen_gen_uninit(struct idgen_gen *gen);
 
 /* Flags of idgen_gen_mint(). */
