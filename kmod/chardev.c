@@ -223,7 +223,7 @@ static ssize_t idgen_read_ids(struct file *file, bool nowait,
 		/*
 		 * With IDs in hand, return them rather than wait for a clock
 		 * that is behind; the share and the borrow bound are waited
-		 * for (generator.c), so a big blocking read is served whole.
+		 * for (mint.c), so a big blocking read is served whole.
 		 */
 		err = idgen_gen_mint(gen, share,
 				     min_t(size_t, left / sizeof(u64),

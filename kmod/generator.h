@@ -3,6 +3,7 @@
 #define _IDGEN_GENERATOR_H
 
 #include <linux/bits.h>
+#include <linux/math64.h>
 #include <linux/mutex.h>
 #include <linux/rcupdate.h>
 #include <linux/spinlock.h>
@@ -104,9 +105,13 @@ struct idgen_gen {
 /* The fence-near event fires this long before the fence, by default. */
 #define IDGEN_FENCE_NEAR_MS_DEFAULT	60000
 
+/* generator.c: its life, events and state. */
 int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 		   u32 max_lead_ms, u32 max_step_ms);
 void idgen_gen_uninit(struct idgen_gen *gen);
+void idgen_gen_event(struct idgen_gen *gen, struct idgen_event_info *ev);
+void idgen_gen_adopt_clock(struct idgen_gen *gen);
+void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st);
 
 /* Flags of idgen_gen_mint(). */
 #define IDGEN_MINT_NOWAIT	BIT(0)	/* -EAGAIN rather than sleep for the clock */
@@ -123,6 +128,7 @@ static inline bool idgen_mint_waits(unsigned int flags)
 	return !(flags & IDGEN_MINT_MORE) || !(flags & IDGEN_MINT_NOWAIT);
 }
 
+/* mint.c: reading IDs. */
 int idgen_gen_mint(struct idgen_gen *gen, struct idgen_share *share, u32 want,
 		   unsigned int flags, struct idgen_range *r);
 bool idgen_gen_mint_fast(struct idgen_gen *gen, struct idgen_share *share,
@@ -130,12 +136,39 @@ bool idgen_gen_mint_fast(struct idgen_gen *gen, struct idgen_share *share,
 u64 idgen_gen_mint_one(struct idgen_gen *gen, struct idgen_share *share);
 int idgen_gen_probe(struct idgen_gen *gen, struct idgen_share *share);
 void idgen_gen_share_closed(struct idgen_gen *gen, struct idgen_share *share);
+void idgen_gen_count_refusal(struct idgen_gen *gen, int err);
+
+/* admin.c: lease changes. */
 int idgen_gen_set_lease(struct idgen_gen *gen,
 			const struct idgen_lease_args *args);
 u64 idgen_gen_revoke(struct idgen_gen *gen);
-void idgen_gen_adopt_clock(struct idgen_gen *gen);
-void idgen_gen_count_refusal(struct idgen_gen *gen, int err);
-void idgen_gen_event(struct idgen_gen *gen, struct idgen_event_info *ev);
-void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st);
+
+/* ns since the Unix epoch to ms since the ID epoch, 0 before it. */
+static inline u64 idgen_ns_to_ms(s64 ns)
+{
+	const s64 epoch_ns = (s64)IDGEN_EPOCH_UNIX_MS * NSEC_PER_MSEC;
+
+	if (ns < epoch_ns)
+		return 0;
+	return div_u64(ns - epoch_ns, NSEC_PER_MSEC);
+}
+
+/* The trusted clock, in ms since the ID epoch. */
+static inline u64 idgen_gen_now_ms(struct idgen_gen *gen, bool adopt)
+{
+	return idgen_ns_to_ms(idgen_clock_read(&gen->clock, adopt, NULL));
+}
+
+/* Fill in @ev as an event of @type about @lease. */
+static inline void idgen_event_node(struct idgen_event_info *ev,
+				    enum idgen_event type,
+				    struct idgen_lease *lease)
+{
+	ev->type = type;
+	ev->has_node = true;
+	ev->region = lease->region;
+	ev->worker = lease->worker;
+	ev->valid_until_ms = atomic64_read(&lease->valid_until);
+}
 
 #endif /* _IDGEN_GENERATOR_H */
