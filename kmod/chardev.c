@@ -52,7 +52,7 @@ struct idgen_chardev {
 
 /*
  * One open file: its generator and its share of each millisecond
- * (share.h), so one greedy reader cannot take every ID there is.
+ * (fair.h), so one greedy reader cannot take every ID there is.
  */
 struct idgen_file {
 	struct idgen_gen *gen;

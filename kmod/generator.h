@@ -13,7 +13,7 @@
 #include "clock.h"
 #include "layout.h"
 #include "lease.h"
-#include "share.h"
+#include "fair.h"
 
 #include <linux/ratelimit.h>
 #include <uapi/linux/idgen.h>
@@ -70,7 +70,7 @@ struct idgen_event_info {
  * @clock_high_ms: the highest trusted ms a reader has seen: the clock is
  *               absorbing a step back while it reads below it.
  * @oldest_wait: the oldest wait the borrow bound refused, which the other
- *               readers leave the next millisecond to (share.h).
+ *               readers leave the next millisecond to (fair.h).
  * @stats:       per-CPU counters.
  * @wait:        pollers, woken when a lease changes or a wait runs out.
  * @poll_timer:  wakes @wait when the clock will have caught up.
@@ -119,7 +119,7 @@ void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st);
 #define IDGEN_MINT_MORE		BIT(1)
 
 /*
- * Whether a reader the borrow bound refuses waits for it (share.h): all do
+ * Whether a reader the borrow bound refuses waits for it (fair.h): all do
  * but a non-blocking read's follow-on batches, which return the IDs they
  * have.  A blocking read's follow-on batches sleep until they are served.
  */

@@ -51,7 +51,7 @@ static u32 idgen_gen_borrow_bound(struct idgen_gen *gen, u64 *now_ms)
 
 /*
  * Reserve up to @want IDs of @lease for a reader holding @share (NULL for
- * none).  While another file's wait holds (share.h), the reader is held
+ * none).  While another file's wait holds (fair.h), the reader is held
  * to its file's share and borrows one ms less; while a step back is
  * absorbed and only the lead bound is left, it is held to its share too.
  * The share is taken first and what was not reserved goes back to it:
@@ -293,7 +293,7 @@ static noinline void idgen_gen_fence_near(struct idgen_gen *gen, u32 region,
  * @r:     set to the reserved run on success.
  *
  * Most reads find a lease in force, a clock with no step to judge, no
- * wait holding (share.h), and room for every ID they ask for below the
+ * wait holding (fair.h), and room for every ID they ask for below the
  * fence, the lead bound and the borrow bound.  This path serves exactly
  * those, whole (idgen_lease_reserve_fast()), in one pass: no share, no
  * wait, no partial run, no sleep.  Everything else it leaves to
