@@ -50,6 +50,45 @@ static u32 idgen_gen_borrow_bound(struct idgen_gen *gen, u64 *now_ms)
 }
 
 /*
+ * The fence-near event: sent by whichever path reserved the run that
+ * claimed it (idgen_gen_reserved()), outside the RCU section.
+ */
+static noinline void idgen_gen_fence_near(struct idgen_gen *gen, u32 region,
+					  u32 worker, u64 fence)
+{
+	struct idgen_event_info ev = {
+		.type = IDGEN_EVENT_FENCE_NEAR,
+		.has_node = true,
+		.region = region,
+		.worker = worker,
+		.valid_until_ms = fence,
+	};
+
+	idgen_gen_event(gen, &ev);
+}
+
+/*
+ * What every run reserved is owed, on either path: the milliseconds it
+ * began ahead of the clock counted, and, within fence_near_ms of @fence
+ * (the fence read before the reservation), the fence-near event claimed
+ * once per fence.  Under RCU with @lease found.  Returns true when the
+ * caller is to send that event (idgen_gen_fence_near()).
+ */
+static __always_inline bool idgen_gen_reserved(struct idgen_gen *gen,
+					       struct idgen_lease *lease,
+					       const struct idgen_range *r,
+					       u64 now_ms, u64 fence)
+{
+	u64 last_ms = idgen_tick_ms(r->first + r->count - 1, r->seq_bits);
+
+	if (unlikely(last_ms > now_ms))
+		idgen_stat_add(gen->stats, IDGEN_STAT_BORROWED_MS,
+			       idgen_range_borrowed_ms(r, now_ms));
+	return unlikely(last_ms + READ_ONCE(gen->fence_near_ms) >= fence) &&
+	       idgen_fence_event_claim(&lease->near_sent, fence);
+}
+
+/*
  * Reserve up to @want IDs of @lease for a reader holding @share (NULL for
  * none).  While another file's wait holds (fair.h), the reader is held
  * to its file's share and borrows one ms less; while a step back is
@@ -166,7 +205,7 @@ int idgen_gen_mint(struct idgen_gen *gen, struct idgen_share *share, u32 want,
 	unsigned long deadline = jiffies + msecs_to_jiffies(IDGEN_WAIT_BUDGET_MS);
 	struct idgen_event_info ev = {};
 	struct idgen_lease *lease;
-	u64 now_ms, wait_ms, borrowed, last_ms, fence = 0;
+	u64 now_ms, wait_ms, borrowed, fence = 0;
 	bool resampled = false;
 	u32 max_borrow_ms;
 	int err;
@@ -199,26 +238,19 @@ again:
 		idgen_event_node(&ev, IDGEN_EVENT_FENCE_REACHED, lease);
 		ev.valid_until_ms = fence;
 	}
-	if (!err) {
+	if (!err && idgen_gen_reserved(gen, lease, r, now_ms, fence))
 		/* Within fence_near_ms of the fence: tell the lease holder once. */
-		last_ms = idgen_tick_ms(r->first + r->count - 1, r->seq_bits);
-		if (last_ms + READ_ONCE(gen->fence_near_ms) >= fence &&
-		    idgen_fence_event_claim(&lease->near_sent, fence)) {
-			idgen_event_node(&ev, IDGEN_EVENT_FENCE_NEAR, lease);
-			ev.valid_until_ms = fence;
-		}
-	}
+		idgen_event_node(&ev, IDGEN_EVENT_FENCE_NEAR, lease);
 	rcu_read_unlock();
 
-	if (ev.type == IDGEN_EVENT_FENCE_REACHED)
+	if (ev.type == IDGEN_EVENT_FENCE_REACHED) {
 		pr_warn("lease r%u/w%u reached its fence at ms %llu: minting stopped until renewed\n",
 			ev.region, ev.worker, ev.valid_until_ms);
-	if (ev.type)
 		idgen_gen_event(gen, &ev);
-
+	}
 	if (!err) {
-		if (borrowed)
-			idgen_stat_add(gen->stats, IDGEN_STAT_BORROWED_MS, borrowed);
+		if (ev.type == IDGEN_EVENT_FENCE_NEAR)
+			idgen_gen_fence_near(gen, ev.region, ev.worker, fence);
 		return 0;
 	}
 	/*
@@ -270,21 +302,6 @@ sleep:
 	goto again;
 }
 
-/* The fence-near event of a fast-path reservation (idgen_gen_mint_fast()). */
-static noinline void idgen_gen_fence_near(struct idgen_gen *gen, u32 region,
-					  u32 worker, u64 fence)
-{
-	struct idgen_event_info ev = {
-		.type = IDGEN_EVENT_FENCE_NEAR,
-		.has_node = true,
-		.region = region,
-		.worker = worker,
-		.valid_until_ms = fence,
-	};
-
-	idgen_gen_event(gen, &ev);
-}
-
 /*
  * __idgen_gen_mint_fast() - reserve @want IDs in the common case, or none
  * @gen:   the generator.
@@ -297,10 +314,14 @@ static noinline void idgen_gen_fence_near(struct idgen_gen *gen, u32 region,
  * fence, the lead bound and the borrow bound.  This path serves exactly
  * those, whole (idgen_lease_reserve_fast()), in one pass: no share, no
  * wait, no partial run, no sleep.  Everything else it leaves to
- * idgen_gen_mint(), with nothing reserved.  Where it serves, the full
- * path would have served the same run and done the same beside: it
- * counts borrowed milliseconds and sends the fence-near event alike, and
- * has no wait of the file's to end.
+ * idgen_gen_mint(), with nothing reserved.
+ *
+ * Where it serves, the full path would have served the same run and done
+ * the same beside: where a run must stop is idgen_lease_end_ms() for
+ * both, which idgen_lease_reserve() widens only by the rest of a
+ * millisecond under way; what a reserved run is owed, its borrowed
+ * milliseconds counted and the fence-near event, is idgen_gen_reserved()
+ * for both; and it has no wait of the file's to end.
  *
  * The lease is read in an RCU-sched section (preemption off), which costs
  * a read about twenty instructions less than rcu_read_lock() and its
@@ -322,8 +343,8 @@ static __always_inline bool __idgen_gen_mint_fast(struct idgen_gen *gen,
 						  struct idgen_range *r)
 {
 	struct idgen_lease *lease;
-	u64 now_ms, fence, last_ms;
 	u32 region = 0, worker = 0;
+	u64 now_ms, fence;
 	bool near = false;
 	s64 wall, high;
 
@@ -352,18 +373,13 @@ static __always_inline bool __idgen_gen_mint_fast(struct idgen_gen *gen,
 	if (!idgen_lease_reserve_fast(lease, now_ms, gen->max_lead_ms,
 				      READ_ONCE(gen->max_borrow_ms), want, r))
 		goto full;
-	last_ms = idgen_tick_ms(r->first + want - 1, r->seq_bits);
-	if (unlikely(last_ms + READ_ONCE(gen->fence_near_ms) >= fence) &&
-	    idgen_fence_event_claim(&lease->near_sent, fence)) {
+	if (unlikely(idgen_gen_reserved(gen, lease, r, now_ms, fence))) {
 		near = true;
 		region = lease->region;
 		worker = lease->worker;
 	}
 	rcu_read_unlock_sched();
 
-	if (unlikely(last_ms > now_ms))
-		idgen_stat_add(gen->stats, IDGEN_STAT_BORROWED_MS,
-			       idgen_range_borrowed_ms(r, now_ms));
 	if (unlikely(near))
 		idgen_gen_fence_near(gen, region, worker, fence);
 	return true;
