@@ -101,6 +101,32 @@ static inline bool idgen_wait_yields(struct idgen_oldest_wait *oldest,
 	       now_ms < (u64)atomic64_read(&oldest->until);
 }
 
+/**
+ * idgen_fair_alone() - may a reader reserve as if it were alone?
+ * @oldest: the generator's oldest wait.
+ * @share:  the reader's file's share, or NULL for none.
+ * @now_ms: the trusted clock's millisecond.
+ * @any:    no borrow bound holds: the clock is absorbing a step back.
+ *
+ * A reader is alone when no step back is being absorbed (a reader with a
+ * share would be held to it), no other file's wait holds (it would be
+ * held to its share and borrow one ms less), and its file has no wait of
+ * its own (IDs would end it).  The policy has nothing to do for it then:
+ * a reservation that succeeds is exactly the one it would have made with
+ * no other reader about.  The read path's fast way serves only such
+ * readers.
+ *
+ * Return: true when the reader is alone.
+ */
+static __always_inline bool idgen_fair_alone(struct idgen_oldest_wait *oldest,
+					     struct idgen_share *share,
+					     u64 now_ms, bool any)
+{
+	if (any || (share && atomic64_read(&share->wait)))
+		return false;
+	return !idgen_wait_yields(oldest, share, now_ms);
+}
+
 u32 idgen_share_take(struct idgen_share *share, u64 now_ms, u32 quota,
 		     u32 want);
 void idgen_share_give_back(struct idgen_share *share, u64 now_ms, u32 n);

@@ -29,24 +29,35 @@
 #define IDGEN_POLL_WAIT_MAX_MS	(3600U * MSEC_PER_SEC)
 
 /*
- * Read the clock, and return the borrow bound that holds at it: the
- * module's max_borrow_ms while the clock is healthy, none (only the lead
- * bound) while it absorbs a step back, i.e. reads below the highest ms a
- * reader saw.  The mark is read before the clock, so every value in it
- * came from a reading that ended before ours began; 1 ms of slack covers
- * readings that straddle a millisecond on two CPUs.
+ * The borrow bound that holds at the reading @now_ms, given @high, the
+ * highest ms a reader saw: the module's max_borrow_ms while the clock is
+ * healthy, none (only the lead bound) while it absorbs a step back, i.e.
+ * reads below the mark.  1 ms of slack covers readings that straddle a
+ * millisecond on two CPUs.  The full path reads the mark before the
+ * clock, so every value in it came from a reading that ended before ours
+ * began; the fast path reads it after, which can only find it higher and
+ * leave the read to the full path.
  */
+static __always_inline u32 idgen_gen_borrow_at(struct idgen_gen *gen,
+					       s64 high, u64 now_ms)
+{
+	if (unlikely(now_ms != (u64)high)) {
+		if (now_ms + 1 < (u64)high)
+			return IDGEN_BORROW_ANY;
+		/* Once per ms per CPU at most: a failed exchange saw a higher mark. */
+		if (now_ms > (u64)high)
+			atomic64_try_cmpxchg(&gen->clock_high_ms, &high, now_ms);
+	}
+	return READ_ONCE(gen->max_borrow_ms);
+}
+
+/* Read the clock, and return the borrow bound that holds at it. */
 static u32 idgen_gen_borrow_bound(struct idgen_gen *gen, u64 *now_ms)
 {
 	s64 high = atomic64_read(&gen->clock_high_ms);
 
 	*now_ms = idgen_gen_now_ms(gen, false);
-	if (*now_ms + 1 < (u64)high)
-		return IDGEN_BORROW_ANY;
-	/* Once per ms per CPU at most: a failed exchange saw a higher mark. */
-	if (*now_ms > (u64)high)
-		atomic64_try_cmpxchg(&gen->clock_high_ms, &high, *now_ms);
-	return READ_ONCE(gen->max_borrow_ms);
+	return idgen_gen_borrow_at(gen, high, *now_ms);
 }
 
 /*
@@ -317,11 +328,14 @@ sleep:
  * idgen_gen_mint(), with nothing reserved.
  *
  * Where it serves, the full path would have served the same run and done
- * the same beside: where a run must stop is idgen_lease_end_ms() for
- * both, which idgen_lease_reserve() widens only by the rest of a
- * millisecond under way; what a reserved run is owed, its borrowed
- * milliseconds counted and the fence-near event, is idgen_gen_reserved()
- * for both; and it has no wait of the file's to end.
+ * the same beside, by construction: the two share every rule, each
+ * written once.  The borrow bound at the reading is idgen_gen_borrow_at();
+ * whether the reader is alone, with nothing for the fairness policy to
+ * do, is idgen_fair_alone(); where a run must stop is
+ * idgen_lease_end_ms(), which idgen_lease_reserve() widens only by the
+ * rest of a millisecond under way; and what a reserved run is owed,
+ * its borrowed milliseconds counted and the fence-near event, is
+ * idgen_gen_reserved().  KUnit still compares the two at random.
  *
  * The lease is read in an RCU-sched section (preemption off), which costs
  * a read about twenty instructions less than rcu_read_lock() and its
@@ -343,25 +357,19 @@ static __always_inline bool __idgen_gen_mint_fast(struct idgen_gen *gen,
 						  struct idgen_range *r)
 {
 	struct idgen_lease *lease;
-	u32 region = 0, worker = 0;
+	u32 region = 0, worker = 0, max_borrow_ms;
 	u64 now_ms, fence;
 	bool near = false;
-	s64 wall, high;
+	s64 wall;
 
 	if (!idgen_clock_read_fast(&gen->clock, &wall))
 		return false;
 	now_ms = idgen_ns_to_ms(wall);
-
-	/* Below the mark the clock is absorbing a step back: the full path. */
-	high = atomic64_read(&gen->clock_high_ms);
-	if (now_ms != (u64)high) {
-		if (now_ms < (u64)high)
-			return false;
-		atomic64_try_cmpxchg(&gen->clock_high_ms, &high, now_ms);
-	}
-	/* A wait that holds, or one of the file's own: shares apply. */
-	if ((share && atomic64_read(&share->wait)) ||
-	    idgen_wait_yields(&gen->oldest_wait, share, now_ms))
+	max_borrow_ms = idgen_gen_borrow_at(gen,
+					    atomic64_read(&gen->clock_high_ms),
+					    now_ms);
+	if (!idgen_fair_alone(&gen->oldest_wait, share, now_ms,
+			      max_borrow_ms == IDGEN_BORROW_ANY))
 		return false;
 
 	rcu_read_lock_sched();
@@ -371,7 +379,7 @@ static __always_inline bool __idgen_gen_mint_fast(struct idgen_gen *gen,
 	/* As idgen_gen_mint(): the fence the events speak of, read first. */
 	fence = atomic64_read(&lease->valid_until);
 	if (!idgen_lease_reserve_fast(lease, now_ms, gen->max_lead_ms,
-				      READ_ONCE(gen->max_borrow_ms), want, r))
+				      max_borrow_ms, want, r))
 		goto full;
 	if (unlikely(idgen_gen_reserved(gen, lease, r, now_ms, fence))) {
 		near = true;
