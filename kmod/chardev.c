@@ -52,7 +52,7 @@ struct idgen_chardev {
 
 /*
  * One open file: its generator and its share of each millisecond
- * (share.h), so one greedy reader cannot take every ID there is.
+ * (fair.h), so one greedy reader cannot take every ID there is.
  */
 struct idgen_file {
 	struct idgen_gen *gen;
@@ -191,7 +191,7 @@ static size_t idgen_put_ids(const struct idgen_range *r, struct iov_iter *to)
 static ssize_t idgen_read_end(struct idgen_gen *gen, size_t done, int err)
 {
 	if (done) {
-		idgen_stat_read(gen, done / sizeof(u64));
+		idgen_stat_read(gen->stats, done / sizeof(u64));
 		return done;
 	}
 	idgen_gen_count_refusal(gen, err);
@@ -223,7 +223,7 @@ static ssize_t idgen_read_ids(struct file *file, bool nowait,
 		/*
 		 * With IDs in hand, return them rather than wait for a clock
 		 * that is behind; the share and the borrow bound are waited
-		 * for (generator.c), so a big blocking read is served whole.
+		 * for (mint.c), so a big blocking read is served whole.
 		 */
 		err = idgen_gen_mint(gen, share,
 				     min_t(size_t, left / sizeof(u64),
@@ -298,7 +298,7 @@ static ssize_t idgen_read(struct file *file, char __user *buf, size_t len,
 			/* A fault leaves the ID a hole, never reissued. */
 			if (put_user(id, (u64 __user *)buf))
 				return -EFAULT;
-			idgen_stat_read(f->gen, 1);
+			idgen_stat_read(f->gen->stats, 1);
 			return sizeof(u64);
 		}
 	}

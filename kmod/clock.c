@@ -30,8 +30,6 @@
 
 #include "clock.h"
 #include "compat.h"
-#include "generator.h"
-#include "stats.h"
 
 /**
  * idgen_clock_advance() - apply one clock reading to the clock state
@@ -195,7 +193,33 @@ void idgen_clock_fast_view(const struct idgen_clock_state *st,
 			 order_base_2(DIV_ROUND_UP(1000000, p->drift_ppm)) : 63;
 }
 
-void idgen_clock_init(struct idgen_clock *clk, u32 max_step_ms)
+/*
+ * Not deferrable: an idle host would put it off for as long as it idles,
+ * and a reading after a gap longer than the slew cap takes drift for a
+ * step.  Re-armed by itself until idgen_clock_stop().
+ */
+static void idgen_clock_refresh_fn(struct work_struct *work)
+{
+	struct idgen_clock *clk = container_of(to_delayed_work(work),
+					       struct idgen_clock, refresh);
+
+	idgen_clock_read(clk, false, NULL);
+	schedule_delayed_work(&clk->refresh,
+			      msecs_to_jiffies(IDGEN_CLOCK_REFRESH_MS));
+}
+
+/**
+ * idgen_clock_init() - set up the generator clock
+ * @clk:         the clock.
+ * @max_step_ms: the largest forward step followed at once.
+ * @changed:     told of each change of the state, or NULL.
+ *
+ * The clock is not read until idgen_clock_start().
+ *
+ * Context: process context.
+ */
+void idgen_clock_init(struct idgen_clock *clk, u32 max_step_ms,
+		      idgen_clock_changed_fn changed)
 {
 	mutex_init(&clk->store_lock);
 	spin_lock_init(&clk->lock);
@@ -205,6 +229,41 @@ void idgen_clock_init(struct idgen_clock *clk, u32 max_step_ms)
 	clk->params.max_step_ns = (u64)max_step_ms * NSEC_PER_MSEC;
 	clk->params.drift_ppm = 500;
 	clk->params.refresh_ns = NSEC_PER_SEC;
+	clk->changed = changed;
+	INIT_DELAYED_WORK(&clk->refresh, idgen_clock_refresh_fn);
+}
+
+/**
+ * idgen_clock_start() - take the clock's offset, and keep it confirmed
+ * @clk: the clock.
+ *
+ * The offset is taken now, not at the first read: a step made between
+ * load and the first lease is then seen as one, not trusted.  From now
+ * until idgen_clock_stop() the clock is read every IDGEN_CLOCK_REFRESH_MS.
+ * The reading may tell @clk's changed hook of a step: whoever receives
+ * what it sends must be ready.
+ *
+ * Context: process context; may sleep.
+ */
+void idgen_clock_start(struct idgen_clock *clk)
+{
+	idgen_clock_read(clk, false, NULL);
+	schedule_delayed_work(&clk->refresh,
+			      msecs_to_jiffies(IDGEN_CLOCK_REFRESH_MS));
+}
+
+/**
+ * idgen_clock_stop() - stop the periodic reading
+ * @clk: the clock.
+ *
+ * The work re-arms only itself, so once cancelled it stays so.  Stopped
+ * before whoever receives what the changed hook sends goes away.
+ *
+ * Context: process context; may sleep.
+ */
+void idgen_clock_stop(struct idgen_clock *clk)
+{
+	cancel_delayed_work_sync(&clk->refresh);
 }
 
 static void idgen_clock_sample(struct idgen_clock_sample *s)
@@ -228,51 +287,34 @@ static void idgen_clock_sample(struct idgen_clock_sample *s)
 	s->boot_ns = ktime_to_ns(boot);
 }
 
-static void idgen_clock_event(struct idgen_gen *gen, enum idgen_event type,
-			      s64 step_ms, bool held)
-{
-	struct idgen_event_info ev = {
-		.type = type,
-		.has_step = true,
-		.step_ms = step_ms,
-		.held = held,
-	};
-
-	idgen_gen_event(gen, &ev);
-}
-
-static void idgen_clock_account(struct idgen_gen *gen, unsigned int ev,
-				s64 step_ns)
+/*
+ * Log a change, and tell the hook of it: under store_lock, so changes are
+ * told in the order they were made.
+ */
+static void idgen_clock_tell(struct idgen_clock *clk, unsigned int ev,
+			     s64 step_ns)
 {
 	s64 step_ms = div_s64(step_ns, NSEC_PER_MSEC);
 
-	if (ev & IDGEN_CLOCK_STEP_BACK) {
-		idgen_stat_inc(gen, IDGEN_STAT_STEPS_BACK);
+	lockdep_assert_held(&clk->store_lock);
+	if (ev & IDGEN_CLOCK_STEP_BACK)
 		pr_warn_ratelimited("wall clock stepped back by %lld ms; IDs hold the last millisecond until it catches up\n",
 				    -step_ms);
-		idgen_clock_event(gen, IDGEN_EVENT_CLOCK_STEP_BACK, step_ms, false);
-	}
-	if (ev & IDGEN_CLOCK_STEP_FWD) {
-		idgen_stat_inc(gen, IDGEN_STAT_STEPS_FWD);
-		if (ev & IDGEN_CLOCK_HELD)
-			pr_warn_ratelimited("wall clock jumped forward by %lld ms beyond the raw clock; not followed until adopted or reverted\n",
-					    step_ms);
-		idgen_clock_event(gen, IDGEN_EVENT_CLOCK_STEP_FWD, step_ms,
-				  ev & IDGEN_CLOCK_HELD);
-	}
-	if (ev & IDGEN_CLOCK_ADOPTED) {
-		idgen_stat_inc(gen, IDGEN_STAT_STEPS_ADOPTED);
+	if ((ev & IDGEN_CLOCK_STEP_FWD) && (ev & IDGEN_CLOCK_HELD))
+		pr_warn_ratelimited("wall clock jumped forward by %lld ms beyond the raw clock; not followed until adopted or reverted\n",
+				    step_ms);
+	if (ev & IDGEN_CLOCK_ADOPTED)
 		pr_notice_ratelimited("forward wall-clock step of %lld ms adopted\n",
 				      step_ms);
-		idgen_clock_event(gen, IDGEN_EVENT_CLOCK_ADOPTED, step_ms, false);
-	}
 	if (ev & IDGEN_CLOCK_REVERTED)
 		pr_notice_ratelimited("held wall-clock step reverted\n");
+	if (clk->changed)
+		clk->changed(clk, ev, step_ms);
 }
 
 /**
  * idgen_clock_read() - read the trusted wall time
- * @gen:     the generator.
+ * @clk:     the generator clock.
  * @adopt:   adopt a held forward step.
  * @wall_ns: if not NULL, set to the wall clock reading.
  *
@@ -286,12 +328,12 @@ static void idgen_clock_account(struct idgen_gen *gen, unsigned int ev,
  * result can only cost precision.
  *
  * Context: process context; takes a mutex and a spinlock only to store a
- * change, and may sleep then.
+ * change, and may sleep then (the changed hook is called with the mutex
+ * held).
  * Return: trusted wall time in ns since the Unix epoch.
  */
-s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns)
+s64 idgen_clock_read(struct idgen_clock *clk, bool adopt, s64 *wall_ns)
 {
-	struct idgen_clock *clk = &gen->clock;
 	struct idgen_clock_state st;
 	struct idgen_clock_sample s;
 	struct idgen_clock_fast f;
@@ -359,8 +401,8 @@ s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns)
 	}
 	spin_unlock(&clk->lock);
 
-	/* Under store_lock: events leave in the order the state changed. */
-	idgen_clock_account(gen, ev, step);
+	/* Under store_lock: told in the order the state changed. */
+	idgen_clock_tell(clk, ev, step);
 	mutex_unlock(&clk->store_lock);
 	return trusted;
 }

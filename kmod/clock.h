@@ -7,6 +7,7 @@
 #include <linux/spinlock.h>
 #include <linux/timekeeping.h>
 #include <linux/types.h>
+#include <linux/workqueue.h>
 
 /**
  * struct idgen_clock_state - what the generator clock remembers
@@ -32,16 +33,16 @@ struct idgen_clock_state {
 
 /*
  * Slew is credited for at most this long since the offset was last
- * confirmed.  The generator reads the clock at least twice as often, from
- * load to unload (generator.c), so only a reading after a suspend meets
+ * confirmed.  The clock is read at least twice as often, from load to
+ * unload (idgen_clock_start()), so only a reading after a suspend meets
  * the cap: a change beyond max_step is then held until adopted or
  * reverted, not taken for an hour's worth of slew.
  */
 #define IDGEN_CLOCK_DRIFT_WINDOW_NS	(60 * NSEC_PER_SEC)
 
 /*
- * From load to unload the generator reads the clock this often, readers,
- * lease or not, and on time (not deferrable): no gap between readings
+ * From load to unload the clock is read this often, readers, lease or
+ * not, and on time (not deferrable): no gap between readings
  * reaches the slew cap, so ordinary NTP frequency drift is never taken
  * for a step, and a held step stays recognisable.
  */
@@ -142,23 +143,41 @@ static inline bool idgen_clock_fast_ok(const struct idgen_clock_fast *f,
 	return (u64)delta + tolerance <= 2 * tolerance;
 }
 
+struct idgen_clock;
+
+/*
+ * Told of every change of the state that a reader should hear of: @ev the
+ * IDGEN_CLOCK_* bits of idgen_clock_advance(), @step_ms the step's size.
+ * Called under the clock's store_lock, so changes are told in the order
+ * they were made; process context, may sleep.
+ */
+typedef void (*idgen_clock_changed_fn)(struct idgen_clock *clk,
+				       unsigned int ev, s64 step_ms);
+
 /**
  * struct idgen_clock - the host's generator clock
- * @store_lock: held by a writer of @state until the events of its change
- *          are sent, so they leave in the order the state changed.
+ * @store_lock: held by a writer of @state until @changed has been told of
+ *          its change, so changes are told in the order they were made.
  * @lock:   serialises writers of @state.
  * @seq:    lets readers take a consistent copy of @state without the lock.
  * @state:  see struct idgen_clock_state.
  * @fast:   @state as the fast path sees it, stored with it.
  * @params: fixed after init.
+ * @changed: told of each change (steps, adoptions, reverts); fixed after
+ *          init.
+ * @refresh: reads the clock every IDGEN_CLOCK_REFRESH_MS from
+ *          idgen_clock_start() to idgen_clock_stop(), so its offset is
+ *          confirmed however rarely anyone mints.
  */
 struct idgen_clock {
-	struct mutex store_lock;	/* orders changes and their events */
+	struct mutex store_lock;	/* orders changes and their telling */
 	spinlock_t lock;		/* serialises writers of @state */
 	seqcount_spinlock_t seq;
 	struct idgen_clock_state state;
 	struct idgen_clock_fast fast;
 	struct idgen_clock_params params;
+	idgen_clock_changed_fn changed;
+	struct delayed_work refresh;
 };
 
 /**
@@ -193,10 +212,11 @@ static inline bool idgen_clock_read_fast(struct idgen_clock *clk, s64 *wall_ns)
 	return ok;
 }
 
-struct idgen_gen;
-
-void idgen_clock_init(struct idgen_clock *clk, u32 max_step_ms);
-s64 idgen_clock_read(struct idgen_gen *gen, bool adopt, s64 *wall_ns);
+void idgen_clock_init(struct idgen_clock *clk, u32 max_step_ms,
+		      idgen_clock_changed_fn changed);
+void idgen_clock_start(struct idgen_clock *clk);
+void idgen_clock_stop(struct idgen_clock *clk);
+s64 idgen_clock_read(struct idgen_clock *clk, bool adopt, s64 *wall_ns);
 s64 idgen_clock_held_ms(struct idgen_clock *clk);
 
 #endif /* _IDGEN_CLOCK_H */

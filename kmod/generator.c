@@ -2,160 +2,19 @@
 /*
  * The generator: one per host, combining the clock and the lease in force.
  *
- * Minting is lock-free: the lease is found under RCU and IDs are reserved
- * with one compare-and-exchange on its state word (lease.c).  Lease changes
- * are rare and serialised by a mutex.  A node switch or revoke closes the
- * old state word with an exchange, so every reservation either happened
- * before it (and is covered by the last tick the exchange returns) or fails
- * and looks the lease up again; the successor starts above that last tick.
+ * This file holds its life (init, uninit), the events it sends, the
+ * clock's changed hook and the state it reports.  Minting is in mint.c,
+ * lease changes in admin.c, the fairness policy in fair.c.
  */
 #define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
 
-#include <linux/hrtimer.h>
 #include <linux/math64.h>
-#include <linux/sched/signal.h>
 #include <linux/slab.h>
 #include <uapi/linux/idgen.h>
 
 #include "compat.h"
 #include "generator.h"
 #include "stats.h"
-
-/*
- * A blocking reader sleeps for the clock only when it is at most this far
- * from reach (the next millisecond, when the node runs at its ceiling) ...
- */
-#define IDGEN_WAIT_MAX_MS	5
-/* ... and for at most this long in all, within one call. */
-#define IDGEN_WAIT_BUDGET_MS	1000
-/* The poll timer is armed at most this far ahead (it fits msecs_to_jiffies()). */
-#define IDGEN_POLL_WAIT_MAX_MS	(3600U * MSEC_PER_SEC)
-
-static u64 idgen_ns_to_ms(s64 ns)
-{
-	const s64 epoch_ns = (s64)IDGEN_EPOCH_UNIX_MS * NSEC_PER_MSEC;
-
-	if (ns < epoch_ns)
-		return 0;
-	return div_u64(ns - epoch_ns, NSEC_PER_MSEC);
-}
-
-static u64 idgen_gen_now_ms(struct idgen_gen *gen, bool adopt)
-{
-	return idgen_ns_to_ms(idgen_clock_read(gen, adopt, NULL));
-}
-
-/*
- * Read the clock, and return the borrow bound that holds at it: the
- * module's max_borrow_ms while the clock is healthy, none (only the lead
- * bound) while it absorbs a step back, i.e. reads below the highest ms a
- * reader saw.  The mark is read before the clock, so every value in it
- * came from a reading that ended before ours began; 1 ms of slack covers
- * readings that straddle a millisecond on two CPUs.
- */
-static u32 idgen_gen_borrow_bound(struct idgen_gen *gen, u64 *now_ms)
-{
-	s64 high = atomic64_read(&gen->clock_high_ms);
-
-	*now_ms = idgen_gen_now_ms(gen, false);
-	if (*now_ms + 1 < (u64)high)
-		return IDGEN_BORROW_ANY;
-	/* Once per ms per CPU at most: a failed exchange saw a higher mark. */
-	if (*now_ms > (u64)high)
-		atomic64_try_cmpxchg(&gen->clock_high_ms, &high, *now_ms);
-	return READ_ONCE(gen->max_borrow_ms);
-}
-
-/*
- * Reserve up to @want IDs of @lease for a reader holding @share (NULL for
- * none).  While another file's wait holds (share.h), the reader is held
- * to its file's share and borrows one ms less; while a step back is
- * absorbed and only the lead bound is left, it is held to its share too.
- * The share is taken first and what was not reserved goes back to it:
- * -EAGAIN with *wait_ms = 1 when the share of this ms is used up.  When
- * the borrow bound refuses a reader that will wait (@waits), its file's
- * wait begins or goes on; IDs end it.
- */
-static int idgen_gen_reserve(struct idgen_gen *gen, struct idgen_lease *lease,
-			     struct idgen_share *share, u64 now_ms,
-			     u32 max_borrow_ms, u32 want, bool waits,
-			     struct idgen_range *r, u64 *wait_ms, u64 *borrowed)
-{
-	bool any = max_borrow_ms == IDGEN_BORROW_ANY;
-	bool yields = idgen_wait_yields(&gen->oldest_wait, share, now_ms);
-	bool held = share && (any || yields);
-	u32 n = want;
-	int err;
-
-	if (held) {
-		n = idgen_share_take(share, now_ms,
-				     idgen_share_quota(lease->layout.seq_bits),
-				     want);
-		if (!n) {
-			*wait_ms = 1;
-			return -EAGAIN;
-		}
-	}
-	err = idgen_lease_reserve(lease, now_ms, gen->max_lead_ms,
-				  yields && !any ? max_borrow_ms - 1 :
-						   max_borrow_ms,
-				  n, r, wait_ms, borrowed);
-	if (held)
-		idgen_share_give_back(share, now_ms, err ? n : n - r->count);
-	if (!share)
-		return err;
-	if (!err)
-		idgen_wait_over(&gen->oldest_wait, share);
-	else if (err == -EAGAIN && waits && !any)
-		idgen_wait_refused(&gen->oldest_wait, share, now_ms,
-				   min_t(u64, *wait_ms, IDGEN_WAIT_MAX_MS));
-	return err;
-}
-
-/*
- * Wake pollers once the clock will have caught up, @wait_ms from now.
- * Every path that answers "not yet, the clock" arms it, not only ->poll():
- * an edge-triggered poller that read the device dry is told EAGAIN by
- * read() and calls ->poll() again only after a wake-up.  A longer wait is
- * re-armed by the ->poll() its wake-up leads to.
- */
-static void idgen_gen_arm_poll(struct idgen_gen *gen, u64 wait_ms)
-{
-	wait_ms = min_t(u64, wait_ms, IDGEN_POLL_WAIT_MAX_MS);
-	timer_reduce(&gen->poll_timer, jiffies + msecs_to_jiffies(wait_ms) + 1);
-}
-
-/* Keep the clock read (idgen_clock_refresh_fn()). */
-static void idgen_gen_refresh_clock(struct idgen_gen *gen)
-{
-	schedule_delayed_work(&gen->clock_refresh,
-			      msecs_to_jiffies(IDGEN_CLOCK_REFRESH_MS));
-}
-
-static struct idgen_lease *idgen_gen_lease(struct idgen_gen *gen)
-{
-	return rcu_dereference(gen->lease);
-}
-
-/*
- * A lease found closed is being replaced or revoked, and the change is
- * published before switch_lock is dropped: wait for it, then look again.
- */
-static void idgen_gen_wait_switch(struct idgen_gen *gen)
-{
-	spin_lock(&gen->switch_lock);
-	spin_unlock(&gen->switch_lock);
-}
-
-static void idgen_event_node(struct idgen_event_info *ev,
-			     enum idgen_event type, struct idgen_lease *lease)
-{
-	ev->type = type;
-	ev->has_node = true;
-	ev->region = lease->region;
-	ev->worker = lease->worker;
-	ev->valid_until_ms = atomic64_read(&lease->valid_until);
-}
 
 /**
  * idgen_gen_event() - send an event to whoever listens
@@ -181,7 +40,7 @@ void idgen_gen_event(struct idgen_gen *gen, struct idgen_event_info *ev)
 		break;
 	default:
 		if (!__ratelimit(&gen->event_rs[ev->type])) {
-			idgen_stat_inc(gen, IDGEN_STAT_EVENTS_DROPPED);
+			idgen_stat_inc(gen->stats, IDGEN_STAT_EVENTS_DROPPED);
 			return;
 		}
 	}
@@ -189,663 +48,9 @@ void idgen_gen_event(struct idgen_gen *gen, struct idgen_event_info *ev)
 	notify(gen, ev);
 }
 
-/*
- * Readers outrunning the node's ceiling, or their share of it, are
- * throttled here, a millisecond at a time, rather than refused.  One
- * sleep, which a signal ends: usleep_range_state() would spin until its
- * deadline with a signal pending.  Returns false on a signal.
- */
-static bool idgen_gen_throttle(u64 wait_ms)
-{
-	ktime_t until = ms_to_ktime(wait_ms);
-
-	set_current_state(TASK_INTERRUPTIBLE);
-	schedule_hrtimeout_range(&until, NSEC_PER_MSEC, HRTIMER_MODE_REL);
-	return !signal_pending(current);
-}
-
-/**
- * idgen_gen_mint() - reserve up to @want IDs
- * @gen:    the generator.
- * @share:  the reader's file's share of each ms, or NULL for none.
- * @want:   how many, at least 1.
- * @flags:  IDGEN_MINT_* flags.
- * @r:      set to the reserved run.
- *
- * Two kinds of "not yet".  The lead bound (the clock is behind: a step
- * back, a floor ahead) is waited for only when it is a few ms away, and
- * for at most IDGEN_WAIT_BUDGET_MS in all, then -ETIME.  The borrow bound
- * and the file's share throttle readers that outrun the node's ceiling or
- * their part of it: both move on with the clock, so a blocking reader
- * sleeps for them, a few ms at a time, until it gets IDs or a signal,
- * even with IDGEN_MINT_MORE.
- *
- * Context: process context; without IDGEN_MINT_NOWAIT, may sleep for the
- * clock in steps of a few ms.
- * Return: 0, or -ENOKEY, -EKEYEXPIRED, -ETIME, -EAGAIN, -EOVERFLOW as
- * documented in the uapi header, or -ERESTARTSYS on a signal.
- */
-int idgen_gen_mint(struct idgen_gen *gen, struct idgen_share *share, u32 want,
-		   unsigned int flags, struct idgen_range *r)
-{
-	bool nowait = flags & (IDGEN_MINT_NOWAIT | IDGEN_MINT_MORE);
-	unsigned long deadline = jiffies + msecs_to_jiffies(IDGEN_WAIT_BUDGET_MS);
-	struct idgen_event_info ev = {};
-	struct idgen_lease *lease;
-	u64 now_ms, wait_ms, borrowed, last_ms, fence = 0;
-	bool resampled = false;
-	u32 max_borrow_ms;
-	int err;
-
-again:
-	max_borrow_ms = idgen_gen_borrow_bound(gen, &now_ms);
-	rcu_read_lock();
-	for (;;) {
-		lease = idgen_gen_lease(gen);
-		if (!lease) {
-			err = -ENOKEY;
-			break;
-		}
-		/*
-		 * The fence the events below speak of: a renewal may move it
-		 * up meanwhile, but never down, so this one is reached
-		 * whenever the reservation finds a fence reached.
-		 */
-		fence = atomic64_read(&lease->valid_until);
-		err = idgen_gen_reserve(gen, lease, share, now_ms,
-					max_borrow_ms, want,
-					idgen_mint_waits(flags), r, &wait_ms,
-					&borrowed);
-		if (err != -ESTALE)
-			break;
-		idgen_gen_wait_switch(gen);
-	}
-	if (err == -EKEYEXPIRED &&
-	    idgen_fence_event_claim(&lease->fence_logged, fence)) {
-		idgen_event_node(&ev, IDGEN_EVENT_FENCE_REACHED, lease);
-		ev.valid_until_ms = fence;
-	}
-	if (!err) {
-		/* Within fence_near_ms of the fence: tell the lease holder once. */
-		last_ms = idgen_tick_ms(r->first + r->count - 1, r->seq_bits);
-		if (last_ms + READ_ONCE(gen->fence_near_ms) >= fence &&
-		    idgen_fence_event_claim(&lease->near_sent, fence)) {
-			idgen_event_node(&ev, IDGEN_EVENT_FENCE_NEAR, lease);
-			ev.valid_until_ms = fence;
-		}
-	}
-	rcu_read_unlock();
-
-	if (ev.type == IDGEN_EVENT_FENCE_REACHED)
-		pr_warn("lease r%u/w%u reached its fence at ms %llu: minting stopped until renewed\n",
-			ev.region, ev.worker, ev.valid_until_ms);
-	if (ev.type)
-		idgen_gen_event(gen, &ev);
-
-	if (!err) {
-		if (borrowed)
-			idgen_stat_add(gen, IDGEN_STAT_BORROWED_MS, borrowed);
-		return 0;
-	}
-	/*
-	 * now_ms was read before the reservation: a reader preempted, or
-	 * waiting for a switch, for longer than the lead would be refused on
-	 * a clock that has moved on.  Read it once more before deciding.
-	 */
-	if (err == -ETIME && !resampled) {
-		resampled = true;
-		if (idgen_gen_now_ms(gen, false) > now_ms)
-			goto again;
-	}
-	/*
-	 * The borrow bound or the share: the clock moving on lifts both, so
-	 * a blocking reader sleeps for them even with IDs in hand, and a big
-	 * read is served a share at a time.
-	 */
-	if (err == -EAGAIN) {
-		if (flags & IDGEN_MINT_NOWAIT) {
-			idgen_gen_arm_poll(gen, wait_ms);
-			return -EAGAIN;
-		}
-		wait_ms = min_t(u64, wait_ms, IDGEN_WAIT_MAX_MS);
-		goto sleep;
-	}
-	if (err == -ETIME && wait_ms <= IDGEN_WAIT_MAX_MS) {
-		if (nowait) {
-			idgen_gen_arm_poll(gen, wait_ms);
-			return -EAGAIN;
-		}
-		if (time_before(jiffies, deadline))
-			goto sleep;
-	}
-	if (err == -ETIME) {
-		idgen_gen_arm_poll(gen, wait_ms);
-		/* The event tells of a read refused, not of one cut short. */
-		if (!(flags & IDGEN_MINT_MORE)) {
-			ev = (struct idgen_event_info){
-				.type = IDGEN_EVENT_LEAD_EXCEEDED,
-			};
-			idgen_gen_event(gen, &ev);
-		}
-	}
-	return err;
-
-sleep:
-	if (!idgen_gen_throttle(wait_ms))
-		return -ERESTARTSYS;
-	goto again;
-}
-
-/* The fence-near event of a fast-path reservation (idgen_gen_mint_fast()). */
-static noinline void idgen_gen_fence_near(struct idgen_gen *gen, u32 region,
-					  u32 worker, u64 fence)
-{
-	struct idgen_event_info ev = {
-		.type = IDGEN_EVENT_FENCE_NEAR,
-		.has_node = true,
-		.region = region,
-		.worker = worker,
-		.valid_until_ms = fence,
-	};
-
-	idgen_gen_event(gen, &ev);
-}
-
-/*
- * __idgen_gen_mint_fast() - reserve @want IDs in the common case, or none
- * @gen:   the generator.
- * @share: the reader's file's share, or NULL for none.
- * @want:  how many, at least 1.
- * @r:     set to the reserved run on success.
- *
- * Most reads find a lease in force, a clock with no step to judge, no
- * wait holding (share.h), and room for every ID they ask for below the
- * fence, the lead bound and the borrow bound.  This path serves exactly
- * those, whole (idgen_lease_reserve_fast()), in one pass: no share, no
- * wait, no partial run, no sleep.  Everything else it leaves to
- * idgen_gen_mint(), with nothing reserved.  Where it serves, the full
- * path would have served the same run and done the same beside: it
- * counts borrowed milliseconds and sends the fence-near event alike, and
- * has no wait of the file's to end.
- *
- * The lease is read in an RCU-sched section (preemption off), which costs
- * a read about twenty instructions less than rcu_read_lock() and its
- * unlock, out of about a hundred and fifty the module spends on it.  It
- * is as safe: since RCU's flavours were merged (4.20), kfree_rcu() of a
- * retired lease waits for such sections too; nothing in the section
- * sleeps or takes a lock, and the compare-and-exchange is tried a
- * bounded number of times (idgen_lease_reserve_fast()).
- *
- * Inlined into its two callers below, so that the run is kept in
- * registers, not on the stack, when one ID is composed from it.
- *
- * Context: process context.
- * Return: true with @r set, or false to go the full way.
- */
-static __always_inline bool __idgen_gen_mint_fast(struct idgen_gen *gen,
-						  struct idgen_share *share,
-						  u32 want,
-						  struct idgen_range *r)
-{
-	struct idgen_lease *lease;
-	u64 now_ms, fence, last_ms;
-	u32 region = 0, worker = 0;
-	bool near = false;
-	s64 wall, high;
-
-	if (!idgen_clock_read_fast(&gen->clock, &wall))
-		return false;
-	now_ms = idgen_ns_to_ms(wall);
-
-	/* Below the mark the clock is absorbing a step back: the full path. */
-	high = atomic64_read(&gen->clock_high_ms);
-	if (now_ms != (u64)high) {
-		if (now_ms < (u64)high)
-			return false;
-		atomic64_try_cmpxchg(&gen->clock_high_ms, &high, now_ms);
-	}
-	/* A wait that holds, or one of the file's own: shares apply. */
-	if ((share && atomic64_read(&share->wait)) ||
-	    idgen_wait_yields(&gen->oldest_wait, share, now_ms))
-		return false;
-
-	rcu_read_lock_sched();
-	lease = rcu_dereference_sched(gen->lease);
-	if (!lease)
-		goto full;
-	/* As idgen_gen_mint(): the fence the events speak of, read first. */
-	fence = atomic64_read(&lease->valid_until);
-	if (!idgen_lease_reserve_fast(lease, now_ms, gen->max_lead_ms,
-				      READ_ONCE(gen->max_borrow_ms), want, r))
-		goto full;
-	last_ms = idgen_tick_ms(r->first + want - 1, r->seq_bits);
-	if (unlikely(last_ms + READ_ONCE(gen->fence_near_ms) >= fence) &&
-	    idgen_fence_event_claim(&lease->near_sent, fence)) {
-		near = true;
-		region = lease->region;
-		worker = lease->worker;
-	}
-	rcu_read_unlock_sched();
-
-	if (unlikely(last_ms > now_ms))
-		idgen_stat_add(gen, IDGEN_STAT_BORROWED_MS,
-			       idgen_range_borrowed_ms(r, now_ms));
-	if (unlikely(near))
-		idgen_gen_fence_near(gen, region, worker, fence);
-	return true;
-
-full:
-	rcu_read_unlock_sched();
-	return false;
-}
-
-/**
- * idgen_gen_mint_fast() - reserve @want IDs in the common case, or none
- * @gen:   the generator.
- * @share: the reader's file's share, or NULL for none.
- * @want:  how many, at least 1.
- * @r:     set to the reserved run on success.
- *
- * See __idgen_gen_mint_fast().
- *
- * Context: process context.
- * Return: true with @r set, or false with nothing reserved: then
- * idgen_gen_mint() serves the request.
- */
-bool idgen_gen_mint_fast(struct idgen_gen *gen, struct idgen_share *share,
-			 u32 want, struct idgen_range *r)
-{
-	return __idgen_gen_mint_fast(gen, share, want, r);
-}
-
-/**
- * idgen_gen_mint_one() - mint one ID in the common case, or none
- * @gen:   the generator.
- * @share: the reader's file's share, or NULL for none.
- *
- * idgen_gen_mint_fast() for one ID, composed.
- *
- * Context: process context.
- * Return: the ID, or 0 with nothing reserved: then idgen_gen_mint() serves
- * the request.  0 is never an ID: every lease starts above ms 0.
- */
-u64 idgen_gen_mint_one(struct idgen_gen *gen, struct idgen_share *share)
-{
-	struct idgen_range r;
-
-	if (!__idgen_gen_mint_fast(gen, share, 1, &r))
-		return 0;
-	return idgen_compose(r.first, r.seq_bits, r.node_bits);
-}
-
-/**
- * idgen_gen_count_refusal() - count a read refused with @err
- * @gen: the generator.
- * @err: the errno the read returns.
- */
-void idgen_gen_count_refusal(struct idgen_gen *gen, int err)
-{
-	switch (err) {
-	case -ENOKEY:
-		idgen_stat_inc(gen, IDGEN_STAT_NOLEASE_REFUSALS);
-		break;
-	case -EKEYEXPIRED:
-		idgen_stat_inc(gen, IDGEN_STAT_FENCE_REFUSALS);
-		break;
-	case -ETIME:
-	case -EAGAIN:
-		idgen_stat_inc(gen, IDGEN_STAT_LEAD_REFUSALS);
-		break;
-	case -EOVERFLOW:
-		idgen_stat_inc(gen, IDGEN_STAT_RANGE_REFUSALS);
-		break;
-	}
-}
-
-/**
- * idgen_gen_probe() - would a read of one ID succeed now?
- * @gen:   the generator.
- * @share: the reader's file's share, or NULL.
- *
- * When the answer is "not yet, the clock must catch up", arms the poll
- * timer so pollers are woken when it has.
- *
- * Context: process context.
- * Return: 0 or the errno a read would fail with.
- */
-int idgen_gen_probe(struct idgen_gen *gen, struct idgen_share *share)
-{
-	struct idgen_lease *lease;
-	u64 now_ms, wait_ms;
-	u32 max_borrow_ms;
-	bool any, yields;
-	int err;
-
-	max_borrow_ms = idgen_gen_borrow_bound(gen, &now_ms);
-	any = max_borrow_ms == IDGEN_BORROW_ANY;
-	yields = idgen_wait_yields(&gen->oldest_wait, share, now_ms);
-	rcu_read_lock();
-	for (;;) {
-		lease = idgen_gen_lease(gen);
-		if (!lease) {
-			err = -ENOKEY;
-			break;
-		}
-		/* As idgen_gen_reserve() would judge it. */
-		if (share && (any || yields) &&
-		    idgen_share_used(atomic64_read(&share->word), now_ms) >=
-		    idgen_share_quota(lease->layout.seq_bits)) {
-			wait_ms = 1;
-			err = -EAGAIN;
-			break;
-		}
-		err = idgen_lease_probe(lease, now_ms, gen->max_lead_ms,
-					yields && !any ? max_borrow_ms - 1 :
-							 max_borrow_ms,
-					&wait_ms);
-		/*
-		 * A poller that waits reads only once told it may: the
-		 * borrow bound refusing it here goes on with its file's
-		 * wait as a read would, or it could never become the
-		 * oldest and be told.
-		 */
-		if (err == -EAGAIN && share && !any &&
-		    atomic64_read(&share->wait))
-			idgen_wait_refused(&gen->oldest_wait, share, now_ms,
-					   min_t(u64, wait_ms,
-						 IDGEN_WAIT_MAX_MS));
-		/*
-		 * A closed lease: a switch is under way, and one refused
-		 * reopens the old lease without a lease change to wake
-		 * pollers.  Wait for it and look again, as a read does.
-		 */
-		if (err != -ESTALE)
-			break;
-		idgen_gen_wait_switch(gen);
-	}
-	rcu_read_unlock();
-
-	if (err == -ETIME || err == -EAGAIN)
-		idgen_gen_arm_poll(gen, wait_ms);
-	return err;
-}
-
-/**
- * idgen_gen_share_closed() - the file holding @share is closed
- * @gen:   the generator.
- * @share: the file's share.
- *
- * A wait of a closed file is over: the priority passes on at once rather
- * than when it lapses.
- *
- * Context: any.
- */
-void idgen_gen_share_closed(struct idgen_gen *gen, struct idgen_share *share)
-{
-	idgen_wait_over(&gen->oldest_wait, share);
-}
-
-static int idgen_lease_args_check(struct idgen_gen *gen,
-				  const struct idgen_lease_args *a,
-				  struct idgen_layout *layout)
-{
-	if (a->pad || (a->flags & ~IDGEN_LEASE_FLAGS_ALL))
-		return -EINVAL;
-
-	if (!a->region_bits && !a->worker_bits && !a->seq_bits) {
-		*layout = gen->layout;
-	} else {
-		layout->region_bits = a->region_bits;
-		layout->worker_bits = a->worker_bits;
-		layout->seq_bits = a->seq_bits;
-		if (!idgen_layout_valid(layout))
-			return -EINVAL;
-	}
-
-	if ((u64)a->region >> layout->region_bits ||
-	    (u64)a->worker >> layout->worker_bits)
-		return -EINVAL;
-	if (a->floor_ms >= a->valid_until_ms ||
-	    a->valid_until_ms > IDGEN_MS_MAX + 1)
-		return -EINVAL;
-	return 0;
-}
-
-/*
- * Why a lease whose first millisecond, @first_ms, lies at or past its fence
- * can never mint: the time field ends first, or the fence does.
- */
-static int idgen_lease_never_mints(u64 first_ms)
-{
-	return first_ms > IDGEN_MS_MAX ? -EOVERFLOW : -EKEYEXPIRED;
-}
-
-/* Lift the state word above @floor_ms, unless it is there already. */
-static void idgen_lease_raise(struct idgen_lease *lease, u64 floor_ms)
-{
-	u64 want = (floor_ms + 1) << lease->layout.seq_bits;
-	u64 old = atomic64_read(&lease->next);
-
-	do {
-		if (old >= want)
-			return;
-	} while (!atomic64_try_cmpxchg(&lease->next, &old, want));
-}
-
-static void idgen_lease_fill(struct idgen_lease *lease,
-			     const struct idgen_lease_args *a,
-			     const struct idgen_layout *layout)
-{
-	lease->layout = *layout;
-	lease->region = a->region;
-	lease->worker = a->worker;
-	lease->node_bits = idgen_node_bits(layout, a->region, a->worker);
-	lease->floor = a->floor_ms;
-	atomic64_set(&lease->valid_until, a->valid_until_ms);
-	atomic64_set(&lease->fence_logged, 0);
-	atomic64_set(&lease->near_sent, 0);
-}
-
-/*
- * Close @old (if any) and publish @new (NULL to revoke).  Readers that meet
- * the closed word wait on switch_lock, which is held until @new is visible.
- *
- * A @new lease whose first millisecond would already lie at or past its
- * fence could never mint: it is refused with -EKEYEXPIRED (-EOVERFLOW past
- * the end of the time field) and @old is reopened, untouched, as if the
- * call had not been made.  The first millisecond is only known once @old
- * is closed, since readers move it up until then.
- */
-static int idgen_gen_switch(struct idgen_gen *gen, struct idgen_lease *old,
-			    struct idgen_lease *new)
-{
-	u64 last_ms = gen->last_ms;
-	u64 next = 0, start_ms;
-
-	lockdep_assert_held(&gen->admin_lock);
-
-	spin_lock(&gen->switch_lock);
-	if (old) {
-		next = idgen_lease_close(old);
-		last_ms = max(last_ms,
-			      idgen_lease_last_ms(next, old->layout.seq_bits));
-	}
-	if (new) {
-		/* G2: above the floor and above every ms this host used. */
-		start_ms = max(last_ms, new->floor) + 1;
-		if (start_ms >= (u64)atomic64_read(&new->valid_until)) {
-			if (old)
-				idgen_lease_reopen(old, next);
-			spin_unlock(&gen->switch_lock);
-			return idgen_lease_never_mints(start_ms);
-		}
-		atomic64_set(&new->next, start_ms << new->layout.seq_bits);
-		WRITE_ONCE(new->start_ms, start_ms);
-		last_ms = start_ms - 1;
-	}
-	gen->last_ms = last_ms;
-	rcu_assign_pointer(gen->lease, new);
-	spin_unlock(&gen->switch_lock);
-
-	if (old)
-		kfree_rcu(old, rcu);
-	return 0;
-}
-
-/**
- * idgen_gen_set_lease() - set or renew the lease
- * @gen:  the generator.
- * @args: the lease, from user space.
- *
- * Context: process context; takes admin_lock.
- * Return: 0, -EINVAL for bad arguments, -EKEYEXPIRED for a lease that could
- * never mint (-EOVERFLOW when the time field ends before its first
- * millisecond), -ENOMEM; nothing changed on an error.
- */
-int idgen_gen_set_lease(struct idgen_gen *gen,
-			const struct idgen_lease_args *args)
-{
-	struct idgen_event_info ev = {};
-	struct idgen_lease *old, *new;
-	struct idgen_layout layout;
-	u64 now_ms;
-	int err;
-
-	err = idgen_lease_args_check(gen, args, &layout);
-	if (err)
-		return err;
-	/*
-	 * Nor could one whose fence the trusted clock has passed: no ID is
-	 * stamped before now.
-	 */
-	now_ms = idgen_gen_now_ms(gen, false);
-	if (args->valid_until_ms <= now_ms)
-		return idgen_lease_never_mints(now_ms);
-
-	new = kzalloc(sizeof(*new), GFP_KERNEL);
-	if (!new)
-		return -ENOMEM;
-
-	mutex_lock(&gen->admin_lock);
-	old = rcu_dereference_protected(gen->lease,
-					lockdep_is_held(&gen->admin_lock));
-
-	if (old && old->region == args->region && old->worker == args->worker &&
-	    idgen_layout_equal(&old->layout, &layout)) {
-		u8 s = layout.seq_bits;
-		u64 next_ms;
-
-		/* Renewal: the fence never moves back. */
-		if (args->valid_until_ms < (u64)atomic64_read(&old->valid_until)) {
-			err = -EINVAL;
-			goto out_unlock;
-		}
-		/*
-		 * Nor is it taken when it would leave nothing to mint: the
-		 * next ID, lifted above the floor, at or past the fence.
-		 */
-		next_ms = idgen_tick_ms(max_t(u64, atomic64_read(&old->next),
-					      (args->floor_ms + 1) << s), s);
-		if (next_ms >= args->valid_until_ms) {
-			err = idgen_lease_never_mints(next_ms);
-			goto out_unlock;
-		}
-		if (args->flags & IDGEN_LEASE_CLOCK_SYNCED)
-			idgen_clock_read(gen, true, NULL);
-		if (args->floor_ms > old->floor) {
-			idgen_lease_raise(old, args->floor_ms);
-			old->floor = args->floor_ms;
-			WRITE_ONCE(old->start_ms,
-				   max(old->start_ms, args->floor_ms + 1));
-		}
-		/* The events are owed afresh for the new fence (fence_logged). */
-		atomic64_set(&old->valid_until, args->valid_until_ms);
-		ev.type = IDGEN_EVENT_LEASE_RENEWED;
-		/* The lease's floor, which a lower one in the request left be. */
-		ev.floor_ms = old->floor;
-		pr_debug("lease r%u/w%u renewed until ms %llu\n", args->region,
-			 args->worker, args->valid_until_ms);
-		goto out_event;
-	}
-
-	idgen_lease_fill(new, args, &layout);
-	err = idgen_gen_switch(gen, old, new);
-	if (err) {
-		/*
-		 * The old lease was closed for a moment and is open again:
-		 * wake pollers as a lease change would, so none sleeps on
-		 * what it saw meanwhile.
-		 */
-		if (old)
-			wake_up_interruptible(&gen->wait);
-		goto out_unlock;
-	}
-	if (args->flags & IDGEN_LEASE_CLOCK_SYNCED)
-		idgen_clock_read(gen, true, NULL);
-	pr_info("lease r%u/w%u (layout %u/%u/%u) set: ms %llu to %llu, first ms %llu\n",
-		args->region, args->worker, layout.region_bits,
-		layout.worker_bits, layout.seq_bits, args->floor_ms,
-		args->valid_until_ms, gen->last_ms + 1);
-	new = NULL;
-	ev.type = IDGEN_EVENT_LEASE_SET;
-	ev.floor_ms = args->floor_ms;
-
-out_event:
-	ev.has_node = true;
-	ev.has_floor = true;
-	ev.region = args->region;
-	ev.worker = args->worker;
-	ev.valid_until_ms = args->valid_until_ms;
-	/* Under admin_lock: events leave in the order the changes were made. */
-	idgen_gen_event(gen, &ev);
-
-out_unlock:
-	mutex_unlock(&gen->admin_lock);
-	kfree(new);
-	if (err)
-		return err;
-	wake_up_interruptible(&gen->wait);
-	return 0;
-}
-
-/**
- * idgen_gen_revoke() - end the lease in force
- * @gen: the generator.
- *
- * Context: process context; takes admin_lock.
- * Return: L, the highest ms stamped or fenced off: no ID of the revoked
- * lease carries a later one, including IDs of reads in flight.
- */
-u64 idgen_gen_revoke(struct idgen_gen *gen)
-{
-	struct idgen_event_info ev = {};
-	struct idgen_lease *old;
-	u64 last;
-
-	mutex_lock(&gen->admin_lock);
-	old = rcu_dereference_protected(gen->lease,
-					lockdep_is_held(&gen->admin_lock));
-	last = gen->last_ms;
-	if (old) {
-		idgen_event_node(&ev, IDGEN_EVENT_LEASE_REVOKED, old);
-		idgen_gen_switch(gen, old, NULL);
-		last = gen->last_ms;
-		pr_info("lease r%u/w%u revoked: last ms %llu\n", ev.region,
-			ev.worker, last);
-		ev.has_last = true;
-		ev.last_ms = last;
-		/* Under admin_lock, in order with the other lease events. */
-		idgen_gen_event(gen, &ev);
-	}
-	mutex_unlock(&gen->admin_lock);
-
-	wake_up_interruptible(&gen->wait);
-	return last;
-}
-
 void idgen_gen_adopt_clock(struct idgen_gen *gen)
 {
-	idgen_clock_read(gen, true, NULL);
+	idgen_clock_read(&gen->clock, true, NULL);
 }
 
 void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st)
@@ -887,7 +92,7 @@ void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st)
 	 * while others mint, sees the generator's lead over the clock as
 	 * less than it was, never more.
 	 */
-	trusted = idgen_clock_read(gen, false, &wall);
+	trusted = idgen_clock_read(&gen->clock, false, &wall);
 	st->now_ms = idgen_ns_to_ms(trusted);
 	st->wall_ms = idgen_ns_to_ms(wall);
 	st->next_ms = max(next, st->now_ms);
@@ -895,30 +100,55 @@ void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st)
 	if (st->held_step_ms)
 		st->flags |= IDGEN_STATE_CLOCK_HELD;
 
-	st->ids = idgen_stat_sum(gen, IDGEN_STAT_IDS);
-	st->reads = idgen_stat_sum(gen, IDGEN_STAT_READS);
-	st->borrowed_ms = idgen_stat_sum(gen, IDGEN_STAT_BORROWED_MS);
-	st->steps_back = idgen_stat_sum(gen, IDGEN_STAT_STEPS_BACK);
-	st->steps_forward = idgen_stat_sum(gen, IDGEN_STAT_STEPS_FWD);
-	st->steps_adopted = idgen_stat_sum(gen, IDGEN_STAT_STEPS_ADOPTED);
-	st->fence_refusals = idgen_stat_sum(gen, IDGEN_STAT_FENCE_REFUSALS);
-	st->lead_refusals = idgen_stat_sum(gen, IDGEN_STAT_LEAD_REFUSALS);
-	st->nolease_refusals = idgen_stat_sum(gen, IDGEN_STAT_NOLEASE_REFUSALS);
-	st->range_refusals = idgen_stat_sum(gen, IDGEN_STAT_RANGE_REFUSALS);
+	st->ids = idgen_stat_sum(gen->stats, IDGEN_STAT_IDS);
+	st->reads = idgen_stat_sum(gen->stats, IDGEN_STAT_READS);
+	st->borrowed_ms = idgen_stat_sum(gen->stats, IDGEN_STAT_BORROWED_MS);
+	st->steps_back = idgen_stat_sum(gen->stats, IDGEN_STAT_STEPS_BACK);
+	st->steps_forward = idgen_stat_sum(gen->stats, IDGEN_STAT_STEPS_FWD);
+	st->steps_adopted = idgen_stat_sum(gen->stats, IDGEN_STAT_STEPS_ADOPTED);
+	st->fence_refusals = idgen_stat_sum(gen->stats, IDGEN_STAT_FENCE_REFUSALS);
+	st->lead_refusals = idgen_stat_sum(gen->stats, IDGEN_STAT_LEAD_REFUSALS);
+	st->nolease_refusals = idgen_stat_sum(gen->stats, IDGEN_STAT_NOLEASE_REFUSALS);
+	st->range_refusals = idgen_stat_sum(gen->stats, IDGEN_STAT_RANGE_REFUSALS);
+}
+
+static void idgen_gen_clock_event(struct idgen_gen *gen,
+				  enum idgen_event type, s64 step_ms, bool held)
+{
+	struct idgen_event_info ev = {
+		.type = type,
+		.has_step = true,
+		.step_ms = step_ms,
+		.held = held,
+	};
+
+	idgen_gen_event(gen, &ev);
 }
 
 /*
- * Not deferrable: an idle host would put it off for as long as it idles,
- * and a reading after a gap longer than the slew cap takes drift for a
- * step.  Re-armed by itself until idgen_gen_stop().
+ * The clock's changed hook: count each step and send its event.  Under
+ * the clock's store_lock, so the events leave in the order it changed.
  */
-static void idgen_clock_refresh_fn(struct work_struct *work)
+static void idgen_gen_clock_changed(struct idgen_clock *clk, unsigned int ev,
+				    s64 step_ms)
 {
-	struct idgen_gen *gen = container_of(to_delayed_work(work),
-					     struct idgen_gen, clock_refresh);
+	struct idgen_gen *gen = container_of(clk, struct idgen_gen, clock);
 
-	idgen_clock_read(gen, false, NULL);
-	idgen_gen_refresh_clock(gen);
+	if (ev & IDGEN_CLOCK_STEP_BACK) {
+		idgen_stat_inc(gen->stats, IDGEN_STAT_STEPS_BACK);
+		idgen_gen_clock_event(gen, IDGEN_EVENT_CLOCK_STEP_BACK,
+				      step_ms, false);
+	}
+	if (ev & IDGEN_CLOCK_STEP_FWD) {
+		idgen_stat_inc(gen->stats, IDGEN_STAT_STEPS_FWD);
+		idgen_gen_clock_event(gen, IDGEN_EVENT_CLOCK_STEP_FWD, step_ms,
+				      ev & IDGEN_CLOCK_HELD);
+	}
+	if (ev & IDGEN_CLOCK_ADOPTED) {
+		idgen_stat_inc(gen->stats, IDGEN_STAT_STEPS_ADOPTED);
+		idgen_gen_clock_event(gen, IDGEN_EVENT_CLOCK_ADOPTED, step_ms,
+				      false);
+	}
 }
 
 static void idgen_poll_timer_fn(struct timer_list *t)
@@ -942,7 +172,7 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 	mutex_init(&gen->admin_lock);
 	spin_lock_init(&gen->switch_lock);
 	gen->last_ms = 0;
-	idgen_clock_init(&gen->clock, max_step_ms);
+	idgen_clock_init(&gen->clock, max_step_ms, idgen_gen_clock_changed);
 	gen->layout = *layout;
 	gen->max_lead_ms = max_lead_ms;
 	gen->max_borrow_ms = min_t(u32, IDGEN_MAX_BORROW_MS_DEFAULT, max_lead_ms);
@@ -952,7 +182,6 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 	atomic64_set(&gen->oldest_wait.tickets, 0);
 	init_waitqueue_head(&gen->wait);
 	timer_setup(&gen->poll_timer, idgen_poll_timer_fn, 0);
-	INIT_DELAYED_WORK(&gen->clock_refresh, idgen_clock_refresh_fn);
 	gen->fence_near_ms = IDGEN_FENCE_NEAR_MS_DEFAULT;
 	gen->notify = NULL;
 	for (i = 0; i <= IDGEN_EVENT_MAX; i++) {
@@ -962,34 +191,15 @@ int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
 		/* Held-back events are counted, not logged. */
 		ratelimit_set_flags(&gen->event_rs[i], RATELIMIT_MSG_ON_RELEASE);
 	}
-	/*
-	 * Take the clock's offset now, not at the first read: a step made
-	 * between load and the first lease is then seen as one, not trusted.
-	 */
-	idgen_clock_read(gen, false, NULL);
-	idgen_gen_refresh_clock(gen);
 	return 0;
 }
 
-/**
- * idgen_gen_stop() - stop the periodic clock reading
- * @gen: the generator.
- *
- * The reading may send a clock event: stopped before whoever receives
- * events goes away.  The work re-arms only itself, so once cancelled it
- * stays so.
- *
- * Context: process context; may sleep.
+/*
+ * Context: no reader, admin call or clock reading can be running (the
+ * device is gone, the clock stopped).
  */
-void idgen_gen_stop(struct idgen_gen *gen)
-{
-	cancel_delayed_work_sync(&gen->clock_refresh);
-}
-
-/* Context: no reader or admin call can be running (the device is gone). */
 void idgen_gen_uninit(struct idgen_gen *gen)
 {
-	cancel_delayed_work_sync(&gen->clock_refresh);
 	timer_delete_sync(&gen->poll_timer);
 	kfree(rcu_dereference_protected(gen->lease, true));
 	RCU_INIT_POINTER(gen->lease, NULL);

@@ -15,19 +15,6 @@
 #include "lease.h"
 
 /*
- * One past the last ms a run may start by borrowing: max_borrow_ms beyond
- * the clock, or beyond the lease's first ms when a floor put that ahead.
- */
-static u64 idgen_borrow_end_ms(const struct idgen_lease *lease, u64 now_ms,
-			       u32 max_borrow_ms)
-{
-	if (max_borrow_ms == IDGEN_BORROW_ANY)
-		return IDGEN_MS_MAX + 1;
-	return min(max(now_ms, READ_ONCE(lease->start_ms)) + max_borrow_ms + 1,
-		   IDGEN_MS_MAX + 1);
-}
-
-/*
  * Where a reservation would start and where it must stop, or the errno
  * that says why nothing can be reserved from @tick on.
  */
@@ -37,22 +24,19 @@ static int idgen_lease_bounds(struct idgen_lease *lease, u64 tick, u64 now_ms,
 {
 	u8 s = lease->layout.seq_bits;
 	u64 fence = atomic64_read(&lease->valid_until);
-	u64 lead_end = now_ms + max_lead_ms + 1;
-	u64 borrow_end = idgen_borrow_end_ms(lease, now_ms, max_borrow_ms);
 	u64 mask = (1ULL << s) - 1;
-	u64 borrow_limit, base_ms;
+	u64 base_ms, lead_end;
 
 	*base = max(tick, idgen_tick_floor(now_ms, s));
-	*limit = min3(fence, lead_end, IDGEN_MS_MAX + 1) << s;
 	/*
-	 * The borrow bound never cuts into the ms @tick lies in when that ms
-	 * is under way already: its rest was paid for when it began.
+	 * No fence lies past the end of the time field; should one be set
+	 * there by hand (KUnit does), the field still ends the run.
 	 */
-	borrow_limit = max(borrow_end << s, (tick + mask) & ~mask);
-	if (*base < min(*limit, borrow_limit)) {
-		*limit = min(*limit, borrow_limit);
+	*limit = min(idgen_lease_end_ms(lease, now_ms, fence, max_lead_ms,
+					max_borrow_ms, (tick + mask) >> s),
+		     IDGEN_MS_MAX + 1) << s;
+	if (*base < *limit)
 		return 0;
-	}
 
 	/*
 	 * The end of the time field first: a fence may lie right at it
@@ -63,12 +47,14 @@ static int idgen_lease_bounds(struct idgen_lease *lease, u64 tick, u64 now_ms,
 		return -EOVERFLOW;
 	if (base_ms >= fence)
 		return -EKEYEXPIRED;
-	if (*base >= *limit) {
+	lead_end = idgen_lead_end_ms(now_ms, max_lead_ms);
+	if (base_ms >= lead_end) {
 		*wait_ms = base_ms - (lead_end - 1);
 		return -ETIME;
 	}
 	/* Within the lead but beyond the borrow bound: the clock must move. */
-	*wait_ms = base_ms - (borrow_end - 1);
+	*wait_ms = base_ms - (idgen_borrow_end_ms(lease, now_ms,
+						  max_borrow_ms) - 1);
 	return -EAGAIN;
 }
 

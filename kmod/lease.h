@@ -80,7 +80,11 @@ struct idgen_range {
 	u64 node_bits;
 };
 
-/* max_borrow_ms for no borrow bound: the clock is absorbing a step back. */
+/*
+ * max_borrow_ms for no borrow bound: the clock is absorbing a step back.
+ * It needs no case of its own: borrowing U32_MAX ms ends 2^32 ms past
+ * the clock, beyond any lead bound (a u32 too), so only the lead is left.
+ */
 #define IDGEN_BORROW_ANY	U32_MAX
 
 /* Reserve IDs, or tell why none can be had now (kernel-doc in lease.c). */
@@ -94,6 +98,56 @@ int idgen_lease_probe(struct idgen_lease *lease, u64 now_ms, u32 max_lead_ms,
 static inline u64 idgen_tick_floor(u64 now_ms, u8 seq_bits)
 {
 	return min(now_ms, IDGEN_MS_MAX + 1) << seq_bits;
+}
+
+/* One past the last ms the lead bound lets an ID be stamped with. */
+static __always_inline u64 idgen_lead_end_ms(u64 now_ms, u32 max_lead_ms)
+{
+	return now_ms + max_lead_ms + 1;
+}
+
+/*
+ * One past the last ms a run may start by borrowing: max_borrow_ms beyond
+ * the clock, or beyond the lease's first ms when a floor put that ahead.
+ */
+static __always_inline u64 idgen_borrow_end_ms(const struct idgen_lease *lease,
+					       u64 now_ms, u32 max_borrow_ms)
+{
+	return max(now_ms, READ_ONCE(lease->start_ms)) + max_borrow_ms + 1;
+}
+
+/**
+ * idgen_lease_end_ms() - one past the last ms a reservation may reach
+ * @lease:       the lease.
+ * @now_ms:      the trusted time, below @fence (or far past it: the
+ *               result then lies at or below the fence, and the caller
+ *               finds its start there already).
+ * @fence:       the lease's fence, which never lies past the end of the
+ *               time field (idgen_lease_args_check()).
+ * @max_lead_ms: the lead bound.
+ * @max_borrow_ms: the borrow bound, or IDGEN_BORROW_ANY.
+ * @under_way_ms: one past the ms the state word lies in when that ms is
+ *               under way already, else anything not above it (0): the
+ *               borrow bound never cuts into it, its rest was paid for
+ *               when it began.
+ *
+ * The one statement of where a run must stop, for both ways of reserving
+ * (idgen_lease_reserve() and idgen_lease_reserve_fast()): the fence, the
+ * lead bound and the borrow bound.  The sums cannot wrap: the clock is a
+ * s64 of ns in ms, far below 2^64 - 2^33.
+ *
+ * Context: any.
+ * Return: the end, in ms: no ID of the run may carry it or a later one.
+ */
+static __always_inline u64 idgen_lease_end_ms(const struct idgen_lease *lease,
+					      u64 now_ms, u64 fence,
+					      u32 max_lead_ms,
+					      u32 max_borrow_ms,
+					      u64 under_way_ms)
+{
+	return min3(fence, idgen_lead_end_ms(now_ms, max_lead_ms),
+		    max(idgen_borrow_end_ms(lease, now_ms, max_borrow_ms),
+			under_way_ms));
 }
 
 /* Compare-and-exchange tries of idgen_lease_reserve_fast(). */
@@ -131,10 +185,9 @@ static inline u64 idgen_range_borrowed_ms(const struct idgen_range *r,
  *
  * The common case of idgen_lease_reserve(), for the read path's fast way:
  * the whole run, from the same one compare-and-exchange on the state word,
- * under the fence, the lead bound and the borrow bound.  Its bound is
- * never above idgen_lease_reserve()'s (it leaves out only what widens
- * that one: the rest of a millisecond under way, no borrow bound), so
- * every run it reserves idgen_lease_reserve() would have reserved too.
+ * below the same end (idgen_lease_end_ms()).  It leaves out only what
+ * widens that end, the rest of a millisecond under way, so every run it
+ * reserves idgen_lease_reserve() would have reserved too.
  *
  * Its caller may hold preemption off: the compare-and-exchange is tried
  * IDGEN_FAST_TRIES times at most, as lockref bounds its own, and a reader
@@ -162,9 +215,8 @@ static inline bool idgen_lease_reserve_fast(struct idgen_lease *lease,
 	 */
 	if (now_ms >= fence)
 		return false;
-	limit = min3(fence, now_ms + max_lead_ms + 1,
-		     max(now_ms, READ_ONCE(lease->start_ms)) +
-		     max_borrow_ms + 1) << s;
+	limit = idgen_lease_end_ms(lease, now_ms, fence, max_lead_ms,
+				   max_borrow_ms, 0) << s;
 	old = atomic64_read(&lease->next);
 	for (tries = IDGEN_FAST_TRIES;; tries--) {
 		if (old == IDGEN_TICK_CLOSED || !tries)

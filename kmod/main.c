@@ -95,6 +95,8 @@ static int __init idgen_init(void)
 	ret = idgen_netlink_init(&idgen_gen);
 	if (ret)
 		goto err_netlink;
+	/* The clock's readings send events: started once netlink is there. */
+	idgen_clock_start(&idgen_gen.clock);
 	ret = idgen_chardev_init(&idgen_gen);
 	if (ret)
 		goto err_chardev;
@@ -105,7 +107,7 @@ static int __init idgen_init(void)
 	return 0;
 
 err_chardev:
-	idgen_gen_stop(&idgen_gen);
+	idgen_clock_stop(&idgen_gen.clock);
 	idgen_netlink_uninit();
 err_netlink:
 	idgen_gen_uninit(&idgen_gen);
@@ -113,11 +115,11 @@ err_gen:
 	return ret;
 }
 
+/* The exact reverse of idgen_init(). */
 static void __exit idgen_exit(void)
 {
-	/* The clock's refresh sends events: stopped before netlink goes. */
-	idgen_gen_stop(&idgen_gen);
 	idgen_chardev_uninit();
+	idgen_clock_stop(&idgen_gen.clock);
 	idgen_netlink_uninit();
 	idgen_gen_uninit(&idgen_gen);
 }

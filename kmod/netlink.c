@@ -87,7 +87,7 @@ static int idgen_nl_put_state(struct sk_buff *msg, struct idgen_gen *gen,
 				     *(const u64 *)((const u8 *)st + counters[i].offset)))
 			return -EMSGSIZE;
 	if (idgen_nl_put_u64(msg, IDGEN_A_CNT_EVENTS_DROPPED,
-			     idgen_stat_sum(gen, IDGEN_STAT_EVENTS_DROPPED)))
+			     idgen_stat_sum(gen->stats, IDGEN_STAT_EVENTS_DROPPED)))
 		return -EMSGSIZE;
 	return 0;
 }

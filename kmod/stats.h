@@ -8,8 +8,6 @@
 #include <linux/percpu.h>
 #include <linux/u64_stats_sync.h>
 
-#include "generator.h"
-
 enum idgen_stat {
 	IDGEN_STAT_IDS,
 	IDGEN_STAT_READS,
@@ -35,43 +33,45 @@ struct idgen_stats {
 };
 
 /* Context: process context (the sequence count has no irq protection). */
-static inline void idgen_stat_add(struct idgen_gen *gen, enum idgen_stat s,
-				  u64 n)
+static inline void idgen_stat_add(struct idgen_stats __percpu *stats,
+				  enum idgen_stat s, u64 n)
 {
-	struct idgen_stats *st = get_cpu_ptr(gen->stats);
+	struct idgen_stats *st = get_cpu_ptr(stats);
 
 	u64_stats_update_begin(&st->syncp);
 	u64_stats_add(&st->v[s], n);
 	u64_stats_update_end(&st->syncp);
-	put_cpu_ptr(gen->stats);
+	put_cpu_ptr(stats);
 }
 
-static inline void idgen_stat_inc(struct idgen_gen *gen, enum idgen_stat s)
+static inline void idgen_stat_inc(struct idgen_stats __percpu *stats,
+				  enum idgen_stat s)
 {
-	idgen_stat_add(gen, s, 1);
+	idgen_stat_add(stats, s, 1);
 }
 
 /* A read that returned @ids IDs: both of its counts, in one go. */
-static inline void idgen_stat_read(struct idgen_gen *gen, u64 ids)
+static inline void idgen_stat_read(struct idgen_stats __percpu *stats, u64 ids)
 {
-	struct idgen_stats *st = get_cpu_ptr(gen->stats);
+	struct idgen_stats *st = get_cpu_ptr(stats);
 
 	u64_stats_update_begin(&st->syncp);
 	u64_stats_inc(&st->v[IDGEN_STAT_READS]);
 	u64_stats_add(&st->v[IDGEN_STAT_IDS], ids);
 	u64_stats_update_end(&st->syncp);
-	put_cpu_ptr(gen->stats);
+	put_cpu_ptr(stats);
 }
 
 /* A sum over CPUs; each CPU's part is exact, the total only as of "now". */
-static inline u64 idgen_stat_sum(struct idgen_gen *gen, enum idgen_stat s)
+static inline u64 idgen_stat_sum(struct idgen_stats __percpu *stats,
+				 enum idgen_stat s)
 {
 	unsigned int start;
 	u64 sum = 0, v;
 	int cpu;
 
 	for_each_possible_cpu(cpu) {
-		const struct idgen_stats *st = per_cpu_ptr(gen->stats, cpu);
+		const struct idgen_stats *st = per_cpu_ptr(stats, cpu);
 
 		do {
 			start = u64_stats_fetch_begin(&st->syncp);

@@ -68,12 +68,13 @@ static int cmp_u64(const void *a, const void *b)
 }
 
 /*
- * A lease keeps the clock refreshed from a work item: should an assertion
- * end a test early, it must not run on the freed generator.
+ * The clock is refreshed from a work item from idgen_clock_start() on:
+ * should an assertion end a test early, it must not run on the freed
+ * generator.
  */
 static void stop_clock_refresh(void *gen)
 {
-	cancel_delayed_work_sync(&((struct idgen_gen *)gen)->clock_refresh);
+	idgen_clock_stop(&((struct idgen_gen *)gen)->clock);
 }
 
 static void idgen_concurrency_test_leases_under_load(struct kunit *test)
@@ -96,6 +97,7 @@ static void idgen_concurrency_test_leases_under_load(struct kunit *test)
 	KUNIT_ASSERT_TRUE(test, closed_at && lo && hi);
 	KUNIT_ASSERT_EQ(test, idgen_gen_init(gen, &v1, 1000, 1000), 0);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, stop_clock_refresh, gen), 0);
+	idgen_clock_start(&gen->clock);
 	m = kunit_kcalloc(test, nr_cpu_ids, sizeof(*m), GFP_KERNEL);
 	KUNIT_ASSERT_NOT_NULL(test, m);
 
@@ -195,6 +197,7 @@ static void idgen_concurrency_test_leases_under_load(struct kunit *test)
 	for (k = 1; k < total; k++)
 		KUNIT_ASSERT_NE(test, all[k], all[k - 1]);
 	vfree(all);
+	idgen_clock_stop(&gen->clock);
 	idgen_gen_uninit(gen);
 	rcu_barrier();
 }
@@ -250,6 +253,7 @@ static void idgen_concurrency_run_inflight(struct kunit *test, bool revoke)
 
 	KUNIT_ASSERT_EQ(test, idgen_gen_init(gen, &v1, 1000, 1000), 0);
 	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, stop_clock_refresh, gen), 0);
+	idgen_clock_start(&gen->clock);
 	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(gen, &args), 0);
 	f->gen = gen;
 	init_completion(&f->found);
@@ -272,6 +276,7 @@ static void idgen_concurrency_run_inflight(struct kunit *test, bool revoke)
 
 	KUNIT_EXPECT_EQ(test, f->err, -ESTALE);
 	idgen_gen_revoke(gen);
+	idgen_clock_stop(&gen->clock);
 	idgen_gen_uninit(gen);
 	rcu_barrier();
 }

@@ -8,7 +8,7 @@
 #include <kunit/test.h>
 
 #include "lease.h"
-#include "share.h"
+#include "fair.h"
 
 #define SEQ_BITS	12
 #define PER_MS		((u64)BIT(SEQ_BITS))

@@ -216,7 +216,7 @@ inline etcd_txn(w, exp, val, cas)
 	xrev = 0
 }
 
-/* ---- the generator (kmod/generator.c, kmod/lease.c) ------------------- */
+/* ---- the generator (kmod/admin.c, kmod/mint.c, kmod/lease.c) --------- */
 
 /* F2 and G2: the first ID of a lease is above its floor and above last. */
 inline raise_floor(hh, fl)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
-#ifndef _IDGEN_SHARE_H
-#define _IDGEN_SHARE_H
+#ifndef _IDGEN_FAIR_H
+#define _IDGEN_FAIR_H
 
 /*
  * How readers share the node when they ask for more than it holds.
@@ -84,43 +84,6 @@ static inline u32 idgen_share_used(u64 word, u64 now_ms)
 }
 
 /**
- * idgen_share_take() - take up to @want IDs of the file's share
- * @share:  the file's share.
- * @now_ms: the trusted clock's millisecond.
- * @quota:  the share, idgen_share_quota() of the lease's layout.
- * @want:   how many IDs the reader wants.
- *
- * Return: how many it may reserve, 0 when the share of @now_ms is used up.
- */
-static inline u32 idgen_share_take(struct idgen_share *share, u64 now_ms,
-				   u32 quota, u32 want)
-{
-	u64 old = atomic64_read(&share->word);
-	u32 used, n;
-
-	do {
-		used = idgen_share_used(old, now_ms);
-		if (used >= quota)
-			return 0;
-		n = min(want, quota - used);
-	} while (!atomic64_try_cmpxchg(&share->word, &old,
-				       (u64)(u32)now_ms << 32 | (used + n)));
-	return n;
-}
-
-/* Give back @n IDs taken in @now_ms but not reserved, if still that ms. */
-static inline void idgen_share_give_back(struct idgen_share *share, u64 now_ms,
-					 u32 n)
-{
-	u64 old = atomic64_read(&share->word);
-
-	do {
-		if (!n || idgen_share_used(old, now_ms) < n)
-			return;
-	} while (!atomic64_try_cmpxchg(&share->word, &old, old - n));
-}
-
-/**
  * idgen_wait_yields() - must a reader holding @share yield to a wait?
  * @oldest: the generator's oldest wait.
  * @share:  the reader's file's share, or NULL for none.
@@ -138,86 +101,38 @@ static inline bool idgen_wait_yields(struct idgen_oldest_wait *oldest,
 	       now_ms < (u64)atomic64_read(&oldest->until);
 }
 
-/* Move @v up to @to, never down: racing refusals keep the latest time. */
-static inline void idgen_wait_extend(atomic64_t *v, s64 to)
-{
-	s64 old = atomic64_read(v);
-
-	do {
-		if (old >= to)
-			return;
-	} while (!atomic64_try_cmpxchg(v, &old, to));
-}
-
 /**
- * idgen_wait_refused() - the borrow bound refused a reader holding @share
- * @oldest:  the generator's oldest wait.
- * @share:   the reader's file's share.
- * @now_ms:  the trusted clock's millisecond.
- * @back_ms: when the reader will ask again, in ms from @now_ms.
- *
- * Goes on with the file's wait, or starts one when it has none or its
- * reader was not back in time, and makes it the oldest wait when it began
- * before the one there, or that one lapsed.
- */
-static inline void idgen_wait_refused(struct idgen_oldest_wait *oldest,
-				      struct idgen_share *share, u64 now_ms,
-				      u64 back_ms)
-{
-	u64 back_by = now_ms + back_ms + IDGEN_WAIT_HOLD_MS;
-	s64 mine = atomic64_read(&share->wait), since;
-
-	if (mine && now_ms >= (u64)atomic64_read(&share->back_by) &&
-	    atomic64_try_cmpxchg(&share->wait, &mine, 0))
-		mine = 0;
-	/* Threads of one file share its wait: the first refusal starts it. */
-	if (!mine) {
-		s64 ticket = atomic64_inc_return(&oldest->tickets);
-
-		if (atomic64_try_cmpxchg(&share->wait, &mine, ticket))
-			mine = ticket;
-	}
-	idgen_wait_extend(&share->back_by, back_by);
-
-	since = atomic64_read(&oldest->since);
-	if (since == mine) {
-		idgen_wait_extend(&oldest->until, back_by);
-	} else {
-		do {
-			if (since && since < mine &&
-			    now_ms < (u64)atomic64_read(&oldest->until))
-				return;
-		} while (!atomic64_try_cmpxchg(&oldest->since, &since, mine));
-		atomic64_set(&oldest->until, back_by);
-	}
-	/*
-	 * A thread of the same file that got IDs meanwhile ended the wait
-	 * and found it not yet the oldest: do not leave it there, owned by
-	 * no file, for others to yield to.
-	 */
-	smp_mb();
-	if (atomic64_read(&share->wait) != mine)
-		atomic64_cmpxchg(&oldest->since, mine, 0);
-}
-
-/**
- * idgen_wait_over() - a reader holding @share got IDs, or closed the file
+ * idgen_fair_alone() - may a reader reserve as if it were alone?
  * @oldest: the generator's oldest wait.
- * @share:  the file's share.
+ * @share:  the reader's file's share, or NULL for none.
+ * @now_ms: the trusted clock's millisecond.
+ * @any:    no borrow bound holds: the clock is absorbing a step back.
  *
- * Ends the file's wait, and the priority with it if it held it.
+ * A reader is alone when no step back is being absorbed (a reader with a
+ * share would be held to it), no other file's wait holds (it would be
+ * held to its share and borrow one ms less), and its file has no wait of
+ * its own (IDs would end it).  The policy has nothing to do for it then:
+ * a reservation that succeeds is exactly the one it would have made with
+ * no other reader about.  The read path's fast way serves only such
+ * readers.
+ *
+ * Return: true when the reader is alone.
  */
-static inline void idgen_wait_over(struct idgen_oldest_wait *oldest,
-				   struct idgen_share *share)
+static __always_inline bool idgen_fair_alone(struct idgen_oldest_wait *oldest,
+					     struct idgen_share *share,
+					     u64 now_ms, bool any)
 {
-	s64 mine;
-
-	/* Read first: on the hot path, a reader never refused, no write. */
-	if (!atomic64_read(&share->wait))
-		return;
-	mine = atomic64_xchg(&share->wait, 0);
-	if (mine && atomic64_read(&oldest->since) == mine)
-		atomic64_cmpxchg(&oldest->since, mine, 0);
+	if (any || (share && atomic64_read(&share->wait)))
+		return false;
+	return !idgen_wait_yields(oldest, share, now_ms);
 }
 
-#endif /* _IDGEN_SHARE_H */
+u32 idgen_share_take(struct idgen_share *share, u64 now_ms, u32 quota,
+		     u32 want);
+void idgen_share_give_back(struct idgen_share *share, u64 now_ms, u32 n);
+void idgen_wait_refused(struct idgen_oldest_wait *oldest,
+			struct idgen_share *share, u64 now_ms, u64 back_ms);
+void idgen_wait_over(struct idgen_oldest_wait *oldest,
+		     struct idgen_share *share);
+
+#endif /* _IDGEN_FAIR_H */
