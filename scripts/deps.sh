@@ -67,6 +67,10 @@ packages=(
 	python3-yaml python3-jsonschema
 	# libidgen's tests: the JavaScript client and the PostgreSQL range query
 	nodejs postgresql
+	# the PostgreSQL extension (pg/): PGXS and the server's headers for the
+	# release's default PostgreSQL (15 on Debian 12, 17 on Debian 13), and
+	# pg_buildext for its Debian package; one name for both releases
+	postgresql-server-dev-all
 	# idgend: etcd's JSON gateway through libcurl and json-c, base64 from
 	# libcrypto; a real etcd to test against, valgrind over the etcd
 	# client, and libfaketime for a wall clock before the epoch;
