@@ -168,6 +168,8 @@ tap "netlink spec" netlink-spec.log tests/netlink-spec.sh
 tap "dependencies per Debian release" deps-names.log tests/deps-names.sh
 # libidgen and idgenctl: builds, unit tests, JavaScript and PostgreSQL.
 tap "libidgen" libidgen.log tests/libidgen/run.sh
+# The PostgreSQL extension: pg_regress against a throw-away server.
+tap "PostgreSQL extension" pg.log tests/pg/run.sh
 # idgend: the lease logic, the etcd client, the daemon against real etcd:
 # the machine's (3.4 on Debian 12), and Debian 13's 3.5 for the client
 # (with --matrix, for the daemon too).

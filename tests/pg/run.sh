@@ -1,0 +1,140 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# run.sh: the PostgreSQL extension (pg/) against a real server.  Builds it
+# with PGXS for the newest PostgreSQL installed (postgresql-server-dev-NN;
+# PG_CONFIG overrides), installs it into a private copy of that server's
+# directory tree in a temporary directory, starts a throw-away server from
+# there (initdb + pg_ctl, unix socket only, as the postgres user when run
+# as root, with the extension in shared_preload_libraries, as a site that
+# preloads it runs it), runs pg_regress (make installcheck) against it, and
+# stops it.  Installs nothing outside the temporary directory, which goes
+# on any exit.  Also checks that every ```sql block of pg/README.md is in
+# pg/sql/recipes.sql word for word, so the documented recipes are the
+# tested ones.  Prints TAP.
+#
+#   IDGEN_PG_RESULTS=DIR   keep pg_regress's results/*.out there
+#
+# The host has no /dev/idgen (the module is loaded in guests only), and
+# the tests expect idgen_next() to fail with IG001, "no device".
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+# shellcheck source=../lib/tap.sh disable=SC2154 # n and status are tap.sh's
+. "$top/tests/lib/tap.sh"
+pg=$top/pg
+
+if [ -e /dev/idgen ]; then
+	echo "not ok 1 no /dev/idgen on this host (the tests expect none; run them on the host)"
+	exit 1
+fi
+pg_config=${PG_CONFIG:-$(ls -d /usr/lib/postgresql/*/bin/pg_config 2>/dev/null | sort -V | tail -1)}
+if [ -z "$pg_config" ] || [ ! -x "$pg_config" ]; then
+	echo "not ok 1 PostgreSQL's pg_config found (install postgresql-server-dev-NN: scripts/deps.sh)"
+	exit 1
+fi
+bindir=$("$pg_config" --bindir)
+pkglibdir=$("$pg_config" --pkglibdir)
+sharedir=$("$pg_config" --sharedir)
+version=$("$pg_config" --version)
+
+tmp=$(mktemp -d /tmp/idgen-pgext.XXXXXX) || exit 1
+as_pg=()
+if [ "$(id -u)" -eq 0 ]; then
+	as_pg=(runuser -u postgres --)
+fi
+root=$tmp/root
+cleanup() {
+	if [ -f "$tmp/data/postmaster.pid" ]; then
+		"${as_pg[@]}" "$root$bindir/pg_ctl" -D "$tmp/data" -m immediate -w stop >/dev/null 2>&1
+	fi
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM HUP
+
+# A build of our own: the tree's pg/ may hold another server version's.
+build=$tmp/build
+mkdir -p "$build"
+cp -r "$pg" "$build/pg" && ln -s "$top/lib" "$build/lib" && ln -s "$top/include" "$build/include" &&
+	make -s -C "$build/pg" PG_CONFIG="$pg_config" clean
+tap_step "the extension builds against $version with -Werror" \
+	make -C "$build/pg" PG_CONFIG="$pg_config" COPT=-Werror || exit 1
+
+# The server finds extensions and libraries relative to its own binary:
+# a copy of its directories, symlinks to the real files, with ours
+# installed into the copy and the binaries themselves copied (a symlinked
+# binary would resolve to the real tree).
+private_root() {
+	make -C "$build/pg" PG_CONFIG="$pg_config" DESTDIR="$root" install &&
+	for d in "$bindir" "$pkglibdir" "$sharedir"; do
+		mkdir -p "$root$d" && cp -rsn "$d/." "$root$d/" || return 1
+	done &&
+	for b in postgres initdb pg_ctl; do
+		rm -f "$root$bindir/$b" && cp "$bindir/$b" "$root$bindir/$b" || return 1
+	done
+}
+tap_step "installed into a private copy of the server's tree" private_root || exit 1
+chmod 755 "$tmp"
+[ ${#as_pg[@]} -eq 0 ] || chown -R postgres: "$tmp"
+
+if "${as_pg[@]}" "$root$bindir/initdb" -D "$tmp/data" -U postgres --auth=trust \
+	--no-sync -E UTF8 --locale=C >"$tmp/initdb.log" 2>&1 &&
+   "${as_pg[@]}" "$root$bindir/pg_ctl" -D "$tmp/data" -w -t 60 -l "$tmp/server.log" \
+	-o "-c listen_addresses= -c unix_socket_directories=$tmp -c fsync=off -c shared_preload_libraries=idgen" \
+	start >/dev/null 2>&1; then
+	ok "throw-away server ($version) with shared_preload_libraries=idgen, on a unix socket"
+else
+	not_ok "throw-away server ($version)"
+	sed 's/^/# /' "$tmp"/*.log
+	exit 1
+fi
+
+# pg_regress is a client: as this user, its output under $tmp.
+if make -C "$build/pg" PG_CONFIG="$pg_config" PGHOST="$tmp" PGUSER=postgres \
+	EXTRA_REGRESS_OPTS="--outputdir=$tmp/regress" installcheck >"$tmp/installcheck.log" 2>&1; then
+	ok "pg_regress: $(grep -cE '(\.\.\. |^ok )' "$tmp/installcheck.log") tests ($(cd "$pg/sql" && ls | sed 's/\.sql$//' | paste -sd' '))"
+else
+	not_ok "pg_regress"
+	sed 's/^/# /' "$tmp/installcheck.log"
+	[ -f "$tmp/regress/regression.diffs" ] && sed 's/^/# /' "$tmp/regress/regression.diffs"
+fi
+# IDGEN_PG_RESULTS=DIR keeps what the tests printed, to review and make
+# the new pg/expected/ from.
+if [ -n "${IDGEN_PG_RESULTS:-}" ]; then
+	mkdir -p "$IDGEN_PG_RESULTS" && cp "$tmp"/regress/results/*.out "$IDGEN_PG_RESULTS"/
+fi
+
+# The server's log holds no crash and no failed assertion.
+if grep -E "terminated by signal|TRAP:|PANIC" "$tmp/server.log" >"$tmp/bad.log"; then
+	not_ok "the server log shows no backend crash"
+	sed 's/^/# /' "$tmp/bad.log"
+else
+	ok "the server log shows no backend crash"
+fi
+
+# The README's SQL is the tested SQL.
+recipes_documented() {
+	local block='' in='' missing=0 count=0 sql
+	sql=$(cat "$pg/sql/recipes.sql")
+	while IFS= read -r line; do
+		if [ -z "$in" ] && [ "$line" = '```sql' ]; then
+			in=1 block=''
+		elif [ -n "$in" ] && [ "$line" = '```' ]; then
+			in='' count=$((count + 1))
+			if [[ $sql != *"$block"* ]]; then
+				echo "not in pg/sql/recipes.sql:"
+				printf '%s' "$block"
+				missing=1
+			fi
+		elif [ -n "$in" ]; then
+			block+="$line"$'\n'
+		fi
+	done <"$pg/README.md"
+	echo "$count blocks"
+	[ "$count" -ge 4 ] && [ "$missing" -eq 0 ]
+}
+tap_step "every sql block of pg/README.md is in pg/sql/recipes.sql" recipes_documented
+
+echo "1..$n"
+exit "$status"
