@@ -5,7 +5,8 @@
 # host, on Debian 12 (the default) or 13.  Prints TAP.
 #   - dpkg-buildpackage -us -uc -b on a clean copy of the tree (idgen-dkms,
 #     idgen-tools, libidgen0, libidgen-dev, libidgen-client0,
-#     libidgen-client-dev); lintian
+#     libidgen-client-dev, and postgresql-NN-idgen for the release's
+#     PostgreSQL, which is not installed below yet); lintian
 #     finds no errors
 #   - installed with apt into a fresh Debian root (a copy of a cached
 #     one made by scripts/build-root.sh with dkms, the stock kernel and its
@@ -54,9 +55,14 @@ build() {
 		(cd "$work/src" && dpkg-buildpackage -us -uc -b -j2)
 }
 tap_step "dpkg-buildpackage -us -uc -b on a clean copy of the tree" build || bail
+# Installed into the root: every package but the debug symbols and, for
+# now, postgresql-NN-idgen, which is built and linted here only.  To
+# install it, the root needs the server (postgresql-15 on bookworm,
+# postgresql-17 on trixie) among its packages, made with mmdebstrap so
+# that no cluster is started inside the chroot, and its purge below.
 debs=()
 for deb in "$work"/*.deb; do
-	[[ $deb == *-dbgsym_* ]] || debs+=("$deb")
+	[[ $deb == *-dbgsym_* || ${deb##*/} == postgresql-*-idgen_* ]] || debs+=("$deb")
 done
 
 lint() {
