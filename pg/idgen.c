@@ -252,6 +252,8 @@ pg_idgen_next_n(PG_FUNCTION_ARGS)
 	if (st->pos == st->count) {
 		ssize_t r;
 
+		/* A load of millions can be cancelled between batches. */
+		CHECK_FOR_INTERRUPTS();
 		device_open();
 		r = idgen_mint(dev.fd, st->ids, Min(st->left, NEXT_N_BATCH));
 		if (r < 0)
