@@ -145,8 +145,8 @@ static void device_release(void)
 {
 	idgen_buffer_free(dev.buf);
 	dev.buf = NULL;
-	/* Inherited from another process: that process's to close. */
-	if (dev.fd >= 0 && dev.pid == getpid())
+	/* Ours, or a copy inherited in a fork: closing it closes only ours. */
+	if (dev.fd >= 0)
 		idgen_close(dev.fd);
 	dev.fd = -1;
 	dev.pid = 0;
