@@ -74,7 +74,8 @@ SELECT layout_version FROM idgen_decode(1);
 -- Settings: out of range, and the device and layouts file superuser's only.
 SET idgen.buffer_size = 0;
 SET idgen.buffer_size = 65537;
-SET idgen.buffer_max_age_ms = -1;
+-- (Its message names the unit from PostgreSQL 17 on: the SQLSTATE only.)
+SELECT pg_temp.sqlstate_of('SET idgen.buffer_max_age_ms = -1') AS out_of_range;
 CREATE ROLE regress_idgen_user;
 SET ROLE regress_idgen_user;
 SET idgen.device = '/tmp/x';
