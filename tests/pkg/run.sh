@@ -58,8 +58,9 @@ tap_step "dpkg-buildpackage -us -uc -b on a clean copy of the tree" build || bai
 # Installed into the root: every package but the debug symbols and, for
 # now, postgresql-NN-idgen, which is built and linted here only.  To
 # install it, the root needs the server (postgresql-15 on bookworm,
-# postgresql-17 on trixie) among its packages, made with mmdebstrap so
-# that no cluster is started inside the chroot, and its purge below.
+# postgresql-17 on trixie) in libs above, so that the install downloads
+# nothing and the purge leaves nothing it pulled in (in a chroot
+# invoke-rc.d starts no cluster), and the package in the purge below.
 debs=()
 for deb in "$work"/*.deb; do
 	[[ $deb == *-dbgsym_* || ${deb##*/} == postgresql-*-idgen_* ]] || debs+=("$deb")
