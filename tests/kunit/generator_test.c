@@ -9,6 +9,8 @@
 #include <linux/math64.h>
 #include <linux/rcupdate.h>
 #include <linux/sched.h>
+#include <linux/time64.h>
+#include <linux/timekeeping.h>
 
 #include "generator.h"
 
@@ -520,6 +522,80 @@ static void idgen_generator_test_fast_path_defers(struct kunit *test)
 	KUNIT_EXPECT_FALSE(test, idgen_gen_mint_fast(gen, NULL, 1, &r));
 }
 
+/* Step the wall clock by @step_ns, as clock_settime() would. */
+static void step_wall_clock(struct kunit *test, s64 step_ns)
+{
+	struct timespec64 ts;
+
+	ktime_get_real_ts64(&ts);
+	ts = timespec64_add(ts, ns_to_timespec64(step_ns));
+	KUNIT_ASSERT_EQ(test, do_settimeofday64(&ts), 0);
+}
+
+/* Step the wall clock forward again by *@arg ns, if it was stepped back. */
+static void unstep_wall_clock(void *arg)
+{
+	const s64 *back_ns = arg;
+	struct timespec64 ts;
+
+	if (!*back_ns)
+		return;
+	ktime_get_real_ts64(&ts);
+	ts = timespec64_add(ts, ns_to_timespec64(*back_ns));
+	do_settimeofday64(&ts);
+}
+
+/*
+ * C3: the wall clock stepped back by three times the lead, right after
+ * IDs were stamped.  Every read is refused with ETIME until it catches
+ * up, on either path, blocking or not, and poll says so; the state
+ * shows the next ID more than the lead ahead of the wall clock, which
+ * is what takes idgen-httpd out of rotation.  The step is the real
+ * clock's, undone once the generator is gone.
+ */
+static void idgen_generator_test_step_back_past_lead(struct kunit *test)
+{
+	const u32 lead_ms = 1000;
+	s64 *back_ns = kunit_kzalloc(test, sizeof(*back_ns), GFP_KERNEL);
+	struct idgen_lease_args args = { .worker = 1 };
+	struct idgen_share share = {};
+	struct idgen_state st;
+	struct idgen_range r;
+	struct idgen_gen *gen;
+	struct gen_rig *rig;
+
+	KUNIT_ASSERT_NOT_NULL(test, back_ns);
+	/* Registered first, so undone last: after the generator is gone. */
+	KUNIT_ASSERT_EQ(test, kunit_add_action_or_reset(test, unstep_wall_clock,
+							back_ns), 0);
+	rig = gen_rig_lead(test, lead_ms);
+	gen = &rig->gen;
+	args.valid_until_ms = wall_ms() + 3600000;
+	KUNIT_ASSERT_EQ(test, idgen_gen_set_lease(gen, &args), 0);
+	KUNIT_ASSERT_EQ(test, idgen_gen_mint(gen, &share, 1, IDGEN_MINT_NOWAIT, &r),
+			0);
+	KUNIT_ASSERT_TRUE(test, mint_fast_soon(rig, &share));
+
+	step_wall_clock(test, -3LL * lead_ms * NSEC_PER_MSEC);
+	*back_ns = 3LL * lead_ms * NSEC_PER_MSEC;
+
+	/* The full path judges the step first, then the fast path meets it. */
+	KUNIT_EXPECT_EQ(test, idgen_gen_mint(gen, &share, 1, IDGEN_MINT_NOWAIT, &r),
+			-ETIME);
+	KUNIT_EXPECT_EQ(test, idgen_gen_mint_one(gen, &share), 0ULL);
+	KUNIT_EXPECT_EQ(test, idgen_gen_mint_one(gen, NULL), 0ULL);
+	KUNIT_EXPECT_FALSE(test, idgen_gen_mint_fast(gen, &share, 4, &r));
+	KUNIT_EXPECT_EQ(test, idgen_gen_mint(gen, NULL, 4, 0, &r), -ETIME);
+	KUNIT_EXPECT_EQ(test, idgen_gen_probe(gen, &share), -ETIME);
+
+	idgen_gen_get_state(gen, &st);
+	KUNIT_EXPECT_GT(test, st.next_ms, st.wall_ms + st.max_lead_ms);
+	KUNIT_EXPECT_EQ(test, st.steps_back, 1ULL);
+	KUNIT_EXPECT_EQ(test, rig->events[IDGEN_EVENT_CLOCK_STEP_BACK], 1);
+	idgen_gen_share_closed(gen, &share);
+	idgen_gen_revoke(gen);
+}
+
 static struct kunit_case idgen_generator_test_cases[] = {
 	KUNIT_CASE(idgen_generator_test_clock_read_at_init),
 	KUNIT_CASE(idgen_generator_test_lead_event_on_refusal_only),
@@ -530,6 +606,7 @@ static struct kunit_case idgen_generator_test_cases[] = {
 	KUNIT_CASE(idgen_generator_test_share_only_when_others_wait),
 	KUNIT_CASE(idgen_generator_test_poll_goes_on_with_a_wait),
 	KUNIT_CASE(idgen_generator_test_fast_path_defers),
+	KUNIT_CASE(idgen_generator_test_step_back_past_lead),
 	{}
 };
 
