@@ -154,18 +154,44 @@ static void device_release(void)
 	dev.path = NULL;
 }
 
+/*
+ * Whether a path names what idgen.device may be: the character device, or
+ * (for tests) a regular file of IDs.  Anything else (a FIFO, a socket)
+ * could block open() or read() beyond any cancel: refused before opening.
+ */
+static void
+device_kind_check(const struct stat *st)
+{
+	if (!S_ISCHR(st->st_mode) && !S_ISREG(st->st_mode))
+		ereport(ERROR,
+			(errcode(ERRCODE_IDGEN_DEVICE_ERROR),
+			 errmsg("idgen.device \"%s\" is not a character device", device_path),
+			 errhint("Set idgen.device to the device's path, /dev/idgen by default.")));
+}
+
 /* This process's descriptor for idgen.device, opened now if need be. */
 static void device_open(void)
 {
+	struct stat st;
 	int fd;
 
 	if (dev.pid && (dev.pid != getpid() || strcmp(dev.path, device_path)))
 		device_release();
 	if (dev.pid)
 		return;
+	if (!stat(device_path, &st))
+		device_kind_check(&st);
 	fd = idgen_open(device_path, 0);
 	if (fd < 0)
 		report_device(fd);
+	if (fstat(fd, &st)) {
+		idgen_close(fd);
+		report_device(-errno);
+	}
+	if (!S_ISCHR(st.st_mode) && !S_ISREG(st.st_mode)) {
+		idgen_close(fd);
+		device_kind_check(&st);
+	}
 	dev.path = strdup(device_path);
 	if (!dev.path) {
 		idgen_close(fd);
@@ -355,7 +381,10 @@ static const struct idgen_layouts *layouts_get(void)
 	if (same_path && st.st_dev == lay.st.st_dev && st.st_ino == lay.st.st_ino &&
 	    st.st_size == lay.st.st_size &&
 	    st.st_mtim.tv_sec == lay.st.st_mtim.tv_sec &&
-	    st.st_mtim.tv_nsec == lay.st.st_mtim.tv_nsec) {
+	    st.st_mtim.tv_nsec == lay.st.st_mtim.tv_nsec &&
+	    /* A rewrite that keeps size and mtime still moves ctime. */
+	    st.st_ctim.tv_sec == lay.st.st_ctim.tv_sec &&
+	    st.st_ctim.tv_nsec == lay.st.st_ctim.tv_nsec) {
 		lay.checked = true;
 		return lay.table;
 	}
@@ -397,6 +426,11 @@ pg_idgen_decode(PG_FUNCTION_ARGS)
 	values[1] = Int32GetDatum((int32) d.region);
 	values[2] = Int32GetDatum((int32) d.worker);
 	values[3] = Int32GetDatum((int32) d.seq);
+	/* A layouts file may number versions up to 2^32 - 1; integer holds less. */
+	if (d.version > PG_INT32_MAX)
+		ereport(ERROR,
+			(errcode(ERRCODE_NUMERIC_VALUE_OUT_OF_RANGE),
+			 errmsg("layout version %u of idgen.layouts_file is beyond integer", d.version)));
 	values[4] = Int32GetDatum((int32) d.version);
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(BlessTupleDesc(desc), values, nulls)));
 }

@@ -69,6 +69,12 @@ SELECT pg_temp.sqlstate_of('SELECT idgen_decode(1)') AS bad_layouts;
 SET idgen.layouts_file = :'bad';
 SELECT replace(pg_temp.error_of('SELECT idgen_decode(1)'), :'abs_srcdir', '$srcdir') AS bad_layouts;
 RESET idgen.layouts_file;
+-- A version beyond what the integer column holds: an error, not a
+-- negative number.
+\set big :abs_srcdir '/data/layouts-big'
+SET idgen.layouts_file = :'big';
+SELECT pg_temp.sqlstate_of('SELECT layout_version FROM idgen_decode(1000::bigint << 22)') AS version_too_big;
+RESET idgen.layouts_file;
 SELECT layout_version FROM idgen_decode(1);
 
 -- Settings: out of range, and the device and layouts file superuser's only.

@@ -57,6 +57,14 @@ SELECT d.worker, d.sequence FROM idgen_decode(idgen_next()) d;
 SET idgen.buffer_size = 1;
 SELECT d.worker, d.sequence FROM idgen_decode(idgen_next()) d;
 RESET idgen.buffer_size;
+-- Neither the device nor a file (a FIFO): refused before open() could
+-- block beyond any cancel.
+\set fifo :builddir '/mint-fifo'
+\setenv IDGEN_FIFO :fifo
+\! rm -f "$IDGEN_FIFO" && mkfifo "$IDGEN_FIFO"
+SET idgen.device = :'fifo';
+SELECT pg_temp.sqlstate_of('SELECT idgen_next()') AS a_fifo;
+\! rm -f "$IDGEN_FIFO"
 RESET idgen.device;
 SELECT pg_temp.sqlstate_of('SELECT idgen_next()') AS no_device;
 \! rm -f "$IDGEN_IDS1" "$IDGEN_IDS2"
