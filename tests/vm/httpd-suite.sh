@@ -20,6 +20,10 @@
 #  - idgenctl lease revoke (idgend frozen, so it cannot push again):
 #    /readyz 503 no_lease, minting refused; thawed, idgend pushes a new
 #    lease and /readyz is 200 again
+#  - gRPC (tests/httpd/grpc_cli.py, grpcio): health NOT_SERVING without a
+#    lease, SERVING with it, NOT_SERVING on revoke, and a Watch open
+#    through all of it sends each change; NextIds through /dev/idgen of
+#    idgend's node, counted by the module; UNAVAILABLE when revoked
 #  - the wall clock stepped back past the module's lead, adjtimex saying
 #    synchronised: /readyz 503 clock_behind until the clock catches up;
 #    stepped forward past max_step_ms: 503 clock_step_held until idgend
@@ -45,7 +49,9 @@ fi
 
 work=$(mktemp -d /tmp/httpd-suite.XXXXXX)
 hpid=
+wpid=
 cleanup() {
+	[ -n "$wpid" ] && kill -KILL "$wpid" 2>/dev/null
 	[ -n "$hpid" ] && kill -KILL "$hpid" 2>/dev/null
 	daemon_kill_all
 }
@@ -87,8 +93,8 @@ check "build/idgend-test/clock_sync is there (tests/idgend/run.sh builds it)" te
 "$clock_sync" unsync >/dev/null
 
 # TCG is slow: a lease of seconds, and a margin below it.
-"$httpd" --listen 127.0.0.1:0 --device /dev/idgen --callers guest-test \
-	--ready-margin-ms 2000 >"$work/httpd.log" 2>&1 &
+"$httpd" --listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0 --device /dev/idgen \
+	--callers guest-test --ready-margin-ms 2000 >"$work/httpd.log" 2>&1 &
 hpid=$!
 for ((t = 0; t < 100; t++)); do
 	port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$work/httpd.log")
@@ -103,6 +109,14 @@ if [ -z "$port" ]; then
 fi
 url=http://127.0.0.1:$port
 ok "idgen-httpd --device /dev/idgen starts, port $port"
+for ((t = 0; t < 100; t++)); do
+	gport=$(sed -n 's/.*serving gRPC .*(port \([0-9]*\)).*/\1/p' "$work/httpd.log")
+	[ -n "$gport" ] && break
+	sleep 0.2
+done
+check "... and gRPC, port ${gport:-none}" test -n "$gport"
+# grpc ARGS...: tests/httpd/grpc_cli.py against it.
+grpc() { /usr/bin/python3 "$top/tests/httpd/grpc_cli.py" "$work" "$gport" "$@"; }
 check "... minting through /dev/idgen, not a simulation" grep -q 'minting through /dev/idgen' "$work/httpd.log"
 
 # --- no lease, clock unsynchronised ---------------------------------------------
@@ -114,6 +128,19 @@ req refused -X POST "$url/v1/ids:next"
 check "POST /v1/ids:next without a lease: 503 no_lease with Retry-After" eval \
 	'test "$(status_of refused)" = 503 && grep -q "\"code\":\"no_lease\"" "$work/refused.body" &&
 	 grep -qi "^Retry-After: 1" "$work/refused.hdr"'
+check "gRPC health Check without a lease: NOT_SERVING" test "$(grpc check)" = NOT_SERVING
+check "gRPC NextIds without a lease: UNAVAILABLE" test "$(grpc next 1 2>&1)" = UNAVAILABLE
+# A Watch from here to the revoke, its statuses a line each.
+/usr/bin/python3 "$top/tests/httpd/grpc_cli.py" "$work" "$gport" watch \
+	>"$work/watch" 2>"$work/watch.err" &
+wpid=$!
+# Python starts slowly under TCG: the lease waits for its first status.
+for ((t = 0; t < 150; t++)); do
+	[ -s "$work/watch" ] && break
+	sleep 0.2
+done
+check "gRPC health Watch without a lease: NOT_SERVING first" \
+	test "$(head -n 1 "$work/watch")" = NOT_SERVING
 
 # --- idgend's lease, the clock synchronised ---------------------------------------
 
@@ -126,6 +153,7 @@ check "leased, clock still unsynchronised: /readyz 503 clock_unsynchronised alon
 "$clock_sync" sync >/dev/null
 check "clock marked synchronised (adjtimex, as NTP would): /readyz 200" wait_ready 200 20
 check "... {\"ready\":true,\"reasons\":[]}" test "$(body_of ready)" = '{"ready":true,"reasons":[]}'
+check "gRPC health Check: SERVING" test "$(grpc check)" = SERVING
 
 # --- minting over HTTP, counted by the module -------------------------------------
 
@@ -155,6 +183,16 @@ after=$(sample m1 idgen_generator_ids_total)
 check "the module's ID counter moved by exactly the 505 IDs answered ($before -> $after)" \
 	test -n "$after" -a "$((after - before))" = 505
 check "... idgenctl status agrees" test "$(($(module_ids) - ctl_before))" = 505
+ctl_before=$(module_ids)
+grpc next 300 >"$work/grpc-ids"
+check "gRPC NextIds count 300 through /dev/idgen: 300 IDs, strictly increasing, above HTTP's" eval \
+	'test "$(wc -l <"$work/grpc-ids")" = 300 && sort -n -c "$work/grpc-ids" 2>/dev/null &&
+	 test -z "$(uniq -d "$work/grpc-ids")" &&
+	 test "$(head -n 1 "$work/grpc-ids")" -gt "$(tail -n 1 "$work/ids")"'
+check "... each of idgend's node, r1/w42" test \
+	"$(while read -r id; do echo "$(((id >> 19) & 7))/$(((id >> 12) & 127))"; done <"$work/grpc-ids" | sort -u)" = 1/42
+check "... the module's counter moved by exactly 300" test "$(($(module_ids) - ctl_before))" = 300
+after=$((after + 300))
 check "idgen_ids_issued_total: 500 for guest-test, 5 for other" eval \
 	'grep -qx "idgen_ids_issued_total{caller=\"guest-test\"} 500" "$work/m1.body" &&
 	 grep -qx "idgen_ids_issued_total{caller=\"other\"} 5" "$work/m1.body"'
@@ -178,6 +216,23 @@ check "revoked: /readyz 503 no_lease" test "$(status_of ready2) $(reasons ready2
 req revoked -X POST "$url/v1/ids:next"
 check "revoked: POST /v1/ids:next 503 no_lease" eval \
 	'test "$(status_of revoked)" = 503 && grep -q "\"code\":\"no_lease\"" "$work/revoked.body"'
+check "revoked: gRPC health Check NOT_SERVING" test "$(grpc check)" = NOT_SERVING
+check "revoked: gRPC NextIds UNAVAILABLE" test "$(grpc next 1 2>&1)" = UNAVAILABLE
+# Watch looks every 250 ms: its NOT_SERVING is there within seconds.
+for ((t = 0; t < 50; t++)); do
+	[ "$(tail -n 1 "$work/watch")" = NOT_SERVING ] && [ "$(wc -l <"$work/watch")" -ge 3 ] && break
+	sleep 0.2
+done
+kill "$wpid" 2>/dev/null
+wait "$wpid" 2>/dev/null
+wpid=
+watched=$(uniq "$work/watch" | paste -sd,)
+if [ "$watched" = NOT_SERVING,SERVING,NOT_SERVING ]; then
+	ok "gRPC health Watch, open throughout: NOT_SERVING, SERVING, NOT_SERVING"
+else
+	not_ok "gRPC health Watch, open throughout: NOT_SERVING, SERVING, NOT_SERVING ($watched)"
+	sed 's/^/# /' "$work/watch.err"
+fi
 req m2 "$url/metrics"
 check "revoked: idgen_lease_in_force 0, idgen_ready 0, the module's counter unmoved" \
 	test "$(sample m2 idgen_lease_in_force) $(sample m2 idgen_ready) $(sample m2 idgen_generator_ids_total)" = "0 0 $after"
@@ -206,9 +261,12 @@ wait_reason() {
 step_clock() {
 	date -s "@$(($(date +%s) + $1)).$(date +%N)" >/dev/null && "$clock_sync" sync >/dev/null
 }
-# Back 3 s, past the module's lead of 1 s: the next ID is 3 s ahead.
-step_clock -3
-check "wall clock stepped back 3 s (synchronised again): /readyz 503 clock_behind" \
+# Back 5 s, past the module's lead of 1 s: the next ID is 5 s ahead.  An
+# ID minted just before, so that however slowly the guest runs, the lead
+# left is the step's, not what remains of it after the last ID aged.
+req before_step -X POST "$url/v1/ids:next"
+step_clock -5
+check "wall clock stepped back 5 s (synchronised again): /readyz 503 clock_behind" \
 	wait_reason clock_behind 2
 req behind -X POST "$url/v1/ids:next"
 check "... and the generator does refuse: POST /v1/ids:next 503 clock_behind" eval \
