@@ -6,7 +6,7 @@
 # Debian kernel (this machine's own kernel is never touched), loads the
 # module, starts idgend in standalone mode (the embedded default: a fixed
 # node and a state file, no etcd), then mints IDs and decodes them, and
-# asks idgen-httpd for IDs over HTTP.
+# asks idgen-httpd for IDs over HTTP and over gRPC.
 #
 # IDGEN_SKIP_DEPS=1 skips the package install; IDGEN_KERNEL picks the
 # guest kernel (default: the newest supported one installed).
@@ -34,13 +34,24 @@ echo '\$ idgenctl decode \$(idgenctl mint --raw)'
 helper/idgenctl/idgenctl decode \$(helper/idgenctl/idgenctl mint --raw)
 echo '\$ idgenctl lease show'
 helper/idgenctl/idgenctl lease show
-echo '\$ idgen-httpd --listen 127.0.0.1:8080 &   # the ID service over HTTP/JSON'
-helper/httpd/idgen-httpd --listen 127.0.0.1:8080 2>/tmp/idgen-httpd.log &
+echo '\$ idgen-httpd --listen 127.0.0.1:8080 --grpc-listen 127.0.0.1:9090 &   # the ID service: HTTP/JSON and gRPC'
+helper/httpd/idgen-httpd --listen 127.0.0.1:8080 --grpc-listen 127.0.0.1:9090 2>/tmp/idgen-httpd.log &
 hpid=\$!
 curl -sf --retry 30 --retry-connrefused --retry-delay 1 http://127.0.0.1:8080/livez >/dev/null
 echo \"\\\$ curl -s -X POST -H 'Content-Type: application/json' -d '{\\\"count\\\": 3}' http://127.0.0.1:8080/v1/ids:next\"
 curl -s -X POST -H 'Content-Type: application/json' -d '{\"count\": 3}' http://127.0.0.1:8080/v1/ids:next
 echo
+echo '\$ protoc -I proto -I /usr/include --python_out=/tmp --grpc_out=/tmp --plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin idgen/v1/idgen.proto'
+protoc -I proto -I /usr/include --python_out=/tmp --grpc_out=/tmp --plugin=protoc-gen-grpc=/usr/bin/grpc_python_plugin idgen/v1/idgen.proto
+echo '\$ python3   # NextIds over gRPC, through a client generated from the .proto'
+cd /tmp && /usr/bin/python3 -c '
+import grpc
+from idgen.v1 import idgen_pb2, idgen_pb2_grpc
+ids = idgen_pb2_grpc.IdGenStub(grpc.insecure_channel(\"127.0.0.1:9090\"))
+r = ids.NextIds(idgen_pb2.NextIdsRequest(count=3), timeout=5)
+print(\"NextIds:\", list(r.ids), \"layout\", r.layout_version)
+print(\"DecodeId:\", ids.DecodeId(idgen_pb2.DecodeIdRequest(id=r.ids[0]), timeout=5))
+' && cd - >/dev/null
 kill -TERM \$hpid
 wait \$hpid
 echo '\$ kill -TERM %1   # idgend revokes and stores the last ms'
