@@ -6,12 +6,13 @@
 #   - dpkg-buildpackage -us -uc -b on a clean copy of the tree (idgen-dkms,
 #     idgen-tools, libidgen0, libidgen-dev, libidgen-client0,
 #     libidgen-client-dev, and postgresql-NN-idgen for the release's
-#     PostgreSQL, which is not installed below yet); lintian
-#     finds no errors
+#     PostgreSQL); lintian finds no errors
 #   - installed with apt into a fresh Debian root (a copy of a cached
 #     one made by scripts/build-root.sh with dkms, the stock kernel and its
-#     headers): DKMS builds idgen.ko for that kernel; systemd-analyze
-#     verify passes on the units
+#     headers, and the release's PostgreSQL server): DKMS builds idgen.ko
+#     for that kernel; libidgen-dev holds the gRPC contract; systemd-analyze
+#     verify passes on the units; CREATE EXTENSION idgen works in a cluster
+#     made for it
 #   - that idgen.ko loads in a guest booting the same kernel (on bookworm
 #     the host's /boot image, which must be the root's byte for byte; on
 #     trixie the root's own image and modules), and the packaged idgenctl
@@ -29,12 +30,16 @@ suite=${1:-bookworm}
 # pulled in; and the kernel the guest boots, as run-guest.sh names it.
 case $suite in
 bookworm)
-	libs=(libcurl4 libjson-c5 libmicrohttpd12 libnl-genl-3-200 libssl3
-	      gcc libc6-dev libssl-dev libcurl4-openssl-dev libjson-c-dev pkgconf)
+	libs=(libcurl4 libjson-c5 libmicrohttpd12 libnl-genl-3-200 libssl3 libnghttp2-14
+	      libprotobuf-c1 gcc libc6-dev libssl-dev libcurl4-openssl-dev libjson-c-dev pkgconf
+	      postgresql-15)
+	pgv=15
 	;;
 trixie)
-	libs=(libcurl4t64 libjson-c5 libmicrohttpd12t64 libnl-genl-3-200 libssl3t64
-	      gcc libc6-dev libssl-dev libcurl4-openssl-dev libjson-c-dev pkgconf)
+	libs=(libcurl4t64 libjson-c5 libmicrohttpd12t64 libnl-genl-3-200 libssl3t64 libnghttp2-14
+	      libprotobuf-c1 gcc libc6-dev libssl-dev libcurl4-openssl-dev libjson-c-dev pkgconf
+	      postgresql-17)
+	pgv=17
 	;;
 *)
 	echo "usage: $0 [bookworm|trixie]" >&2
@@ -55,15 +60,13 @@ build() {
 		(cd "$work/src" && dpkg-buildpackage -us -uc -b -j2)
 }
 tap_step "dpkg-buildpackage -us -uc -b on a clean copy of the tree" build || bail
-# Installed into the root: every package but the debug symbols and, for
-# now, postgresql-NN-idgen, which is built and linted here only.  To
-# install it, the root needs the server (postgresql-15 on bookworm,
-# postgresql-17 on trixie) in libs above, so that the install downloads
-# nothing and the purge leaves nothing it pulled in (in a chroot
-# invoke-rc.d starts no cluster), and the package in the purge below.
+# Installed into the root: every package but the debug symbols (the
+# release's PostgreSQL server is in the root already, libs above, so that
+# the install downloads nothing and the purge leaves nothing it pulled in;
+# in a chroot invoke-rc.d starts no cluster).
 debs=()
 for deb in "$work"/*.deb; do
-	[[ $deb == *-dbgsym_* || ${deb##*/} == postgresql-*-idgen_* ]] || debs+=("$deb")
+	[[ $deb == *-dbgsym_* ]] || debs+=("$deb")
 done
 
 lint() {
@@ -105,6 +108,8 @@ for f in "$root/lib/modules/$kver/updates/dkms/idgen.ko"{,.xz,.zst}; do
 	[ -f "$f" ] && ko=$f
 done
 check "DKMS built and installed idgen.ko for the root's kernel $kver (${ko##*/})" test -n "$ko"
+check "libidgen-dev installs the gRPC contract as the tree's (/usr/share/idgen/proto/idgen/v1/idgen.proto)" \
+	cmp "$root/usr/share/idgen/proto/idgen/v1/idgen.proto" "$top/proto/idgen/v1/idgen.proto"
 check "dkms status: idgen $(cat "$top/VERSION") installed for $kver" \
 	sh -c "chroot '$root' dkms status idgen | grep -q '$kver.*installed'"
 for page in man8/idgend.8 man8/idgenctl.8 man8/idgen-httpd.8 man3/libidgen.3 \
@@ -151,6 +156,23 @@ for unit in idgend.service idgen-httpd.service; do
 	tap_step "systemd-analyze verify $unit" \
 		in_root systemd-analyze verify --man=no "/usr/lib/systemd/system/$unit"
 done
+
+# postgresql-NN-idgen: CREATE EXTENSION in a cluster of the root's own
+# server, made for this and dropped after.
+pg_extension() {
+	local rc
+	in_root pg_createcluster -p 5499 "$pgv" idgen_pkg_test >/dev/null &&
+		in_root pg_ctlcluster "$pgv" idgen_pkg_test start || return 1
+	in_root runuser -u postgres -- psql -p 5499 -XAtc "CREATE EXTENSION idgen;
+		SELECT idgen_min_id_at('2026-03-15T00:00:00Z');" >"$work/pg.out" 2>&1
+	rc=$?
+	sed 's/^/# /' "$work/pg.out"
+	in_root pg_ctlcluster "$pgv" idgen_pkg_test stop
+	in_root pg_dropcluster "$pgv" idgen_pkg_test
+	[ $rc -eq 0 ] && grep -qx 26454314188800000 "$work/pg.out"
+}
+tap_step "postgresql-$pgv-idgen: CREATE EXTENSION idgen in PostgreSQL $pgv, idgen_min_id_at() answers" \
+	pg_extension
 
 # --- the module in a guest booting that kernel -------------------------------
 
@@ -203,20 +225,23 @@ fi
 
 purge() {
 	in_root apt-get -q purge -y idgen-dkms idgen-tools libidgen-client-dev \
-		libidgen-client0 libidgen-dev libidgen0 &&
+		libidgen-client0 libidgen-dev libidgen0 "postgresql-$pgv-idgen" &&
 		rm -rf "$root/tmp/debs" "$root"/tmp/client*
 }
-tap_step "apt purge of the six packages" purge
+tap_step "apt purge of the seven packages" purge
 check "purge took idgen out of DKMS" \
 	sh -c "! chroot '$root' dkms status idgen | grep -q ."
-# What dpkg, apt and dkms keep of their own (logs, status, caches) aside,
-# the root holds the files it held before the install (/run, a tmpfs on a
+# What dpkg, apt and dkms keep of their own (logs, status, caches, and
+# the machine's module signing key DKMS makes at its first build where
+# openssl is installed, as PostgreSQL's ssl-cert brings it) aside, the
+# root holds the files it held before the install (/run, a tmpfs on a
 # host, aside too).
 leftovers() {
 	(cd "$root" && find . -xdev \( -path ./proc -o -path ./sys -o -path ./dev \
 		-o -path ./tmp -o -path ./run \) -prune -o -print | sort) >"$work/files.after"
 	comm -13 "$work/files.before" "$work/files.after" |
-		grep -Ev '^\./var/(lib/(dpkg|apt|systemd/deb-systemd-helper-[a-z]*)|cache|log)(/|$)' \
+		grep -Ev '^\./var/(lib/(dpkg|apt|systemd/deb-systemd-helper-[a-z]*)|cache|log)(/|$)' |
+		grep -Ev '^\./var/lib/dkms/mok\.(key|pub)$' \
 			>"$work/leftovers"
 	[ ! -s "$work/leftovers" ] || { cat "$work/leftovers"; return 1; }
 }
