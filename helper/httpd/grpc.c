@@ -70,6 +70,8 @@ struct stream {
 	const char *text;
 	struct pending *pending;
 	size_t owed;			/* of GRPC_MAX_OWED, held until freed */
+	uint64_t owed_since_ns;		/* when its large answer was ready */
+	bool reset;			/* RST_STREAM submitted */
 	int watch;			/* the status a Watch sent last, or -1 */
 };
 
@@ -86,6 +88,7 @@ struct grpc_conn {
 	size_t queued;			/* bytes of body not yet sent */
 	size_t owed;			/* its streams' owed */
 	uint64_t last_recv_ns;		/* bytes came */
+	uint64_t last_active_ns;	/* a stream began or ended: PINGs are not use */
 	/*
 	 * The peer took answers' bytes, or was owed none: PINGs and their
 	 * ACKs do not count, or a peer could hold its answers for ever.
@@ -172,6 +175,8 @@ static int conn_flush(struct grpc_conn *c)
 		while (c->unsent) {
 			n = send(c->fd, c->unsent + c->unsent_off, c->unsent_len - c->unsent_off,
 				 MSG_NOSIGNAL);
+			if (n < 0 && errno == EINTR)
+				continue;
 			if (n < 0) {
 				if (errno != EAGAIN && errno != EWOULDBLOCK)
 					return -1;
@@ -204,7 +209,9 @@ static int conn_flush(struct grpc_conn *c)
 		}
 		if (!len)
 			return 0;
-		n = send(c->fd, s->out, len, MSG_NOSIGNAL);
+		do
+			n = send(c->fd, s->out, len, MSG_NOSIGNAL);
+		while (n < 0 && errno == EINTR);
 		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
 			return -1;
 		if (n < 0)
@@ -396,6 +403,7 @@ static void take_done(struct grpc_server *s)
 		if (p->st && !p->st->c->dead) {
 			struct grpc_conn *c = p->st->c;
 
+			p->st->owed_since_ns = monotonic_ns();
 			reply(p->st, &r);
 			if (conn_flush(c))
 				c->failed = true;	/* closed at its next event or tick */
@@ -435,6 +443,7 @@ static int begin_headers_cb(nghttp2_session *session, const nghttp2_frame *frame
 		c->streams->prev = st;
 	c->streams = st;
 	c->nr_streams++;
+	c->last_active_ns = st->start_ns;
 	nghttp2_session_set_stream_user_data(session, st->id, st);
 	return 0;
 }
@@ -734,6 +743,7 @@ static int stream_close_cb(nghttp2_session *session, int32_t id, uint32_t error_
 	if (st->next)
 		st->next->prev = st->prev;
 	c->nr_streams--;
+	c->last_active_ns = monotonic_ns();
 	nghttp2_session_set_stream_user_data(session, id, NULL);
 	stream_free(st);
 	return 0;
@@ -758,7 +768,7 @@ static struct grpc_conn *conn_new(struct api *api, const struct grpc_limits *lim
 	c->api = api;
 	c->lim = lim;
 	c->fd = fd;
-	c->opened_ns = c->last_recv_ns = c->last_send_ns = monotonic_ns();
+	c->opened_ns = c->last_recv_ns = c->last_send_ns = c->last_active_ns = monotonic_ns();
 	if (nghttp2_session_callbacks_new(&cb)) {
 		free(c);
 		return NULL;
@@ -792,7 +802,7 @@ static struct grpc_conn *conn_new(struct api *api, const struct grpc_limits *lim
 
 static void conn_free(struct grpc_conn *c)
 {
-	/* The streams' close callbacks cancel what the lane holds for them. */
+	/* No close callback runs from here: the loop cancels what the lane holds. */
 	nghttp2_session_del(c->session);
 	while (c->streams) {
 		struct stream *st = c->streams;
@@ -976,6 +986,8 @@ static void accept_one(struct grpc_server *s)
 		atomic_fetch_add(&s->api->metrics->conn_open, 1);
 	if (conn_flush(c))
 		conn_remove(s, c);
+	else
+		conn_watch(s, c);
 }
 
 /* --- the loop ----------------------------------------------------------- */
@@ -1024,9 +1036,19 @@ static void tick(struct grpc_server *s)
 		next = c->next;
 		for (st = c->streams; st; st = st->next) {
 			/* A request not whole after timeout_s: reset. */
-			if (!st->answered && now - st->start_ns > timeout)
+			if (!st->answered && !st->reset && now - st->start_ns > timeout) {
 				nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE,
 							  st->id, NGHTTP2_CANCEL);
+				st->reset = true;
+			}
+			/*
+			 * A large answer not all taken within timeout_s of being
+			 * ready: a peer opening its window a byte at a time would
+			 * otherwise hold what it is owed, and the budget, for ever.
+			 */
+			if (st->owed && st->owed_since_ns &&
+			    now - st->owed_since_ns > timeout)
+				c->failed = true;
 			if (st->method == GRPC_HEALTH_WATCH && st->watch >= 0 && !st->end) {
 				if (stopping)
 					end_watch(st);
@@ -1044,7 +1066,7 @@ static void tick(struct grpc_server *s)
 		/* Not even the preface in timeout_s: no client of ours. */
 		if (!c->spoke && now - c->opened_ns > timeout)
 			c->failed = true;
-		if (!c->nr_streams && now - c->last_recv_ns > idle) {
+		if (!c->nr_streams && now - c->last_active_ns > idle) {
 			nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR);
 		} else if (c->nr_streams && !c->ping_ns && now - c->last_recv_ns > idle) {
 			/* A Watch's client, silent: still there? */
@@ -1078,6 +1100,8 @@ static void begin_stop(struct grpc_server *s)
 			end_watch(st);
 		if (conn_flush(c))
 			c->failed = true;
+		else
+			conn_watch(s, c);
 	}
 }
 

@@ -20,10 +20,12 @@
  * ENHANCE_YOUR_CALM; the answers of large NextIds calls (minted on the
  * lane) up to GRPC_MAX_OWED bytes a connection and GRPC_MAX_OWED_TOTAL
  * for the process until they are read, a call past either answered
- * RESOURCE_EXHAUSTED before any ID is minted for it; a peer that takes
- * nothing of what is owed to it for timeout_s,
+ * RESOURCE_EXHAUSTED before any ID is minted for it, and a large answer
+ * held no longer than timeout_s once made; a peer that takes nothing of
+ * what is owed to it for timeout_s,
  * or leaves a PING unanswered that long, is cut off; a connection with
- * no stream open for grpc_idle_timeout_s is sent GOAWAY and closed.
+ * no stream begun or ended for grpc_idle_timeout_s (PINGs do not count)
+ * is sent GOAWAY and closed.
  */
 #ifndef HTTPD_GRPC_H
 #define HTTPD_GRPC_H
@@ -37,7 +39,8 @@
 #define GRPC_CTRL_BURST		1000	/* control frames at once */
 #define GRPC_CTRL_RATE		100	/* control frames a second */
 #define GRPC_WATCH_TICK_MS	250	/* how often Watch looks at readiness */
-#define GRPC_MAX_OWED		(2 << 20)	/* bytes of large answers, a connection */
+/* Bytes of large answers a connection: grpc_max_streams' 100 of 10000 IDs. */
+#define GRPC_MAX_OWED		(8 << 20)
 #define GRPC_MAX_OWED_TOTAL	(256 << 20)	/* ... every connection's */
 
 struct grpc_limits {

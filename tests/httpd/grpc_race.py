@@ -13,6 +13,8 @@ hold what they are owed, as TAP.  HTTPD is the build under ASan and UBSan
     single ID is minted for them
   - such a peer that PINGs every half second (not a flood) is cut off
     all the same
+  - one that opens its window a byte at a time is cut off all the same
+  - an idle connection PINGing every half second is sent GOAWAY
   - a connection that never says a word is closed after timeout_s
   - SIGTERM: exit 0, and nothing reported
 """
@@ -66,7 +68,8 @@ env = dict(os.environ, ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:exitcode=99
            UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1")
 with open(log, "w") as f:
     p = subprocess.Popen([httpd, "--listen", "127.0.0.1:0", "--grpc-listen", "127.0.0.1:0",
-                          "--device", "sim:48", "--clock-check", "no", "--timeout-s", "2"],
+                          "--device", "sim:48", "--clock-check", "no", "--timeout-s", "2",
+                          "--grpc-max-streams", "200", "--grpc-idle-timeout-s", "3"],
                          stdout=f, stderr=subprocess.STDOUT, env=env)
 
 
@@ -137,17 +140,17 @@ try:
     # --- a peer owed more than it reads ------------------------------------------
     before = minted()
     c = h2.Conn(port, initial_window=0)
-    for k in range(100):
+    for k in range(200):
         c.request(1 + 2 * k, "/idgen.v1.IdGen/NextIds", next_ids(10000))
     end = time.monotonic() + 30
     while time.monotonic() < end and c.pump_no_ack():
-        statuses = [c.headers.get(1 + 2 * k, {}).get("grpc-status") for k in range(100)]
-        if statuses.count("8") >= 60:
+        statuses = [c.headers.get(1 + 2 * k, {}).get("grpc-status") for k in range(200)]
+        if statuses.count("8") >= 90:
             break
     refused = statuses.count("8")
     took = minted() - before
-    ok(refused >= 60 and took <= 30 * 10000,
-       "100 NextIds of 10000 on a window never opened: those past 2 MiB owed "
+    ok(refused >= 90 and took <= 105 * 10000,
+       "200 NextIds of 10000 on a window never opened: those past 8 MiB owed "
        "RESOURCE_EXHAUSTED, no ID minted for them",
        f"{refused} refused, {took} IDs minted")
     ok(c.wait_closed(30), "... and the peer is cut off after timeout_s")
@@ -173,6 +176,45 @@ try:
        "a peer owed answers it never takes, PINGing all the while: cut off",
        f"still open after {time.monotonic() - t0:.1f} s")
     print(f"# cut off after {time.monotonic() - t0:.1f} s (GOAWAY {c.goaway})")
+    c.close()
+
+    # --- a window opened a byte at a time does not hold its answers ----------------
+    c = h2.Conn(port, initial_window=0)
+    for k in range(5):
+        c.request(1 + 2 * k, "/idgen.v1.IdGen/NextIds", next_ids(10000))
+    t0 = time.monotonic()
+    alive = True
+    while alive and time.monotonic() - t0 < 30:
+        try:
+            c.h2.increment_flow_control_window(1, stream_id=1)
+            c.h2.increment_flow_control_window(1)
+        except h2.h2.exceptions.ProtocolError:
+            alive = False
+            break
+        c.flush()
+        alive = c.pump_no_ack() and not c.closed
+        time.sleep(0.5)
+    ok(not alive, "a peer opening its window a byte every half second: cut off "
+       "once its answers are held past timeout_s", f"still open after {time.monotonic() - t0:.1f} s")
+    print(f"# cut off after {time.monotonic() - t0:.1f} s")
+    c.close()
+
+    # --- PINGs do not keep an idle connection -------------------------------------
+    c = h2.Conn(port)
+    c.flush()
+    t0 = time.monotonic()
+    alive = True
+    while alive and time.monotonic() - t0 < 30:
+        try:
+            c.h2.ping(b"idlepong")
+        except h2.h2.exceptions.ProtocolError:
+            break
+        c.flush()
+        alive = c.pump() and not c.closed and c.goaway is None
+        time.sleep(0.5)
+    ok(c.goaway is not None or c.closed, "a connection with no stream, PINGing every half "
+       "second: GOAWAY after grpc_idle_timeout_s", f"open after {time.monotonic() - t0:.1f} s")
+    print(f"# closed after {time.monotonic() - t0:.1f} s")
     c.close()
 
     # --- a connection that says nothing -------------------------------------------
