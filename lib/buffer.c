@@ -16,7 +16,8 @@
 
 struct idgen_buffer {
 	pthread_mutex_t lock;
-	int fd;
+	int fd;			/* the device's, or -1 ... */
+	struct idgen_sim *sim;	/* ... for a simulation's */
 	size_t capacity;
 	uint64_t max_age_ms;
 	/* Protected by lock: ids[head..head+count) are increasing. */
@@ -25,13 +26,12 @@ struct idgen_buffer {
 	uint64_t ids[];
 };
 
-IDGEN_EXPORT int idgen_buffer_new(int fd, size_t capacity, uint64_t max_age_ms,
-				  struct idgen_buffer **out)
+static int buffer_new(int fd, struct idgen_sim *sim, size_t capacity,
+		      uint64_t max_age_ms, struct idgen_buffer **out)
 {
 	struct idgen_buffer *b;
 
-	if (fd < 0 || !capacity || capacity > BUFFER_MAX ||
-	    max_age_ms > LIBIDGEN_MS_MAX)
+	if (!capacity || capacity > BUFFER_MAX || max_age_ms > LIBIDGEN_MS_MAX)
 		return -EINVAL;
 	b = calloc(1, sizeof(*b) + capacity * sizeof(b->ids[0]));
 	if (!b)
@@ -41,6 +41,7 @@ IDGEN_EXPORT int idgen_buffer_new(int fd, size_t capacity, uint64_t max_age_ms,
 		return -ENOMEM;
 	}
 	b->fd = fd;
+	b->sim = sim;
 	/*
 	 * Without a wipe-on-fork page the guard cannot tell every child
 	 * (_Fork() or clone() into a new PID namespace from its PID 1 keeps
@@ -55,6 +56,22 @@ IDGEN_EXPORT int idgen_buffer_new(int fd, size_t capacity, uint64_t max_age_ms,
 	b->stamp = idgen_forkguard_stamp();
 	*out = b;
 	return 0;
+}
+
+IDGEN_EXPORT int idgen_buffer_new(int fd, size_t capacity, uint64_t max_age_ms,
+				  struct idgen_buffer **out)
+{
+	if (fd < 0)
+		return -EINVAL;
+	return buffer_new(fd, NULL, capacity, max_age_ms, out);
+}
+
+IDGEN_EXPORT int idgen_buffer_new_sim(struct idgen_sim *sim, size_t capacity,
+				      uint64_t max_age_ms, struct idgen_buffer **out)
+{
+	if (!sim)
+		return -EINVAL;
+	return buffer_new(-1, sim, capacity, max_age_ms, out);
 }
 
 IDGEN_EXPORT void idgen_buffer_free(struct idgen_buffer *b)
@@ -104,7 +121,10 @@ static int refill(struct idgen_buffer *b, size_t cap)
 	}
 	if (b->count >= cap)
 		return 0;
-	r = idgen_mint(b->fd, b->ids + b->count, cap - b->count);
+	if (b->sim)
+		r = idgen_sim_mint(b->sim, b->ids + b->count, cap - b->count);
+	else
+		r = idgen_mint(b->fd, b->ids + b->count, cap - b->count);
 	if (r < 0)
 		return r;
 	b->count += r;

@@ -357,6 +357,70 @@ int idgen_buffer_take(struct idgen_buffer *b, uint64_t *id);
 void idgen_buffer_free(struct idgen_buffer *b);
 
 /*
+ * A simulated generator: the module's minting and lease rules in this
+ * process, for tests and benchmarks on a host whose kernel must not load
+ * idgen.ko.  Never for IDs that are kept: across processes it relies on
+ * the wall clock alone.  spec:
+ *
+ *   "sim" or "sim:WORKER"  a node of its own, region 0, worker 0..127,
+ *       layout version 1, leased from open: its floor is the wall clock
+ *       at open plus its lead bound, above every ID an earlier process
+ *       could have stamped (open waits for the clock to pass it), and its
+ *       fence lease_ms after the floor (0: none).  Only one process per
+ *       worker on the host: it binds the abstract unix socket
+ *       "@" LIBIDGEN_SIM_LOCK_NAME "WORKER" for its life, and a second
+ *       open of the worker fails with -EBUSY; it refuses (-EEXIST) to run
+ *       beside a real generator (/dev/idgen or the module loaded).  Its
+ *       lease may be renewed and revoked; only its own node's is taken
+ *       (-EPERM).
+ *   "sim:FILE"  (anything but a number) the lease side of a host, kept in
+ *       FILE so that it outlives the process as the module's does, with
+ *       every push and revoke appended to FILE.log ("<ms> push r=R w=W
+ *       floor=F until=U layout=R/W/S", "<ms> revoke last=L",
+ *       "<ms> revoke-idle last=L"; a push logged before it takes effect,
+ *       a revoke after).  No lease until one is set; every millisecond
+ *       below the fence and up to now counts as minted, the worst case for
+ *       the next holder.  Not for several threads.
+ *
+ * Minting is the module's: one compare-and-swap on a word that holds the
+ * millisecond and the sequence reserves a strictly increasing batch above
+ * every ID before it, borrowing the next millisecond when the sequence
+ * runs out, never stamping more than LIBIDGEN_SIM_MAX_LEAD_MS ahead of
+ * CLOCK_REALTIME (at the lead it waits for the clock's next millisecond,
+ * up to LIBIDGEN_SIM_WAIT_MS), never at or below the floor nor at or past
+ * the fence.  A clock stepped back behind what it used is refused
+ * (-ETIME), never followed back.
+ *
+ * idgen_sim_open(): 0, or -EINVAL, -EBUSY, -EEXIST, -ETIME (a wall clock
+ * before the epoch), -EIO (FILE is not a state file), -ENOMEM, with err
+ * (when not NULL) saying why.  idgen_sim_mint(): as idgen_mint(), and
+ * -ECHILD in a process other than the one that opened it (a child's copy
+ * would mint its parent's IDs); thread-safe for "sim:WORKER".
+ * idgen_sim_get_state(), idgen_sim_set_lease(), idgen_sim_revoke(): as
+ * idgen_device_get_state(), idgen_device_set_lease(),
+ * idgen_device_revoke() (the counters are 0 but ids).
+ * idgen_sim_is_spec(): 1 when spec names a simulation, else 0.
+ * idgen_buffer_new_sim(): a buffer as idgen_buffer_new() over a
+ * simulation, which must outlive it.
+ */
+#define LIBIDGEN_SIM_MAX_LEAD_MS	10
+#define LIBIDGEN_SIM_WAIT_MS		1000
+#define LIBIDGEN_SIM_LOCK_NAME		"idgen-sim-r0-w"
+struct idgen_sim;
+int idgen_sim_is_spec(const char *spec);
+int idgen_sim_open(const char *spec, uint64_t lease_ms, struct idgen_sim **out,
+		   char *err, size_t errlen);
+void idgen_sim_close(struct idgen_sim *s);
+ssize_t idgen_sim_mint(struct idgen_sim *s, uint64_t *ids, size_t n);
+int idgen_sim_get_state(struct idgen_sim *s, struct idgen_device_state *out);
+int idgen_sim_set_lease(struct idgen_sim *s, uint32_t region, uint32_t worker,
+			uint64_t floor_ms, uint64_t valid_until_ms,
+			const struct idgen_layout *layout, unsigned int flags);
+int idgen_sim_revoke(struct idgen_sim *s, uint64_t *last_ms);
+int idgen_buffer_new_sim(struct idgen_sim *s, size_t capacity, uint64_t max_age_ms,
+			 struct idgen_buffer **out);
+
+/*
  * FF1, the format-preserving cipher of NIST SP 800-38G Rev. 1, with AES
  * (libcrypto).  A struct idgen_ff1 holds an AES key (16, 24 or 32 bytes:
  * AES-128/192/256) and a radix from 2 to 36.  Numeral strings are arrays

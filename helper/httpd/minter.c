@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The generator behind the service (minter.h): /dev/idgen through
- * libidgen, or the simulation.
+ * libidgen, or libidgen's simulated one (idgen_sim_open(), "sim:WORKER").
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <unistd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -11,12 +13,114 @@
 #include "decimal.h"
 #include "idgen.h"
 #include "idgen_nl.h"
-#include "mint_sim.h"
+#include "log.h"
 #include "minter.h"
 
 struct device {
 	int fd;
 };
+
+static ssize_t sim_mint(void *ctx, uint64_t *ids, size_t n)
+{
+	return idgen_sim_mint(ctx, ids, n);
+}
+
+static int sim_state(void *ctx, struct minter_state *out)
+{
+	struct idgen_device_state st;
+	int ret;
+
+	ret = idgen_sim_get_state(ctx, &st);
+	if (ret)
+		return ret;
+	out->region = st.region;
+	out->worker = st.worker;
+	out->floor_ms = st.floor_ms;
+	out->valid_until_ms = st.valid_until_ms;
+	/* Its clock: the wall clock, which it trusts (the module's now_ms). */
+	out->now_ms = st.now_ms;
+	out->wall_ms = st.wall_ms;
+	/* In force while it can still mint: its next ms lies below the fence. */
+	out->leased = (st.flags & LIBIDGEN_STATE_LEASED) &&
+		      st.next_ms < st.valid_until_ms;
+	return 0;
+}
+
+static int sim_counters(void *ctx, struct minter_counters *c)
+{
+	struct idgen_device_state st;
+	int ret;
+
+	ret = idgen_sim_get_state(ctx, &st);
+	if (ret)
+		return ret;
+	memset(c, 0, sizeof(*c));
+	c->ids = st.ids;
+	return 0;
+}
+
+static int sim_layout(void *ctx, struct idgen_layout *out)
+{
+	(void)ctx;
+	*out = idgen_layout_v1;
+	out->version = 0;	/* as the device's: widths only */
+	return 0;
+}
+
+/* The count tells a test that refused requests consumed no ID. */
+static void sim_close(void *ctx)
+{
+	struct idgen_device_state st;
+
+	if (!idgen_sim_get_state(ctx, &st))
+		log_info("simulated generator: %" PRIu64 " IDs minted", st.ids);
+	idgen_sim_close(ctx);
+}
+
+static const struct minter_ops sim_ops = {
+	.mint = sim_mint,
+	.state = sim_state,
+	.counters = sim_counters,
+	.layout = sim_layout,
+	.close = sim_close,
+};
+
+/* Whether this process shares its network namespace with PID 1's. */
+static bool same_netns_as_init(void)
+{
+	char mine[64], init[64];
+	ssize_t a, b;
+
+	a = readlink("/proc/self/ns/net", mine, sizeof(mine));
+	b = readlink("/proc/1/ns/net", init, sizeof(init));
+	/* Unreadable (no /proc, PID 1 not ours to see): no warning. */
+	return a <= 0 || b <= 0 || (a == b && !memcmp(mine, init, a));
+}
+
+static int sim_open(struct minter *m, uint32_t worker, uint64_t lease_ms,
+		    char *err, size_t errlen)
+{
+	struct idgen_sim *s;
+	char spec[16];
+	int ret;
+
+	snprintf(spec, sizeof(spec), "sim:%" PRIu32, worker);
+	ret = idgen_sim_open(spec, lease_ms, &s, err, errlen);
+	if (ret)
+		return ret;
+	/* The node's lock is a name in the abstract namespace: per netns. */
+	if (!same_netns_as_init())
+		log_warn("simulated generator: this process is in a network namespace "
+			 "of its own, and its lock @" LIBIDGEN_SIM_LOCK_NAME "%" PRIu32
+			 " holds only there: a simulation of worker %" PRIu32
+			 " in another namespace would mint the same IDs", worker, worker);
+	m->ops = &sim_ops;
+	m->ctx = s;
+	snprintf(m->name, sizeof(m->name), "sim:%" PRIu32, worker);
+	m->simulated = true;
+	m->sim_worker = worker;
+	return 0;
+}
 
 static ssize_t device_mint(void *ctx, uint64_t *ids, size_t n)
 {
@@ -111,7 +215,7 @@ int minter_open(struct minter *m, const char *spec, uint64_t sim_lease_ms,
 				 "must be a decimal number from 0 to 127", spec);
 			return -EINVAL;
 		}
-		ret = mint_sim_open(m, worker, sim_lease_ms, why, sizeof(why));
+		ret = sim_open(m, worker, sim_lease_ms, why, sizeof(why));
 		if (ret)
 			snprintf(err, errlen, "device '%s': %s", spec, why);
 		return ret;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * Where idgen-httpd's IDs come from: /dev/idgen through libidgen, or the
- * in-process simulated generator of mint_sim.h (--device sim[:WORKER]).
+ * in-process simulated generator of libidgen (idgen_sim_open(),
+ * --device sim[:WORKER]).
  * The service holds no lease logic: the generator enforces lease and
  * fence, and the service only reports what it says.
  */
@@ -64,13 +65,13 @@ struct minter {
 	const struct minter_ops *ops;
 	void *ctx;
 	char name[64];			/* for log lines: the path, or "sim:W" */
-	bool simulated;			/* mint_sim.h, not a device */
+	bool simulated;			/* libidgen's simulation, not a device */
 	uint32_t sim_worker;
 };
 
 /*
  * spec: a path of the device (NULL: /dev/idgen), or "sim" or "sim:WORKER"
- * (0..127) for the simulation; sim_lease_ms as for mint_sim_open().
+ * (0..127) for the simulation; sim_lease_ms as idgen_sim_open()'s lease_ms.
  * Returns 0 or a negative errno, with err saying what went wrong.
  */
 int minter_open(struct minter *m, const char *spec, uint64_t sim_lease_ms,

@@ -43,7 +43,7 @@ struct readiness_config {
  * The JSON answer into buf: {"ready":true,"reasons":[]} or
  * {"ready":false,"reasons":[{"code":"...","message":"..."},...]}, with
  * ,"generator":"simulated" before the last brace when the generator is
- * the simulation (mint_sim.h), never to be mistaken for a device.
+ * libidgen's simulation, never to be mistaken for a device.
  * Returns whether ready; *len is the answer's length (truncated to
  * size - 1 at worst, with size >= 1024 always enough).
  */

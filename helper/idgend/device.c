@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The generator behind /dev/idgen, through libidgen's calls for its ioctls.
+ * The generator behind /dev/idgen, through libidgen's calls for its ioctls,
+ * or libidgen's simulated one, its lease kept in a file (idgen_sim_open()).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -8,7 +9,6 @@
 #include <string.h>
 
 #include "device.h"
-#include "device_sim.h"
 #include "log.h"
 
 struct module_dev {
@@ -46,6 +46,69 @@ static const struct device_ops module_device_ops = {
 	.held = module_held,
 };
 
+struct sim_dev {
+	struct idgen_sim *sim;
+	struct idgen_layout layout;	/* widths only */
+};
+
+static int sim_push(void *ctx, uint32_t region, uint32_t worker,
+		    uint64_t floor_ms, uint64_t valid_until_ms, bool synced)
+{
+	struct sim_dev *d = ctx;
+
+	return idgen_sim_set_lease(d->sim, region, worker, floor_ms, valid_until_ms,
+				   &d->layout, synced ? LIBIDGEN_LEASE_CLOCK_SYNCED : 0);
+}
+
+static int sim_revoke(void *ctx, uint64_t *last_ms)
+{
+	struct sim_dev *d = ctx;
+
+	return idgen_sim_revoke(d->sim, last_ms);
+}
+
+static int sim_held(void *ctx, struct idgen_device_state *out)
+{
+	struct sim_dev *d = ctx;
+
+	return idgen_sim_get_state(d->sim, out);
+}
+
+static const struct device_ops sim_device_ops = {
+	.push = sim_push,
+	.revoke = sim_revoke,
+	.held = sim_held,
+};
+
+/* "sim:FILE": the lease side of a host, in a file (never a node's number). */
+static int sim_open(struct device *dev, const char *file,
+		    const struct lease_layout *layout)
+{
+	struct sim_dev *d;
+	char spec[4096], why[512];
+	int err;
+
+	/* A file named by digits alone would be read as a worker. */
+	if (snprintf(spec, sizeof(spec), "sim:%s%s",
+		     file[strspn(file, "0123456789")] ? "" : "./", file) >= (int)sizeof(spec))
+		return -ENAMETOOLONG;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	err = idgen_sim_open(spec, 0, &d->sim, why, sizeof(why));
+	if (err) {
+		log_err("%s", why);
+		free(d);
+		return err;
+	}
+	d->layout.region_bits = layout->region_bits;
+	d->layout.worker_bits = layout->worker_bits;
+	d->layout.seq_bits = layout->seq_bits;
+	dev->ops = &sim_device_ops;
+	dev->ctx = d;
+	return 0;
+}
+
 int device_open(struct device *dev, const char *spec,
 		const struct lease_layout *layout)
 {
@@ -53,7 +116,7 @@ int device_open(struct device *dev, const char *spec,
 	int err;
 
 	if (!strncmp(spec, "sim:", 4))
-		return device_sim_open(dev, spec + 4, layout);
+		return sim_open(dev, spec + 4, layout);
 
 	d = calloc(1, sizeof(*d));
 	if (!d)
@@ -85,7 +148,10 @@ void device_close(struct device *dev)
 		idgen_close(d->fd);
 		free(d);
 	} else {
-		device_sim_close(dev);
+		struct sim_dev *sd = dev->ctx;
+
+		idgen_sim_close(sd->sim);
+		free(sd);
 	}
 	dev->ctx = NULL;
 }

@@ -2,8 +2,9 @@
 /*
  * The generator as the daemon drives it: push a lease (set or renew),
  * revoke it, and ask what lease it holds.  device.c does this with the
- * ioctls of /dev/idgen; device_sim.c keeps a simulated generator in a file,
- * for tests on a host whose kernel must not load the module.
+ * ioctls of /dev/idgen, or libidgen's simulated generator with its lease in
+ * a file (idgen_sim_open(), "sim:FILE"), for tests on a host whose kernel
+ * must not load the module.
  */
 #ifndef IDGEND_DEVICE_H
 #define IDGEND_DEVICE_H

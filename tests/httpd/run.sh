@@ -3,7 +3,6 @@
 #
 # run.sh: idgen-httpd's host tests, against --device sim (no /dev/idgen
 # needed), as one TAP stream:
-#   - the simulated generator's guarantees (mint_sim_test.c)
 #   - every route, with curl: status, content type, headers
 #   - every bad input the contract lists: its status and JSON error, and
 #     no ID consumed (the simulated generator logs how many it minted)
@@ -120,7 +119,6 @@ bad() {
 
 J=(-H 'Content-Type: application/json')
 
-tap_run "simulated generator" "$out/mint_sim_test"
 tap_run "quotas" "$out/quota_test"
 tap_run "bulk lane" "$out/lane_test"
 tap_run "gRPC wire rules" "$out/grpc_wire_test"
@@ -134,7 +132,7 @@ check "it says in its log that the generator is simulated" \
 timeout 20 "$httpd" --device sim:37 --clock-check no --listen 127.0.0.1:0 >"$work/sim2.out" 2>&1
 rc=$?
 check "a second --device sim:37 while the first runs: exit 1, naming region, worker and lock file" \
-	test $rc = 1 -a -n "$(grep -F "another simulated generator of region 0, worker 37 runs on this host (it holds @idgen-httpd-sim-r0-w37)" "$work/sim2.out")"
+	test $rc = 1 -a -n "$(grep -F "another simulated generator of region 0, worker 37 runs on this host (it holds @idgen-sim-r0-w37)" "$work/sim2.out")"
 # Whoever runs it and wherever $RUNTIME_DIRECTORY points, the lock is one.
 mkdir -p "$work/elsewhere"
 RUNTIME_DIRECTORY=$work/elsewhere timeout 20 "$httpd" --device sim:37 --clock-check no \

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The simulated generator (helper/idgend/device_sim.c) behaves as the
- * module does where idgend's paths differ by it: revoke without a lease
+ * The simulated generator as idgend drives it (helper/idgend/device.c,
+ * "sim:FILE": libidgen's idgen_sim_open()) behaves as the module does where idgend's paths differ by it: revoke without a lease
  * succeeds with the host's last ms (uapi IDGEN_IOC_REVOKE), the layout
  * pushed with each lease is the one it holds, and a lease that could never
  * mint is refused with the module's errno (uapi IDGEN_IOC_SET_LEASE).  TAP.
@@ -17,7 +17,7 @@
 #include <linux/idgen.h>
 
 #include "wall_clock.h"
-#include "device_sim.h"
+#include "device.h"
 #include "tap.h"
 
 
@@ -38,7 +38,7 @@ static bool log_has(const char *path, const char *needle)
 int main(void)
 {
 	const struct lease_layout v1 = { 3, 7, 12 }, wide = { 3, 10, 9 };
-	char dir[] = "/tmp/idgend-sim-test.XXXXXX", file[256], log[300];
+	char dir[] = "/tmp/idgend-sim-test.XXXXXX", file[256], log[300], spec[300];
 	struct device dev;
 	struct idgen_device_state h;
 	uint64_t now, last = 99, last2 = 99;
@@ -49,8 +49,9 @@ int main(void)
 		return 1;
 	snprintf(file, sizeof(file), "%s/gen", dir);
 	snprintf(log, sizeof(log), "%s.log", file);
+	snprintf(spec, sizeof(spec), "sim:%s", file);
 
-	err = device_sim_open(&dev, file, &v1);
+	err = device_open(&dev, spec, &v1);
 	check(!err, "open a new simulated generator (%d)", err);
 	if (err)
 		return 1;
@@ -74,9 +75,9 @@ int main(void)
 	      "after it no lease is held; the default layout is reported");
 	err = dev.ops->push(dev.ctx, 0, 200, 0, now + 1000, true);
 	check(err == -EINVAL, "a worker beyond 7 bits is refused (%d)", err);
-	device_sim_close(&dev);
+	device_close(&dev);
 
-	err = device_sim_open(&dev, file, &wide);
+	err = device_open(&dev, spec, &wide);
 	err = err ?: dev.ops->push(dev.ctx, 0, 1000, now, now + 2000, true);
 	check(!err, "another layout's worker 1000 is pushed under 3/10/9 (%d)", err);
 	err = dev.ops->held(dev.ctx, &h);
@@ -104,7 +105,7 @@ int main(void)
 	check(err == -EOVERFLOW,
 	      "a lease whose first ms is past the time field is refused with EOVERFLOW (%d)",
 	      err);
-	device_sim_close(&dev);
+	device_close(&dev);
 
 	unlink(log);
 	unlink(file);

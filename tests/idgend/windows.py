@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # windows.py GEN.log...: from the logs of simulated generators
-# (helper/idgend/device_sim.h), every lease each one held and the
+# (libidgen's idgen_sim_open(), "sim:FILE"), every lease each one held and the
 # milliseconds it could have minted under it; exits 1, naming them, if two
 # generators could both have minted one millisecond with the same node
 # bits (one number of one layout, or numbers of two layouts, or of two

@@ -60,6 +60,7 @@ tap_run buffer_reload "$user/buffer_reload" "$top/lib/libidgen.so.0"
 tap_run public "$user/public_test"
 tap_run code "$user/code_test"
 tap_run ff1_busy "$user/ff1_busy_test"
+tap_run sim "$user/sim_test"
 
 # idgenctl: bad use exits 1 with the usage on stderr; bad IDs are named.
 cli() {

@@ -1,0 +1,371 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * libidgen's simulated generator (lib/sim.c), as idgen-httpd and the
+ * PostgreSQL extension mint from it ("sim:WORKER"), keeps the module's
+ * guarantees within its process: strictly increasing
+ * batches of its own node, borrowing the next millisecond, never more
+ * than its lead ahead of the wall clock, refusing at its fence, no ID
+ * twice across threads, a restart above every ID of the run before,
+ * and only one process per worker on the host.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "idgen.h"
+#include "kselftest_harness.h"
+
+#define SEQ_PER_MS	4096
+
+static char err[512];	/* what idgen_sim_open() says when it fails */
+
+static int sim_open(struct idgen_sim **s, unsigned int worker, uint64_t lease_ms)
+{
+	char spec[32];
+
+	snprintf(spec, sizeof(spec), "sim:%u", worker);
+	return idgen_sim_open(spec, lease_ms, s, err, sizeof(err));
+}
+
+static uint64_t wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000 - LIBIDGEN_EPOCH_UNIX_MS;
+}
+
+static void pause_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+TEST(batch_of_its_node_borrowing_ms)
+{
+	static uint64_t ids[10000];
+	struct idgen_decoded d, first;
+	struct idgen_sim *m;
+	uint64_t ms_seen = 0;
+	size_t i;
+
+	ASSERT_EQ(0, sim_open(&m, 111, 0));
+	ASSERT_EQ(10000, idgen_sim_mint(m, ids, 10000));
+	ASSERT_EQ(0, idgen_decode(ids[0], NULL, &first));
+	for (i = 0; i < 10000; i++) {
+		ASSERT_EQ(0, idgen_decode(ids[i], NULL, &d));
+		EXPECT_EQ(0, d.region);
+		EXPECT_EQ(111, d.worker);
+		if (i)
+			ASSERT_LT(ids[i - 1], ids[i]);
+		if (d.ms != ms_seen)
+			ms_seen = d.ms;
+	}
+	/* 10000 IDs do not fit 4096 a ms: at least three ms were used. */
+	EXPECT_LE(first.ms + 2, ms_seen);
+	idgen_sim_close(m);
+}
+
+TEST(never_past_the_lead)
+{
+	static uint64_t ids[65536];
+	struct idgen_decoded d;
+	struct idgen_sim *m;
+	uint64_t last = 0, after;
+	int i;
+	ssize_t r;
+
+	ASSERT_EQ(0, sim_open(&m, 112, 0));
+	/*
+	 * Asking for more than the lead holds: short batches, waiting for
+	 * the clock at the lead rather than refusing, never past it.
+	 */
+	for (i = 0; i < 50; i++) {
+		r = idgen_sim_mint(m, ids, 65536);
+		after = wall_ms();
+		ASSERT_LT(0, r);
+		ASSERT_LE(r, (LIBIDGEN_SIM_MAX_LEAD_MS + 1) * SEQ_PER_MS);
+		ASSERT_LT(last, ids[0]);
+		last = ids[r - 1];
+		ASSERT_EQ(0, idgen_decode(last, NULL, &d));
+		ASSERT_LE(d.ms, after + LIBIDGEN_SIM_MAX_LEAD_MS);
+	}
+	pause_ms(2 * LIBIDGEN_SIM_MAX_LEAD_MS + 5);
+	ASSERT_EQ(1, idgen_sim_mint(m, ids, 1));
+	EXPECT_LT(last, ids[0]);
+	idgen_sim_close(m);
+}
+
+TEST(restart_starts_above_the_run_before)
+{
+	static uint64_t ids[65536];
+	struct idgen_sim *a, *b;
+	uint64_t last = 0;
+	ssize_t r;
+	int i;
+
+	/* The first run borrows as far ahead as it may (each call), and ends. */
+	ASSERT_EQ(0, sim_open(&a, 113, 0));
+	for (i = 0; i < 20; i++) {
+		r = idgen_sim_mint(a, ids, 65536);
+		ASSERT_LT(0, r);
+		last = ids[r - 1];
+	}
+	idgen_sim_close(a);
+	/* The next run, at once, on the same node. */
+	ASSERT_EQ(0, sim_open(&b, 113, 0));
+	ASSERT_EQ(1, idgen_sim_mint(b, ids, 1));
+	EXPECT_LT(last, ids[0]);
+	idgen_sim_close(b);
+}
+
+TEST(stops_at_its_fence)
+{
+	static uint64_t ids[4096];
+	struct idgen_device_state st;
+	struct idgen_decoded d;
+	struct idgen_sim *m;
+	ssize_t r = 0;
+	int i;
+
+	ASSERT_EQ(0, sim_open(&m, 114, 50));
+	ASSERT_EQ(0, idgen_sim_get_state(m, &st));
+	EXPECT_EQ(st.floor_ms + 50, st.valid_until_ms);
+	for (i = 0; i < 2000; i++) {
+		r = idgen_sim_mint(m, ids, 4096);
+		if (r == -EKEYEXPIRED)
+			break;
+		if (r == -ETIME) {
+			pause_ms(1);
+			continue;
+		}
+		ASSERT_LT(0, r);
+		ASSERT_EQ(0, idgen_decode(ids[r - 1], NULL, &d));
+		ASSERT_LT(d.ms, st.valid_until_ms);
+		ASSERT_EQ(0, idgen_decode(ids[0], NULL, &d));
+		ASSERT_LT(st.floor_ms, d.ms);
+	}
+	ASSERT_EQ(-EKEYEXPIRED, r);
+	ASSERT_EQ(0, idgen_sim_get_state(m, &st));
+	/* The lease stays set, as the module's, but its next ms is past the fence. */
+	EXPECT_LE(st.valid_until_ms, st.next_ms);
+	idgen_sim_close(m);
+}
+
+TEST(worker_out_of_range)
+{
+	struct idgen_sim *m;
+
+	EXPECT_EQ(-EINVAL, sim_open(&m, 128, 0));
+}
+
+#define THREADS	4
+#define PER	20000
+
+struct worker_arg {
+	struct idgen_sim *m;
+	uint64_t ids[PER];
+	int bad;
+};
+
+static void *take(void *p)
+{
+	struct worker_arg *w = p;
+	size_t got = 0;
+	ssize_t r;
+
+	while (got < PER) {
+		r = idgen_sim_mint(w->m, w->ids + got, PER - got < 100 ? PER - got : 100);
+		if (r == -ETIME) {
+			pause_ms(1);
+			continue;
+		}
+		if (r <= 0) {
+			w->bad = 1;
+			break;
+		}
+		got += r;
+	}
+	for (got = 1; got < PER; got++)
+		if (w->ids[got - 1] >= w->ids[got])
+			w->bad = 1;
+	return NULL;
+}
+
+static int cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+TEST(threads_never_share_an_id)
+{
+	static struct worker_arg w[THREADS];
+	static uint64_t all[THREADS * PER];
+	pthread_t t[THREADS];
+	struct idgen_sim *m;
+	int i;
+
+	ASSERT_EQ(0, sim_open(&m, 115, 0));
+	for (i = 0; i < THREADS; i++) {
+		w[i].m = m;
+		ASSERT_EQ(0, pthread_create(&t[i], NULL, take, &w[i]));
+	}
+	for (i = 0; i < THREADS; i++) {
+		pthread_join(t[i], NULL);
+		EXPECT_FALSE(w[i].bad);
+		memcpy(all + i * PER, w[i].ids, sizeof(w[i].ids));
+	}
+	qsort(all, THREADS * PER, sizeof(all[0]), cmp);
+	for (i = 1; i < THREADS * PER; i++)
+		ASSERT_NE(all[i - 1], all[i]);
+	idgen_sim_close(m);
+}
+
+/*
+ * Two processes on one worker would mint the same IDs: the second is
+ * refused, naming region, worker and the lock file, while another
+ * worker opens; once the first has ended the worker is free again.
+ */
+TEST(one_process_per_worker)
+{
+	const char *lock = "@" LIBIDGEN_SIM_LOCK_NAME "116";
+	char dir[] = "/tmp/sim_test.XXXXXX";
+	int held[2], done[2], status;
+	struct idgen_sim *m, *other;
+	pid_t pid;
+	char c;
+
+	ASSERT_EQ(0, pipe(held));
+	ASSERT_EQ(0, pipe(done));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		/* The first process: holds worker 116 until told to end. */
+		close(held[0]);
+		close(done[1]);
+		if (sim_open(&m, 116, 0))
+			_exit(1);
+		if (write(held[1], "h", 1) != 1 || read(done[0], &c, 1) < 0)
+			_exit(2);
+		_exit(0);
+	}
+	close(held[1]);
+	close(done[0]);
+	ASSERT_EQ(1, read(held[0], &c, 1));
+
+	ASSERT_EQ(-EBUSY, sim_open(&m, 116, 0));
+	TH_LOG("%s", err);
+	EXPECT_NE(NULL, strstr(err, "region 0, worker 116"));
+	EXPECT_NE(NULL, strstr(err, lock));
+	/* The lock is one whatever the environment says: no directory of its own. */
+	ASSERT_NE(NULL, mkdtemp(dir));
+	ASSERT_EQ(0, setenv("RUNTIME_DIRECTORY", dir, 1));
+	ASSERT_EQ(-EBUSY, sim_open(&m, 116, 0));
+	ASSERT_EQ(0, unsetenv("RUNTIME_DIRECTORY"));
+	rmdir(dir);
+	ASSERT_EQ(0, sim_open(&other, 117, 0));
+	idgen_sim_close(other);
+
+	close(done[1]);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	ASSERT_EQ(0, WEXITSTATUS(status));
+	ASSERT_EQ(0, sim_open(&m, 116, 0));
+	idgen_sim_close(m);
+}
+
+/*
+ * Its lease as the module's: revoked, minting is refused with ENOKEY and
+ * the revoke says the last ms used; renewed, it mints again above it; a
+ * lease of another node than the one it locked is not taken.
+ */
+TEST(revoke_and_renew)
+{
+	struct idgen_device_state st;
+	struct idgen_decoded d;
+	struct idgen_sim *m;
+	uint64_t id, last_ms = 0, now;
+
+	ASSERT_EQ(0, sim_open(&m, 118, 0));
+	ASSERT_EQ(1, idgen_sim_mint(m, &id, 1));
+	ASSERT_EQ(0, idgen_sim_revoke(m, &last_ms));
+	ASSERT_EQ(0, idgen_decode(id, NULL, &d));
+	EXPECT_LE(d.ms, last_ms);
+	EXPECT_EQ(-ENOKEY, idgen_sim_mint(m, &id, 1));
+	ASSERT_EQ(0, idgen_sim_get_state(m, &st));
+	EXPECT_FALSE(st.flags & LIBIDGEN_STATE_LEASED);
+	now = wall_ms();
+	EXPECT_EQ(-EPERM, idgen_sim_set_lease(m, 0, 119, now, now + 60000, NULL, 0));
+	EXPECT_EQ(-EPERM, idgen_sim_set_lease(m, 1, 118, now, now + 60000, NULL, 0));
+	ASSERT_EQ(0, idgen_sim_set_lease(m, 0, 118, now, now + 60000, NULL, 0));
+	ASSERT_EQ(1, idgen_sim_mint(m, &id, 1));
+	ASSERT_EQ(0, idgen_decode(id, NULL, &d));
+	EXPECT_LT(last_ms, d.ms);
+	EXPECT_EQ(118, d.worker);
+	idgen_sim_close(m);
+}
+
+/* A child's copy of the state would mint its parent's IDs: refused. */
+TEST(child_refused)
+{
+	struct idgen_sim *m;
+	uint64_t id;
+	int status;
+	pid_t pid;
+
+	ASSERT_EQ(0, sim_open(&m, 119, 0));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid)
+		_exit(idgen_sim_mint(m, &id, 1) == -ECHILD ? 0 : 1);
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	EXPECT_EQ(1, idgen_sim_mint(m, &id, 1));
+	idgen_sim_close(m);
+}
+
+/* A buffer over it, as the PostgreSQL extension's for idgen.device = 'sim:N'. */
+TEST(buffer_over_it)
+{
+	struct idgen_buffer *b;
+	struct idgen_sim *m;
+	uint64_t id, prev = 0;
+	int i;
+
+	ASSERT_EQ(0, sim_open(&m, 120, 0));
+	ASSERT_EQ(-EINVAL, idgen_buffer_new_sim(NULL, 32, 10, &b));
+	ASSERT_EQ(0, idgen_buffer_new_sim(m, 32, 10, &b));
+	for (i = 0; i < 10000; i++) {
+		ASSERT_EQ(0, idgen_buffer_take(b, &id));
+		ASSERT_LT(prev, id);
+		prev = id;
+	}
+	idgen_buffer_free(b);
+	idgen_sim_close(m);
+}
+
+/* What is not a simulation, or a worker out of range, is refused. */
+TEST(specs)
+{
+	struct idgen_sim *m;
+
+	EXPECT_TRUE(idgen_sim_is_spec("sim"));
+	EXPECT_TRUE(idgen_sim_is_spec("sim:7"));
+	EXPECT_FALSE(idgen_sim_is_spec("/dev/idgen"));
+	EXPECT_FALSE(idgen_sim_is_spec("simulated"));
+	EXPECT_EQ(-EINVAL, idgen_sim_open("/dev/idgen", 0, &m, err, sizeof(err)));
+	EXPECT_EQ(-EINVAL, idgen_sim_open("sim:", 0, &m, err, sizeof(err)));
+	EXPECT_EQ(-EINVAL, idgen_sim_open("sim:128", 0, &m, err, sizeof(err)));
+	EXPECT_EQ(-EINVAL, idgen_sim_open("sim:012", 0, &m, err, sizeof(err)));
+}
+
+TEST_HARNESS_MAIN
