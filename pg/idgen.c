@@ -10,6 +10,11 @@
  * were a process ever to fork after opening, the PID check below and the
  * buffer's own fork guard both drop what the parent held.
  *
+ * For benchmarks and tests on a host without the module, idgen.device may
+ * name libidgen's simulated generator, "sim:WORKER" (idgen_sim_open()):
+ * each backend then opens its own, and the simulation's lock lets only one
+ * process of the host hold a worker at a time.
+ *
  * Errors: the device's refusals are SQLSTATEs of class IG (README.md,
  * "Errors"); bad input is the standard 22xxx data exception.
  */
@@ -57,6 +62,7 @@ static char *layouts_file;
 static struct {
 	pid_t pid;		/* the process that opened fd; 0: none */
 	int fd;
+	struct idgen_sim *sim;	/* idgen.device = 'sim:WORKER': in place of fd */
 	char *path;		/* malloc'd */
 	struct idgen_buffer *buf;
 	int size, max_age_ms;
@@ -149,6 +155,8 @@ static void device_release(void)
 	if (dev.fd >= 0)
 		idgen_close(dev.fd);
 	dev.fd = -1;
+	idgen_sim_close(dev.sim);
+	dev.sim = NULL;
 	dev.pid = 0;
 	free(dev.path);
 	dev.path = NULL;
@@ -169,6 +177,28 @@ device_kind_check(const struct stat *st)
 			 errhint("Set idgen.device to the device's path, /dev/idgen by default.")));
 }
 
+/* idgen.device = 'sim:WORKER': this backend's own simulated generator. */
+static void sim_open(void)
+{
+	char why[512];
+	int ret;
+
+	dev.path = strdup(device_path);
+	if (!dev.path)
+		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
+	ret = idgen_sim_open(device_path, 0, &dev.sim, why, sizeof(why));
+	if (ret) {
+		free(dev.path);
+		dev.path = NULL;
+		ereport(ERROR,
+			(errcode(ERRCODE_IDGEN_NO_DEVICE),
+			 errmsg("cannot open the simulated generator \"%s\"", device_path),
+			 errdetail("%s", why),
+			 errhint("A simulated worker mints in one process at a time: give each session its own worker, or use /dev/idgen.")));
+	}
+	dev.pid = getpid();
+}
+
 /* This process's descriptor for idgen.device, opened now if need be. */
 static void device_open(void)
 {
@@ -179,6 +209,10 @@ static void device_open(void)
 		device_release();
 	if (dev.pid)
 		return;
+	if (idgen_sim_is_spec(device_path)) {
+		sim_open();
+		return;
+	}
 	if (!stat(device_path, &st))
 		device_kind_check(&st);
 	fd = idgen_open(device_path, 0);
@@ -212,7 +246,9 @@ static struct idgen_buffer *buffer_get(void)
 		dev.buf = NULL;
 	}
 	if (!dev.buf) {
-		ret = idgen_buffer_new(dev.fd, buffer_size, buffer_max_age_ms, &dev.buf);
+		ret = dev.sim ?
+			idgen_buffer_new_sim(dev.sim, buffer_size, buffer_max_age_ms, &dev.buf) :
+			idgen_buffer_new(dev.fd, buffer_size, buffer_max_age_ms, &dev.buf);
 		if (ret)
 			report_device(ret);
 		dev.size = buffer_size;
@@ -281,7 +317,8 @@ pg_idgen_next_n(PG_FUNCTION_ARGS)
 		/* A load of millions can be cancelled between batches. */
 		CHECK_FOR_INTERRUPTS();
 		device_open();
-		r = idgen_mint(dev.fd, st->ids, Min(st->left, NEXT_N_BATCH));
+		r = dev.sim ? idgen_sim_mint(dev.sim, st->ids, Min(st->left, NEXT_N_BATCH)) :
+			idgen_mint(dev.fd, st->ids, Min(st->left, NEXT_N_BATCH));
 		if (r < 0)
 			report_device((int) r);
 		st->pos = 0;
