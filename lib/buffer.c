@@ -3,6 +3,13 @@
  * A small thread-safe buffer of minted IDs, refilled when half empty and
  * never handing out an ID older than its age bound, nor in a child
  * process an ID its parent buffered (forkguard.h).
+ *
+ * An ID's age is the time since the read that minted it, on
+ * CLOCK_BOOTTIME: a clock that never steps and counts time suspended.  The
+ * wall clock would not do: while the module holds a forward step of it
+ * (until the step is adopted), it mints behind the new wall time, and
+ * measured against CLOCK_REALTIME every ID, just read or not, would look
+ * as old as the step and be dropped, every take failing with ETIME.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +30,7 @@ struct idgen_buffer {
 	/* Protected by lock: ids[head..head+count) are increasing. */
 	size_t head, count;
 	struct idgen_forkguard_stamp stamp;	/* whose the IDs are */
+	uint64_t *read_ms;	/* each ID's read, CLOCK_BOOTTIME ms: ids + capacity */
 	uint64_t ids[];
 };
 
@@ -33,9 +41,10 @@ static int buffer_new(int fd, struct idgen_sim *sim, size_t capacity,
 
 	if (!capacity || capacity > BUFFER_MAX || max_age_ms > LIBIDGEN_MS_MAX)
 		return -EINVAL;
-	b = calloc(1, sizeof(*b) + capacity * sizeof(b->ids[0]));
+	b = calloc(1, sizeof(*b) + 2 * capacity * sizeof(b->ids[0]));
 	if (!b)
 		return -ENOMEM;
+	b->read_ms = b->ids + capacity;
 	if (pthread_mutex_init(&b->lock, NULL)) {
 		free(b);
 		return -ENOMEM;
@@ -82,26 +91,21 @@ IDGEN_EXPORT void idgen_buffer_free(struct idgen_buffer *b)
 	free(b);
 }
 
-/* CLOCK_REALTIME in Unix ms; a clock before 1970 reads as 0. */
-static uint64_t wall_unix_ms(void)
+/* CLOCK_BOOTTIME in ms: never stepped, and it counts time suspended. */
+static uint64_t boot_ms(void)
 {
 	struct timespec ts;
 
-	clock_gettime(CLOCK_REALTIME, &ts);
-	if (ts.tv_sec < 0)
-		return 0;
+	clock_gettime(CLOCK_BOOTTIME, &ts);
 	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-/* Drop IDs minted before the oldest millisecond still fresh. */
+/* Drop IDs read longer than the age bound ago. */
 static void drop_stale(struct idgen_buffer *b)
 {
-	uint64_t now = wall_unix_ms(), oldest_ms;
+	uint64_t now = boot_ms();
 
-	if (now < LIBIDGEN_EPOCH_UNIX_MS + b->max_age_ms)
-		return;		/* every ID is younger than the bound */
-	oldest_ms = now - LIBIDGEN_EPOCH_UNIX_MS - b->max_age_ms;
-	while (b->count && (b->ids[b->head] >> LIBIDGEN_NODE_SEQ_BITS) < oldest_ms) {
+	while (b->count && now - b->read_ms[b->head] > b->max_age_ms) {
 		b->head++;
 		b->count--;
 	}
@@ -113,20 +117,27 @@ static void drop_stale(struct idgen_buffer *b)
 /* Up to cap IDs held (at most b->capacity). */
 static int refill(struct idgen_buffer *b, size_t cap)
 {
+	uint64_t at;
 	ssize_t r;
+	size_t i;
 
 	if (b->head) {
 		memmove(b->ids, b->ids + b->head, b->count * sizeof(b->ids[0]));
+		memmove(b->read_ms, b->read_ms + b->head, b->count * sizeof(b->read_ms[0]));
 		b->head = 0;
 	}
 	if (b->count >= cap)
 		return 0;
+	/* Before the read: a read that sleeps for the clock ages its IDs. */
+	at = boot_ms();
 	if (b->sim)
 		r = idgen_sim_mint(b->sim, b->ids + b->count, cap - b->count);
 	else
 		r = idgen_mint(b->fd, b->ids + b->count, cap - b->count);
 	if (r < 0)
 		return r;
+	for (i = 0; i < (size_t)r; i++)
+		b->read_ms[b->count + i] = at;
 	b->count += r;
 	return 0;
 }

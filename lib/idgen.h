@@ -332,10 +332,11 @@ const char *idgen_strerror(int err);
  * A buffer of minted IDs, for apps that want one ID at a time without a
  * system call for each.  It holds up to capacity IDs, read from fd in
  * batches; when a take finds it half empty or less it tops it up.  It never
- * hands out an ID whose millisecond lies more than max_age_ms before
- * CLOCK_REALTIME now: older IDs are dropped (they are holes, never reissued),
- * so IDs from the buffer stay k-sorted with other hosts' within max_age_ms
- * plus clock skew.  IDs come out in increasing order.
+ * hands out an ID read more than max_age_ms ago (measured on CLOCK_BOOTTIME,
+ * which no step of the wall clock moves: a forward step the module holds
+ * does not age what it mints): older IDs are dropped (they are holes, never
+ * reissued), so IDs from the buffer stay k-sorted with other hosts' within
+ * max_age_ms plus clock skew.  IDs come out in increasing order.
  *
  * idgen_buffer_take() may be called from many threads at once (a mutex;
  * a refill, one read(), happens under it).  A child process, however it

@@ -57,6 +57,8 @@ tap_run unit "$user/unit"
 tap_run buffer_fork "$user/buffer_fork"
 # ... and a copy of the library that did not make it (dlclose, dlopen).
 tap_run buffer_reload "$user/buffer_reload" "$top/lib/libidgen.so.0"
+# ... and its age bound across a forward step of the wall clock.
+tap_run buffer_step "$user/buffer_step"
 tap_run public "$user/public_test"
 tap_run code "$user/code_test"
 tap_run ff1_busy "$user/ff1_busy_test"
