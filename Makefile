@@ -11,11 +11,12 @@
 # make demo            mint and decode IDs from a real /dev/idgen in a guest
 # make bench           benchmarks in a guest, in time and in instructions (a
 #                      QEMU plugin, bench/icount/), then bench-http,
-#                      bench-grpc and bench-client; results in
+#                      bench-grpc, bench-client and bench-pg; results in
 #                      Documentation/bench/
 # make bench-http      idgen-httpd's HTTP benchmark on the host only
 # make bench-grpc      idgen-httpd's gRPC benchmark on the host only (h2load)
 # make bench-client    libidgen-client's benchmark on the host only
+# make bench-pg        what IDs do to a PostgreSQL primary key, on the host only
 # make fuzz            10^6 fuzzed calls and trinity against the module in a
 #                      6.12 guest (scripts/fuzz.sh; FUZZ_SEED=S picks a seed)
 
@@ -61,4 +62,7 @@ bench-grpc:
 bench-client:
 	scripts/bench-client.sh
 
-.PHONY: all modules clean sparse style check matrix demo bench bench-http bench-grpc bench-client fuzz
+bench-pg:
+	scripts/bench-pg.sh
+
+.PHONY: all modules clean sparse style check matrix demo bench bench-http bench-grpc bench-client bench-pg fuzz

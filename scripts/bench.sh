@@ -107,5 +107,8 @@ IDGEN_SKIP_DEPS=1 scripts/bench-grpc.sh | grep '^=='
 # The smart client, on the host: its section follows.
 echo "== benchmarking libidgen-client on the host (about 2 minutes)"
 IDGEN_SKIP_DEPS=1 scripts/bench-client.sh | grep '^=='
-echo "wrote $out/results.md, $out/batch.dat, $out/batch.png, $out/http.dat, $out/http.png"
+# What IDs do to a PostgreSQL primary key, on the host: its section follows.
+echo "== benchmarking primary keys in PostgreSQL on the host (about 8 minutes)"
+IDGEN_SKIP_DEPS=1 scripts/bench-pg.sh | grep '^=='
+echo "wrote $out/results.md, $out/batch.dat, $out/batch.png, $out/http.dat, $out/http.png, $out/pg.dat, $out/pg.png"
 cat "$out/results.md"
