@@ -182,7 +182,8 @@ for k in "${keys[@]}"; do
 		   FROM pgstatindex('k_${k}_pkey')")
 	wal_row[$k]=$(awk -v w="${wal[$k]}" -v n="$rows" 'BEGIN { printf "%.1f", w / n }')
 done
-ids=$(psql -tAc "SELECT count(DISTINCT (idgen_decode(id)).worker) || ' ' || min((idgen_decode(id)).worker) FROM k_idgen")
+ids=$(psql -tAc "SELECT CASE count(DISTINCT w) WHEN 1 THEN 'all of worker ' || min(w)
+	ELSE count(DISTINCT w) || ' workers' END FROM (SELECT (idgen_decode(id)).worker AS w FROM k_idgen) x")
 "${as_pg[@]}" "$root$bindir/pg_ctl" -D "$tmp/data" -m fast -w stop >/dev/null
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
@@ -211,7 +212,7 @@ section=$work/section.md
 	echo "  tables in turn; one client because a simulated worker mints in one"
 	echo "  process at a time"
 	echo "- idgen_next() from libidgen's simulated generator (idgen.device ="
-	echo "  'sim:$worker'; its IDs decoded to $ids: worker count and number),"
+	echo "  'sim:$worker'; its IDs decode to $ids),"
 	echo "  buffer 32, age bound 10 ms, as the defaults"
 	echo "- tables alike but for the key: (id KEY, payload integer); the UUID key"
 	echo "  is 16 bytes, the others 8"
@@ -229,10 +230,16 @@ section=$work/section.md
 	echo "Keys that grow (a sequence, idgen's, Instagram's) fill each leaf page"
 	echo "and go on to a new one at the right edge: B-tree's rightmost split"
 	echo "leaves the old page about 90% full (the fillfactor). Random UUIDv4"
-	echo "keys land all over the index, and a page split in the middle leaves"
-	echo "two half-full pages; the index is bigger, and each insert dirties a"
-	echo "page few others share, so more full-page images go to the WAL after"
-	echo "each checkpoint."
+	echo "keys land all over the index: a split in the middle leaves two"
+	echo "half-full pages, which later inserts fill again, so the leaves settle"
+	echo "near 70% full (ln 2), not at 50%; with keys twice as wide the index"
+	echo "is bigger still, and each insert dirties a page few others share, so"
+	echo "more full-page images go to the WAL after each checkpoint."
+	echo
+	echo "Rows/s is each table's rows over its rounds' time; on this shared"
+	echo "machine one round's rate varies by a factor of 2 to 3 from the next"
+	echo "(the rounds' logs: build/bench-pg/), so the rate's goal is judged on"
+	echo "a noisy figure."
 	echo
 	echo "### Goals"
 	echo
