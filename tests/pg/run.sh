@@ -105,6 +105,28 @@ if [ -n "${IDGEN_PG_RESULTS:-}" ]; then
 	mkdir -p "$IDGEN_PG_RESULTS" && cp "$tmp"/regress/results/*.out "$IDGEN_PG_RESULTS"/
 fi
 
+# idgen.device = 'sim:WORKER': libidgen's simulated generator, as the
+# index benchmark (scripts/bench-pg.sh) mints from it.  Its worker is held
+# host-wide: a run beside another that holds it is skipped, not failed.
+sim_worker=122
+sim_sql="CREATE EXTENSION IF NOT EXISTS idgen;
+SET idgen.device = 'sim:$sim_worker';
+SELECT count(*), count(DISTINCT id), bool_and(w = $sim_worker AND r = 0),
+       bool_and(id > prev OR prev IS NULL)
+  FROM (SELECT id, (idgen_decode(id)).worker AS w, (idgen_decode(id)).region AS r,
+               lag(id) OVER (ORDER BY n) AS prev
+          FROM (SELECT idgen_next() AS id, g AS n FROM generate_series(1, 5000) g
+                UNION ALL
+                SELECT id, 5000 + row_number() OVER () FROM idgen_next_n(5000) id) a) b;"
+sim_out=$("$bindir/psql" -X -q -h "$tmp" -U postgres -d postgres -tA -F' ' -c "$sim_sql" 2>&1)
+if grep -q "another simulated generator" <<<"$sim_out"; then
+	tap_skip "idgen.device = 'sim:$sim_worker': idgen_next() and idgen_next_n() from the simulation" \
+		"worker $sim_worker is held by another process of this host"
+else
+	check "idgen.device = 'sim:$sim_worker': idgen_next() and idgen_next_n() from the simulation, 10000 IDs of its worker, increasing ($sim_out)" \
+		test "$sim_out" = "10000 10000 t t"
+fi
+
 # The server's log holds no crash and no failed assertion.
 if grep -E "terminated by signal|TRAP:|PANIC" "$tmp/server.log" >"$tmp/bad.log"; then
 	not_ok "the server log shows no backend crash"
