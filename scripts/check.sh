@@ -205,6 +205,27 @@ for k in "${kernels[@]}"; do
 		fail "guest $k: no module was built"
 	fi
 done
+# The PostgreSQL extension over the module, on one kernel (Debian 12's
+# first): 8 sessions at once, backends forked from a preloading postmaster,
+# a lease revoked mid-load (tests/vm/pg-suite.sh).  The extension is built
+# for Debian 12's server and staged for the guest to lay over the server's
+# directories.
+if [ ${#kernels[@]} -gt 0 ] && [ -f "build/${kernels[0]}/kmod/idgen.ko" ]; then
+	k=${kernels[0]}
+	pg_guest() {
+		local pgc=/usr/lib/postgresql/15/bin/pg_config stage=$top/build/pg-guest
+		rm -rf "$stage" "$top/build/pg-guest-src" && mkdir -p "$top/build/pg-guest-src" &&
+		cp -r "$top/pg" "$top/build/pg-guest-src/pg" &&
+		ln -s "$top/lib" "$top/build/pg-guest-src/lib" &&
+		ln -s "$top/include" "$top/build/pg-guest-src/include" &&
+		make -s -C "$top/build/pg-guest-src/pg" PG_CONFIG=$pgc clean >/dev/null &&
+		make -s -C "$top/build/pg-guest-src/pg" PG_CONFIG=$pgc >/dev/null &&
+		make -s -C "$top/build/pg-guest-src/pg" PG_CONFIG=$pgc DESTDIR="$stage" install >/dev/null &&
+		tests/vm/run-guest.sh --timeout "${IDGEN_GUEST_TIMEOUT:-900}" "$k" \
+			tests/vm/pg-suite.sh "build/$k/kmod/idgen.ko" "$stage"
+	}
+	tap "guest $k, PostgreSQL" "guest-pg-$k.log" pg_guest
+fi
 # A 32-bit process, every ioctl through compat_ioctl, on the newest
 # installed kernel.
 if [ ${#kernels[@]} -gt 0 ]; then
