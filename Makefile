@@ -18,7 +18,7 @@
 # make bench-client    libidgen-client's benchmark on the host only
 # make bench-pg        what IDs do to a PostgreSQL primary key, on the host only
 # make fuzz            10^6 fuzzed calls and trinity against the module in a
-#                      6.12 guest (scripts/fuzz.sh; FUZZ_SEED=S picks a seed)
+#                      6.12 guest (scripts/test/fuzz.sh; FUZZ_SEED=S picks a seed)
 
 KDIR ?= /lib/modules/$(shell uname -r)/build
 
@@ -34,8 +34,8 @@ sparse:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 CF="-D__CHECK_ENDIAN__" W=1 modules
 
 style:
-	scripts/checkpatch.sh $(KERNEL_SOURCES)
-	scripts/kernel-doc.sh $(filter-out tests/%,$(KERNEL_SOURCES))
+	scripts/lint/checkpatch.sh $(KERNEL_SOURCES)
+	scripts/lint/kernel-doc.sh $(filter-out tests/%,$(KERNEL_SOURCES))
 
 check:
 	scripts/check.sh
@@ -48,21 +48,21 @@ demo:
 	scripts/demo.sh
 
 bench:
-	scripts/bench.sh
+	scripts/bench/bench.sh
 
 fuzz:
-	scripts/fuzz.sh --seed $(or $(FUZZ_SEED),1)
+	scripts/test/fuzz.sh --seed $(or $(FUZZ_SEED),1)
 
 bench-http:
-	scripts/bench-http.sh
+	scripts/bench/bench-http.sh
 
 bench-grpc:
-	scripts/bench-grpc.sh
+	scripts/bench/bench-grpc.sh
 
 bench-client:
-	scripts/bench-client.sh
+	scripts/bench/bench-client.sh
 
 bench-pg:
-	scripts/bench-pg.sh
+	scripts/bench/bench-pg.sh
 
 .PHONY: all modules clean sparse style check matrix demo bench bench-http bench-grpc bench-client bench-pg fuzz

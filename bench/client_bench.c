@@ -6,7 +6,7 @@
  * idgen_client_next() from one thread for S seconds after half a second
  * of warm-up (connections made, the buffer filled): as fast as it goes, or
  * with --rate at R calls per second on a fixed schedule.  Each call's own
- * latency is measured.  Prints one line for scripts/bench-client.sh:
+ * latency is measured.  Prints one line for scripts/bench/bench-client.sh:
  *
  *   calls=N calls_per_s=N p50_us= p99_us= p999_us= max_us= hit_pct= errors=N
  *   timeouts=N retries=N skipped=N stale=N

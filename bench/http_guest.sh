@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: GPL-2.0
 #
-# http_guest.sh: run in the guest by scripts/bench.sh, after idgen_bench,
+# http_guest.sh: run in the guest by scripts/bench/bench.sh, after idgen_bench,
 # with the module loaded and a lease set: IDs/s through idgen-httpd over
 # /dev/idgen at 1000 IDs per request (wrk), against the node's ceiling.
 # The server on the second vCPU, wrk on the first.  Prints its section of

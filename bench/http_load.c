@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * http_load: an open-loop HTTP/1.1 load generator, for scripts/bench-http.sh.
+ * http_load: an open-loop HTTP/1.1 load generator, for scripts/bench/bench-http.sh.
  *
  *   http_load HOST PORT PATH BODY RATE SECONDS WARMUP CONNECTIONS [SPECTRUM]
  *

@@ -12,7 +12,7 @@
 #
 # The kernels: Debian 12's 6.1 and 6.12 (installed by deps.sh), and the
 # other kernels users run, downloaded into a cache by
-# scripts/fetch-kernels.sh (tests/vm/kernels.sh lists both).  By default
+# scripts/build/fetch-kernels.sh (tests/vm/kernels.sh lists both).  By default
 # (and in CI) all of those others run but the ones tests/vm/kernels.sh
 # --matrix-ci leaves out, and says why; --matrix runs them all.  Each is
 # built at W=1 and checked with sparse.  The installed kernels run the
@@ -137,18 +137,18 @@ fi
 # built and tested like the installed ones.
 mapfile -t others < <(tests/vm/kernels.sh "$matrix")
 cache=$cache_root/kernels step "fetch the kernels of the matrix: ${others[*]}" fetch-kernels.log \
-	scripts/fetch-kernels.sh "${others[@]}"
+	scripts/build/fetch-kernels.sh "${others[@]}"
 
 for k in "${kernels[@]}" "${others[@]}"; do
 	cache=build/$k/kmod step "build idgen.ko at W=1 without warnings for $k" "build-$k.log" \
-		scripts/build-module.sh "$k"
+		scripts/build/build-module.sh "$k"
 done
 step "checkpatch --strict, kernel-doc -Wall" checkpatch.log make -s style
 # VERSION, and every place that states the version, agree.
 tap "one version" version.log tests/version.sh
 for k in "${kernels[@]}" "${others[@]}"; do
 	step "sparse (C=2) clean for $k" "sparse-$k.log" \
-		scripts/sparse.sh "$k"
+		scripts/lint/sparse.sh "$k"
 done
 step "build the selftests" selftests-build.log make -s -C tests/selftests
 step "build the benchmark" bench-build.log make -s -C bench
@@ -157,8 +157,7 @@ step "build the benchmark" bench-build.log make -s -C bench
 # shellcheck disable=SC2016 # expanded by the inner shell
 step "the benchmark's scripts parse" bench-parse.log sh -c '
 	sh -n bench/http_guest.sh &&
-	for f in scripts/bench.sh scripts/bench-http.sh scripts/bench-grpc.sh scripts/bench-client.sh scripts/icount.sh \
-		bench/icount/report.sh; do
+	for f in scripts/bench/*.sh bench/icount/report.sh; do
 		bash -n "$f" || exit 1
 	done'
 step "build the 32-bit caller test" compat32-build.log make -s -C tests/vm
@@ -174,7 +173,7 @@ tap "PostgreSQL extension" pg.log tests/pg/run.sh
 # the machine's (3.4 on Debian 12), and Debian 13's 3.5 for the client
 # (with --matrix, for the daemon too).
 etcd_also=
-if cache=$cache_root/etcd/trixie step "fetch Debian 13's etcd" fetch-etcd.log scripts/fetch-kernels.sh --etcd trixie; then
+if cache=$cache_root/etcd/trixie step "fetch Debian 13's etcd" fetch-etcd.log scripts/build/fetch-kernels.sh --etcd trixie; then
 	etcd_also=$(tail -n 1 "$logs/fetch-etcd.log")
 fi
 IDGEN_ETCD_ALSO=$etcd_also IDGEN_ETCD_ALSO_DAEMON=$([ "$matrix" = --matrix ] && echo 1 || echo 0) \
@@ -251,7 +250,7 @@ fi
 smoke=--smoke
 [ "$matrix" = --matrix ] && smoke=
 for k in "${others[@]}"; do
-	image=$(eval "$(scripts/kernel-env.sh "$k" 2>/dev/null)" && echo "${IMAGE:-}")
+	image=$(eval "$(scripts/build/kernel-env.sh "$k" 2>/dev/null)" && echo "${IMAGE:-}")
 	[ -n "$image" ] || continue
 	if [ -f "build/$k/kmod/idgen.ko" ]; then
 		tap "guest $k${smoke:+, smoke}" "guest-$k.log" \
@@ -271,7 +270,7 @@ done
 debug_kernel() {
 	local label=$1 suite=${2:-} image= out=build/debug${2:+-$2}
 	if cache=$cache_root/debug-kernel timed "build the $label kernel" \
-		scripts/build-kunit.sh ${suite:+"$suite"} >"$logs/$label-build.log" 2>&1; then
+		scripts/build/build-kunit.sh ${suite:+"$suite"} >"$logs/$label-build.log" 2>&1; then
 		image=$(tail -n 1 "$logs/$label-build.log")
 		pass "build the $label kernel, idgen.ko and idgen_kunit.ko against it"
 	else
@@ -287,7 +286,7 @@ debug_kernel() {
 	tap "$label kernel" "guest-$label.log" \
 		tests/vm/run-guest.sh --timeout 1800 --mem 3072 --image "$image" "$label" \
 		tests/vm/guest-suite.sh "$out/idgen.ko"
-	# A fixed-seed slice of `make fuzz` (scripts/fuzz.sh), where KASAN and
+	# A fixed-seed slice of `make fuzz` (scripts/test/fuzz.sh), where KASAN and
 	# lockdep see it: kfuzz for at most 30 s, 3000 trinity syscalls.
 	tap "$label kernel, fuzz" "guest-$label-fuzz.log" \
 		tests/vm/run-guest.sh --timeout 600 --mem 3072 --image "$image" "$label" \

@@ -17,7 +17,7 @@ cd "$top"
 
 [ "${IDGEN_SKIP_DEPS:-0}" = 1 ] || scripts/deps.sh
 kver=${IDGEN_KERNEL:-$(tests/vm/kernels.sh | tail -n 1)}
-scripts/build-module.sh "$kver"
+scripts/build/build-module.sh "$kver"
 make -s -C helper
 
 echo "== booting a $kver guest (software emulation: about 20 s)"

@@ -7,7 +7,7 @@
 #
 #   scripts/deps.sh            install them
 #   scripts/deps.sh --print    print the package names, one a line, and
-#                              install nothing (tests/scripts/deps-names.sh
+#                              install nothing (tests/deps-names.sh
 #                              checks them against each release's archive)
 #
 # The release is the host's (VERSION_CODENAME in /etc/os-release);
@@ -50,7 +50,7 @@ packages=(
 	# the kernels the module is built and tested against: the release's
 	# stock kernel, and on bookworm also 6.12 (release_packages)
 	linux-headers-amd64 linux-image-amd64
-	# the other kernels of the matrix (scripts/fetch-kernels.sh): Debian's
+	# the other kernels of the matrix (scripts/build/fetch-kernels.sh): Debian's
 	# archive keys for a private apt state, mmdebstrap for the build roots
 	# of newer suites, the arm64 cross-compiler for Debian 12's arm64
 	# headers, and xz/zstd for the guests' compressed modules
@@ -96,7 +96,7 @@ packages=(
 	python3-h2 nghttp2-client
 	# idgen-httpd in a real browser (tests/httpd/browser/): headless
 	# Chromium, nginx serving the page beside the service; the HTTP
-	# benchmark (scripts/bench-http.sh): wrk, nginx as the anchor, gnuplot
+	# benchmark (scripts/bench/bench-http.sh): wrk, nginx as the anchor, gnuplot
 	chromium nginx wrk gnuplot-nox
 	# idgend's fuzz targets: libFuzzer and the sanitizers (with clang's
 	# runtime, libclang-rt-N-dev, release_packages)

@@ -9,7 +9,7 @@
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
-ynl=$("$top/scripts/ynl.sh") || exit 1
+ynl=$("$top/scripts/test/ynl.sh") || exit 1
 spec=$top/Documentation/netlink/specs/idgen.yaml
 
 echo "TAP version 13"

@@ -6,7 +6,7 @@
 # `idgenctl --version`, `idgend --version`, `idgen-httpd --version` and
 # its /metrics' idgen_build_info, libidgen's idgen.pc and
 # libidgen-client's idgen-client.pc, and the MODULE_VERSION of
-# every idgen.ko built under build/ (scripts/build-module.sh).  Prints TAP.
+# every idgen.ko built under build/ (scripts/build/build-module.sh).  Prints TAP.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)

@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 #
-# report.sh OUTDIR: the markdown report of scripts/icount.sh's counts in
+# report.sh OUTDIR: the markdown report of scripts/bench/icount.sh's counts in
 # OUTDIR: the instructions per call and per ID of every measure, the goals
 # in instructions, and, if OUTDIR has kallsyms, where the kernel
 # instructions of the 1- and 512-ID reads go, by function.

@@ -91,7 +91,7 @@ if tap_step "start fake_etcd.py on 127.0.0.1:$port" fake_up; then
 	fi
 	etcd_cleanup
 	# Other etcd versions (IDGEN_ETCD_ALSO: paths of etcd binaries, e.g.
-	# Debian 13's 3.5 from scripts/fetch-kernels.sh --etcd trixie): the
+	# Debian 13's 3.5 from scripts/build/fetch-kernels.sh --etcd trixie): the
 	# client against each, and with IDGEN_ETCD_ALSO_DAEMON=1 the daemon too.
 	for bin in ${IDGEN_ETCD_ALSO:-}; do
 		ver=$("$bin" --version 2>/dev/null | sed -n 's/^etcd Version: //p')

@@ -4,7 +4,7 @@
 #
 # kselftest_harness.h and kselftest.h come at build time from the kernel
 # source the build depends on (linux-source-6.12), extracted by
-# scripts/kselftest-headers.sh into $(KSELFTEST); the tree holds only code
+# scripts/build/kselftest-headers.sh into $(KSELFTEST); the tree holds only code
 # written for idgen.  Set KSELFTEST to a directory that holds them, or
 # LINUX_SOURCE to another tarball or tree, to build against others.
 #
@@ -24,5 +24,5 @@ KSELFTEST_CFLAGS := -I$(KSELFTEST) -Wno-unused-parameter -Wno-sign-compare \
 # must not become the including Makefile's default goal.
 kselftest_goal := $(.DEFAULT_GOAL)
 $(KSELFTEST_HEADERS) &:
-	$(KSELFTEST_TOP)/scripts/kselftest-headers.sh $(KSELFTEST)
+	$(KSELFTEST_TOP)/scripts/build/kselftest-headers.sh $(KSELFTEST)
 .DEFAULT_GOAL := $(kselftest_goal)

@@ -106,7 +106,7 @@ if [ -n "${IDGEN_PG_RESULTS:-}" ]; then
 fi
 
 # idgen.device = 'sim:WORKER': libidgen's simulated generator, as the
-# index benchmark (scripts/bench-pg.sh) mints from it.  Its worker is held
+# index benchmark (scripts/bench/bench-pg.sh) mints from it.  Its worker is held
 # host-wide: a run beside another that holds it is skipped, not failed.
 sim_worker=122
 sim_sql="CREATE EXTENSION IF NOT EXISTS idgen;

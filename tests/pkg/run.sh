@@ -8,7 +8,7 @@
 #     libidgen-client-dev, and postgresql-NN-idgen for the release's
 #     PostgreSQL); lintian finds no errors
 #   - installed with apt into a fresh Debian root (a copy of a cached
-#     one made by scripts/build-root.sh with dkms, the stock kernel and its
+#     one made by scripts/build/build-root.sh with dkms, the stock kernel and its
 #     headers, and the release's PostgreSQL server): DKMS builds idgen.ko
 #     for that kernel; libidgen-dev holds the gRPC contract; systemd-analyze
 #     verify passes on the units; CREATE EXTENSION idgen works in a cluster
@@ -81,7 +81,7 @@ check "lintian: no errors (warnings listed above)" lint
 in_root() { chroot "$root" env DEBIAN_FRONTEND=noninteractive LC_ALL=C.UTF-8 "$@"; }
 make_root() {
 	local base
-	base=$("$top/scripts/build-root.sh" "$suite+security" dkms linux-headers-amd64 \
+	base=$("$top/scripts/build/build-root.sh" "$suite+security" dkms linux-headers-amd64 \
 		linux-image-amd64 systemd "${libs[@]}") || return 1
 	cp -a "$base" "$root" && root_mount || return 1
 	# Its own file list, to compare after the purge.

@@ -12,9 +12,9 @@ kver=${1:?usage: dkms-test.sh KVER}
 
 echo "TAP version 13"
 echo "1..2"
-trap '"$top/scripts/dkms-install.sh" --remove >/dev/null 2>&1 || true' EXIT
+trap '"$top/scripts/build/dkms-install.sh" --remove >/dev/null 2>&1 || true' EXIT
 
-if "$top/scripts/dkms-install.sh" "$kver" >"$top/build/dkms-$kver.log" 2>&1 &&
+if "$top/scripts/build/dkms-install.sh" "$kver" >"$top/build/dkms-$kver.log" 2>&1 &&
    [ -f "/lib/modules/$kver/updates/dkms/idgen.ko" ]; then
 	echo "ok 1 dkms add/build/install for $kver"
 else

@@ -95,7 +95,7 @@ if [ -z "${MINT_SOAK:-}" ]; then
 fi
 must "mint_soak is there: $mint_soak" test -x "$mint_soak" || bail
 [ -n "$kver" ] || { not_ok "a 6.12 kernel to boot (tests/vm/kernels.sh)" && bail; }
-must "idgen.ko built for $kver (scripts/build-module.sh $kver)" test -f "$module" || bail
+must "idgen.ko built for $kver (scripts/build/build-module.sh $kver)" test -f "$module" || bail
 # shellcheck disable=SC2016 # $PWD is bash -c's
 tap_step "build idgend, idgen-httpd and clock_sync" bash -c \
 	'make -s -C helper/idgend && make -s -C helper/httpd &&

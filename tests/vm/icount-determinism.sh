@@ -3,7 +3,7 @@
 #
 # icount-determinism.sh KVER: the instruction counts of the benchmark are
 # exact, or they are worth nothing as a measure.  Counts the benchmark's
-# calls twice (scripts/icount.sh, 200 calls per measure, two boots of
+# calls twice (scripts/bench/icount.sh, 200 calls per measure, two boots of
 # KVER) and fails if a per-call mode differs between the runs, for the
 # total, the kernel's or the user's instructions.  Equal modes prove
 # nothing if they are not counts of what ran (a plugin that counts
@@ -32,7 +32,7 @@ n=0
 runs_ok=1
 for run in 1 2; do
 	n=$((n + 1))
-	if scripts/icount.sh --calls "$calls" "$kver" "$work/$run" >"$work-$run.log" 2>&1; then
+	if scripts/bench/icount.sh --calls "$calls" "$kver" "$work/$run" >"$work-$run.log" 2>&1; then
 		echo "ok $n - count run $run of the benchmark's calls on $kver"
 	else
 		sed 's/^/# /' "$work-$run.log" | tail -n 30

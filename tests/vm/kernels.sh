@@ -15,7 +15,7 @@
 # VERSION_CODENAME in /etc/os-release, or IDGEN_DEBIAN_RELEASE.
 #
 # --matrix prints instead the names of the other kernels users run, which
-# scripts/fetch-kernels.sh downloads into a cache (bookworm-rt, trixie,
+# scripts/build/fetch-kernels.sh downloads into a cache (bookworm-rt, trixie,
 # trixie-rt, sid, sid-rt, bookworm-arm64, trixie-arm64, sid-arm64; the
 # arm64 ones are cross-built, not booted).  --matrix-ci prints the ones CI
 # runs on every change: today all of them; a kernel that cannot pass yet
@@ -54,7 +54,7 @@ series=()
 while (($#)); do
     case $1 in
         --matrix)
-            exec "$(dirname "$0")/../../scripts/fetch-kernels.sh" --list
+            exec "$(dirname "$0")/../../scripts/build/fetch-kernels.sh" --list
             ;;
         --expected)
             if ((${#DEFAULT_SERIES[@]})); then

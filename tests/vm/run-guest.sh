@@ -9,7 +9,7 @@
 #
 # Boots /boot/vmlinuz-KVER under QEMU (TCG, no KVM) with a small busybox
 # initramfs; KVER may also name a kernel of the matrix that
-# scripts/fetch-kernels.sh unpacked into the cache (sid, trixie-rt, ...): its
+# scripts/build/fetch-kernels.sh unpacked into the cache (sid, trixie-rt, ...): its
 # image, and the virtio and 9p modules from its own modules tree. The guest mounts the host's root file system read-only over
 # virtio-9p, binds /dev /proc /sys into it, puts tmpfs on /tmp /var/tmp /run
 # and /root, brings up loopback, chroots into it and runs COMMAND with its
@@ -52,7 +52,7 @@
 #
 # --cpu MODEL is QEMU's -cpu (default: QEMU's own, qemu64); --append ARGS adds
 # to the kernel command line (say nokaslr); --plugin loads a TCG plugin
-# (QEMU's -plugin SO,ARG...).  The instruction counts of scripts/bench.sh
+# (QEMU's -plugin SO,ARG...).  The instruction counts of scripts/bench/bench.sh
 # need all three: a fixed CPU model and kernel layout, and the counting
 # plugin (bench/icount/).
 #
@@ -110,7 +110,7 @@ usage: $prog [--timeout SECS] [--smp N] [--mem MB] [--log FILE] [--image BZIMAGE
        [--monitor PATH] [--cpu MODEL] [--append ARGS] [--plugin SO[,ARG...]]
        KVER COMMAND [ARG...]
 Runs COMMAND inside a QEMU guest booted from /boot/vmlinuz-KVER, from the
-image of a kernel that scripts/fetch-kernels.sh unpacked (KVER is then its
+image of a kernel that scripts/build/fetch-kernels.sh unpacked (KVER is then its
 matrix name: sid, trixie-rt, ...), or from BZIMAGE (a kernel with virtio, 9p and its console built in; KVER then only
 names it).  --expect-alloc-failures: allocation-failure reports on the
 console are expected (fault injection) and do not fail the run.
@@ -174,13 +174,13 @@ kver=$1
 shift
 
 # KVER is an installed kernel (/boot, /lib/modules) or a matrix kernel
-# unpacked by scripts/fetch-kernels.sh (its image and modules in the cache).
+# unpacked by scripts/build/fetch-kernels.sh (its image and modules in the cache).
 modroot=
 if [[ -n $custom_image ]]; then
     kernel_image=$custom_image
     moddir=/lib/modules/$kver
 else
-    env_out=$("$(dirname "$0")/../../scripts/kernel-env.sh" "$kver") ||
+    env_out=$("$(dirname "$0")/../../scripts/build/kernel-env.sh" "$kver") ||
         die "no kernel $kver to boot"
     eval "$env_out" # sets KVER IMAGE MODDIR MODROOT (and more)
     # shellcheck disable=SC2153

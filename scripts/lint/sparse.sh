@@ -6,7 +6,7 @@
 # report fails.  A kernel with a build root uses that suite's sparse.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 kver=${1:?usage: sparse.sh KVER}
 out=$top/build/sparse-$kver
 
@@ -14,7 +14,7 @@ rm -rf "$out"
 mkdir -p "$out"
 cp -r "$top/Kbuild" "$top/VERSION" "$top/kmod" "$top/include" "$out/"
 log=$out/sparse.log
-eval "$("$top/scripts/kernel-env.sh" "$kver")"
+eval "$("$top/scripts/build/kernel-env.sh" "$kver")"
 # Debian's headers keep the kernel's source tree (scripts/ among it) in a
 # common directory the Makefile includes.
 common=$(sed -n 's|^include \(.*\)/Makefile$|\1|p' "$BUILDROOT$KDIR/Makefile" | head -n 1)
@@ -31,7 +31,7 @@ if grep -q 'checker-valid.sh' "$common/Makefile" &&
 	echo "sparse.sh: $kver's headers lack scripts/checker-valid.sh: running sparse regardless"
 	checksrc=KBUILD_CHECKSRC=2
 fi
-"$top/scripts/kmake.sh" "$kver" "$out" "$checksrc" W=1 modules >"$log" 2>&1 ||
+"$top/scripts/build/kmake.sh" "$kver" "$out" "$checksrc" W=1 modules >"$log" 2>&1 ||
 	{ cat "$log" >&2; exit 1; }
 grep -c '^  CHECK' "$log" >/dev/null || { echo "sparse.sh: sparse did not run" >&2; exit 1; }
 

@@ -17,7 +17,7 @@
 # judged by CI.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 
 [ "${IDGEN_SKIP_DEPS:-0}" = 1 ] || scripts/deps.sh

@@ -7,7 +7,7 @@
 # tests run ynl's cli.py there against the live module.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 out=$top/build/ynl
 if [ ! -f "$out/.extracted" ]; then
 	tarball=$(ls /usr/src/linux-source-*.tar.xz 2>/dev/null | sort -V | tail -n 1)

@@ -24,7 +24,7 @@
 # installs what it needs through scripts/deps.sh).
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 
 [ "${IDGEN_SKIP_DEPS:-0}" = 1 ] || scripts/deps.sh
@@ -451,7 +451,7 @@ GNUPLOT
 # In place of the section a run before wrote, or after the guest's report.
 results=$out/results.md
 [ -f "$results" ] || echo "# idgen benchmarks" >"$results"
-# (Its own section only: scripts/bench-client.sh's may follow it.)
+# (Its own section only: scripts/bench/bench-client.sh's may follow it.)
 awk -v h="## HTTP: idgen-httpd on the host" '$0 == h { skip = 1; next }
 	skip && /^## / { skip = 0 } !skip' "$results" >"$work/results.md"
 cp "$work/results.md" "$results"

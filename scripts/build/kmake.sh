@@ -3,22 +3,22 @@
 #
 # kmake.sh KERNEL DIR [MAKE-ARG...]: build the external module tree DIR
 # against KERNEL (an installed release or a matrix name, see
-# scripts/kernel-env.sh): make -C <headers> M=DIR MAKE-ARG...
+# scripts/build/kernel-env.sh): make -C <headers> M=DIR MAKE-ARG...
 #
 # An arm64 kernel is cross-built (ARCH=arm64 CROSS_COMPILE=aarch64-linux-gnu-).
 # A kernel with a build root (a newer Debian suite, see
-# scripts/build-root.sh) is built inside that root with its own compiler:
+# scripts/build/build-root.sh) is built inside that root with its own compiler:
 # DIR is copied in, built there with /proc mounted in a private mount
 # namespace (objtool reads it), and what the build wrote is copied back.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 kernel=${1:?usage: kmake.sh KERNEL DIR [MAKE-ARG...]}
 dir=${2:?usage: kmake.sh KERNEL DIR [MAKE-ARG...]}
 shift 2
 dir=$(cd "$dir" && pwd)
 
-env_out=$("$top/scripts/kernel-env.sh" "$kernel")
+env_out=$("$top/scripts/build/kernel-env.sh" "$kernel")
 eval "$env_out"
 
 args=()
@@ -35,7 +35,7 @@ if [ -z "$BUILDROOT" ]; then
 fi
 
 [ -f "$BUILDROOT$KDIR/Makefile" ] || {
-	echo "kmake.sh: no headers for $kernel at $BUILDROOT$KDIR (scripts/fetch-kernels.sh $kernel)" >&2
+	echo "kmake.sh: no headers for $kernel at $BUILDROOT$KDIR (scripts/build/fetch-kernels.sh $kernel)" >&2
 	exit 1
 }
 # One staging directory per kernel and tree, so parallel builds for other

@@ -10,7 +10,7 @@
 # Prints TAP; the console log is kept in build/logs/fuzz-KVER.log.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 seed=1 calls=1000000 seconds=0 trinity=100000 kver=
 while [ $# -gt 0 ]; do
@@ -30,7 +30,7 @@ if [ -z "$kver" ]; then
 fi
 command -v trinity >/dev/null || { echo "fuzz.sh: trinity is not installed (scripts/deps.sh)" >&2; exit 1; }
 
-scripts/build-module.sh "$kver" >/dev/null
+scripts/build/build-module.sh "$kver" >/dev/null
 make -s -C tests/fuzz
 mkdir -p build/logs
 # 10^6 calls take minutes under TCG; trinity's share is bounded by -N.

@@ -23,7 +23,7 @@
 # what it needs through scripts/deps.sh).
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 
 [ "${IDGEN_SKIP_DEPS:-0}" = 1 ] || scripts/deps.sh
@@ -206,7 +206,7 @@ section=$work/section.md
 	echo
 	echo "$(date -u +%Y-%m-%d), $(uname -r), $(nproc) cores ($(sed -n 's/^model name\t: //p' /proc/cpuinfo | head -n 1)),"
 	echo "h2load $(h2load --version | sed -n 's/^h2load nghttp2\/\([0-9.]*\).*/\1/p'), nginx $(nginx -v 2>&1 | sed 's/.*nginx\///'), load before: ${uptime_start##*load average: }."
-	echo "scripts/bench-grpc.sh: idgen-httpd --device sim:47 and nginx (one worker, h2c)"
+	echo "scripts/bench/bench-grpc.sh: idgen-httpd --device sim:47 and nginx (one worker, h2c)"
 	echo "on core $server_cpu, h2load and wrk on core $load_cpu; NextIds count=1; medians of $rounds"
 	echo "alternating rounds of $seconds s."
 	echo

@@ -5,16 +5,16 @@
 # Debian's kernel source: tinyconfig plus tests/kunit/debug.config.  By
 # default the source is Debian 12's linux-source-6.12 (installed by
 # scripts/deps.sh); with SUITE (trixie, sid) it is that suite's newest
-# linux-source-X.Y, downloaded by scripts/fetch-kernels.sh --source.  The
+# linux-source-X.Y, downloaded by scripts/build/fetch-kernels.sh --source.  The
 # tree is cached outside the repository, keyed by the source version and
 # a hash of the fragment, so a machine builds it once.  Prints the tree's
 # path.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 frag=$top/tests/kunit/debug.config
 if [ -n "${1:-}" ]; then
-	tarball=$("$top/scripts/fetch-kernels.sh" --source "$1")
+	tarball=$("$top/scripts/build/fetch-kernels.sh" --source "$1")
 	# .../linux-source-X.Y_VERSION/usr/src/linux-source-X.Y.tar.xz
 	srcver=${tarball%/usr/src/*}
 	srcver=${srcver##*/}

@@ -4,7 +4,7 @@
 # kernel-env.sh KERNEL: say where KERNEL's headers, image and modules are,
 # as shell assignments for eval.  KERNEL is either the release of a kernel
 # installed on this machine (6.1.0-57-amd64: /boot, /lib/modules) or the
-# name of a matrix kernel unpacked by scripts/fetch-kernels.sh (sid,
+# name of a matrix kernel unpacked by scripts/build/fetch-kernels.sh (sid,
 # trixie-rt, bookworm-arm64, ...; tests/vm/kernels.sh --matrix lists them).
 #
 #   KVER       the kernel release
@@ -34,6 +34,6 @@ elif [ -d "/lib/modules/$kernel" ]; then
 		"$kernel" "/lib/modules/$kernel/build" "$image" "/lib/modules/$kernel"
 else
 	echo "kernel-env.sh: no kernel '$kernel': neither installed (/lib/modules/$kernel)" \
-		"nor fetched ($cache/kernels/$kernel; scripts/fetch-kernels.sh $kernel)" >&2
+		"nor fetched ($cache/kernels/$kernel; scripts/build/fetch-kernels.sh $kernel)" >&2
 	exit 1
 fi

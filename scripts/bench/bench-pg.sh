@@ -35,7 +35,7 @@
 #                             simulation's lock refuses one that is in use)
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 
 [ "${IDGEN_SKIP_DEPS:-0}" = 1 ] || scripts/deps.sh
@@ -203,7 +203,7 @@ section=$work/section.md
 	echo "## PostgreSQL: what IDs do to the index"
 	echo
 	echo "- date: $(date -u +%Y-%m-%dT%H:%MZ), on the host (no guest): Linux $(uname -r), $(nproc) cores"
-	echo "- $version, one throw-away server (scripts/bench-pg.sh): shared_buffers"
+	echo "- $version, one throw-away server (scripts/bench/bench-pg.sh): shared_buffers"
 	echo "  128 MB (the default), synchronous_commit = off and fsync = off (the"
 	echo "  shared machine's disk is not what is measured; every insert still"
 	echo "  writes its WAL), autovacuum off; full_page_writes on"

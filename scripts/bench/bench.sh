@@ -3,16 +3,16 @@
 #
 # bench.sh: the benchmarks, in one guest boot so that every figure shares the
 # same conditions; then the same calls counted in instructions, in a second boot
-# under the counting plugin (scripts/icount.sh).  Writes
+# under the counting plugin (scripts/bench/icount.sh).  Writes
 # Documentation/bench/results.md (the report, with the date, kernel and
 # machine), Documentation/bench/batch.dat and Documentation/bench/batch.png (ns
 # per ID against batch size for every contender); then, on the host,
-# idgen-httpd's HTTP figures (scripts/bench-http.sh), its gRPC face's
-# (scripts/bench-grpc.sh) and libidgen-client's (scripts/bench-client.sh).
+# idgen-httpd's HTTP figures (scripts/bench/bench-http.sh), its gRPC face's
+# (scripts/bench/bench-grpc.sh) and libidgen-client's (scripts/bench/bench-client.sh).
 # Run as root.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 
 [ "${IDGEN_SKIP_DEPS:-0}" = 1 ] || scripts/deps.sh
@@ -21,7 +21,7 @@ command -v gnuplot >/dev/null || {
 	apt-get install -y -q gnuplot-nox >/dev/null
 }
 kver=${IDGEN_KERNEL:-$(tests/vm/kernels.sh | tail -n 1)}
-scripts/build-module.sh "$kver" >/dev/null
+scripts/build/build-module.sh "$kver" >/dev/null
 make -s -C helper/idgenctl
 make -s -C helper/httpd
 make -s -C bench
@@ -43,7 +43,7 @@ report=$(sed -n '/^## Single-ID/,/^IDGEN-VM-EXIT/p' "$log" | grep -av -e '^IDGEN
 
 # The same calls in instructions: exact, and the same on any host.
 echo "== counting instructions in a $kver guest (under a minute)"
-scripts/icount.sh --profile "$kver" build/icount
+scripts/bench/icount.sh --profile "$kver" build/icount
 icount_report=$(bench/icount/report.sh build/icount)
 {
 	echo "# idgen benchmarks"
@@ -100,15 +100,15 @@ plot "$out/batch.dat" using 1:2 with linespoints title "/dev/idgen read", \
 GNUPLOT
 # The HTTP service, on the host: its section follows the guest's.
 echo "== benchmarking idgen-httpd on the host (about 2 minutes)"
-IDGEN_SKIP_DEPS=1 scripts/bench-http.sh | grep '^=='
+IDGEN_SKIP_DEPS=1 scripts/bench/bench-http.sh | grep '^=='
 # Its gRPC face, on the host: its section follows.
 echo "== benchmarking idgen-httpd's gRPC on the host (about 3 minutes)"
-IDGEN_SKIP_DEPS=1 scripts/bench-grpc.sh | grep '^=='
+IDGEN_SKIP_DEPS=1 scripts/bench/bench-grpc.sh | grep '^=='
 # The smart client, on the host: its section follows.
 echo "== benchmarking libidgen-client on the host (about 2 minutes)"
-IDGEN_SKIP_DEPS=1 scripts/bench-client.sh | grep '^=='
+IDGEN_SKIP_DEPS=1 scripts/bench/bench-client.sh | grep '^=='
 # What IDs do to a PostgreSQL primary key, on the host: its section follows.
 echo "== benchmarking primary keys in PostgreSQL on the host (about 8 minutes)"
-IDGEN_SKIP_DEPS=1 scripts/bench-pg.sh | grep '^=='
+IDGEN_SKIP_DEPS=1 scripts/bench/bench-pg.sh | grep '^=='
 echo "wrote $out/results.md, $out/batch.dat, $out/batch.png, $out/http.dat, $out/http.png, $out/pg.dat, $out/pg.png"
 cat "$out/results.md"

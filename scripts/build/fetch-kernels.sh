@@ -9,7 +9,7 @@
 # --source SUITE downloads instead the kernel source of SUITE (bookworm,
 # trixie or sid): the package linux-source of that suite names the current
 # linux-source-X.Y, whose tarball is unpacked from it into
-# $IDGEN_CACHE/sources/SUITE and its path printed (scripts/build-debug-kernel.sh
+# $IDGEN_CACHE/sources/SUITE and its path printed (scripts/build/build-debug-kernel.sh
 # builds the debug kernel from it).
 #
 # --etcd SUITE downloads SUITE's etcd-server (trixie or sid), unpacks it
@@ -36,14 +36,14 @@
 # (with the common headers and linux-kbuild) of a kernel built here.
 #
 # A kernel of a newer suite is built in a root of that suite
-# (scripts/build-root.sh; the reasons are there): its amd64 headers are
+# (scripts/build/build-root.sh; the reasons are there): its amd64 headers are
 # installed there by that root's apt, and for arm64 the suite's
 # cross-compiler is installed there and the arm64 headers are unpacked
 # into it (not installed: they would want an arm64 compiler), next to the
 # amd64 linux-kbuild of the same ABI, whose programs run on the build host.
 #
 # $IDGEN_CACHE/kernels/NAME/kernel.env records where everything is, for
-# scripts/kernel-env.sh:
+# scripts/build/kernel-env.sh:
 #   KVER      the kernel release (uname -r in a guest booting it)
 #   ARCH      the kernel's architecture (x86_64 or arm64)
 #   KDIR      the headers to build external modules against (a path inside
@@ -56,7 +56,7 @@
 # last line printed for each NAME is the path of its kernel.env.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 cache=${IDGEN_CACHE:-$HOME/.cache/idgen}
 apt_dir=$cache/apt
 mirror=${IDGEN_DEBIAN_MIRROR:-http://deb.debian.org/debian}
@@ -231,7 +231,7 @@ fetch() {
 		# their installed, absolute paths.
 		sed -i "s|/usr/src/|$root/usr/src/|g" "$kdir/Makefile"
 	elif [ "$arch" = amd64 ]; then
-		buildroot=$("$top/scripts/build-root.sh" "$suite" "$hdr")
+		buildroot=$("$top/scripts/build/build-root.sh" "$suite" "$hdr")
 		kdir=/usr/src/linux-headers-$kver
 	else
 		mapfile -t hdrdebs < <(download "$hdr$q")
@@ -240,7 +240,7 @@ fetch() {
 		gcc=$(depends "${hdrdebs[0]}" "^gcc-[0-9]+(-for-host)?$" | head -n 1)
 		gcc=${gcc%-for-host}
 		if [ -z "$kbuild" ] || [ -z "$gcc" ]; then die "$hdr names no kbuild or gcc"; fi
-		buildroot=$("$top/scripts/build-root.sh" "$suite" "$kbuild" "$gcc-aarch64-linux-gnu")
+		buildroot=$("$top/scripts/build/build-root.sh" "$suite" "$kbuild" "$gcc-aarch64-linux-gnu")
 		hdrdebs+=("$(download "$(depends "${hdrdebs[0]}" "^linux-headers-.*-common")")")
 		unpack "$buildroot" "${hdrdebs[@]}"
 		kdir=/usr/src/linux-headers-$kver

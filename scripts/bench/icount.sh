@@ -3,7 +3,7 @@
 #
 # icount.sh: count the instructions of the benchmark's calls in a guest.
 #
-#   scripts/icount.sh [--calls N] [--profile] KVER OUTDIR
+#   scripts/bench/icount.sh [--calls N] [--profile] KVER OUTDIR
 #
 # Boots KVER with one vCPU, a fixed CPU model (qemu64) and nokaslr, and
 # the plugin bench/icount/icount.so; inside, loads build/KVER/kmod/idgen.ko,
@@ -19,7 +19,7 @@
 # benchmark give the same per-call modes.  Run as root; builds what it runs.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
 
 # Change these and the counts change: they are printed with the results.
@@ -41,7 +41,7 @@ kver=$1 out=$2
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 
-scripts/build-module.sh "$kver" >/dev/null
+scripts/build/build-module.sh "$kver" >/dev/null
 make -s -C helper/idgenctl
 make -s -C bench idgen_bench icount
 

@@ -9,8 +9,8 @@
 # kernel image.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
-tree=$("$top/scripts/build-debug-kernel.sh" ${1:+"$1"})
+top=$(cd "$(dirname "$0")/../.." && pwd)
+tree=$("$top/scripts/build/build-debug-kernel.sh" ${1:+"$1"})
 out=$top/build/debug${1:+-$1}
 
 rm -rf "$out"

@@ -7,7 +7,7 @@
 # dkms-install.sh --remove: take every version of idgen out of DKMS.
 set -euo pipefail
 
-top=$(cd "$(dirname "$0")/.." && pwd)
+top=$(cd "$(dirname "$0")/../.." && pwd)
 version=$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' "$top/dkms.conf")
 src=/usr/src/idgen-$version
 
