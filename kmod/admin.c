@@ -17,7 +17,7 @@
 
 static int idgen_lease_args_check(struct idgen_gen *gen,
 				  const struct idgen_lease_args *a,
-				  struct idgen_layout *layout)
+				  struct idgen_bits *layout)
 {
 	if (a->pad || (a->flags & ~IDGEN_LEASE_FLAGS_ALL))
 		return -EINVAL;
@@ -28,7 +28,7 @@ static int idgen_lease_args_check(struct idgen_gen *gen,
 		layout->region_bits = a->region_bits;
 		layout->worker_bits = a->worker_bits;
 		layout->seq_bits = a->seq_bits;
-		if (!idgen_layout_valid(layout))
+		if (!idgen_bits_valid(layout))
 			return -EINVAL;
 	}
 
@@ -64,7 +64,7 @@ static void idgen_lease_raise(struct idgen_lease *lease, u64 floor_ms)
 
 static void idgen_lease_fill(struct idgen_lease *lease,
 			     const struct idgen_lease_args *a,
-			     const struct idgen_layout *layout)
+			     const struct idgen_bits *layout)
 {
 	lease->layout = *layout;
 	lease->region = a->region;
@@ -137,7 +137,7 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 {
 	struct idgen_event_info ev = {};
 	struct idgen_lease *old, *new;
-	struct idgen_layout layout;
+	struct idgen_bits layout;
 	u64 now_ms;
 	int err;
 
@@ -161,7 +161,7 @@ int idgen_gen_set_lease(struct idgen_gen *gen,
 					lockdep_is_held(&gen->admin_lock));
 
 	if (old && old->region == args->region && old->worker == args->worker &&
-	    idgen_layout_equal(&old->layout, &layout)) {
+	    idgen_bits_equal(&old->layout, &layout)) {
 		u8 s = layout.seq_bits;
 		u64 next_ms;
 

@@ -80,7 +80,7 @@ static void idgen_fill(u64 *buf, u32 n, u64 tick, u8 seq_bits, u64 node_bits)
 	u64 id;
 
 	while (i < n) {
-		id = idgen_compose(tick, seq_bits, node_bits);
+		id = idgen_tick_id(tick, seq_bits, node_bits);
 		run = min_t(u64, n - i, seq_mask + 1 - (tick & seq_mask));
 		for (k = 0; k < run; k++)
 			buf[i + k] = id + k;
@@ -136,7 +136,7 @@ static bool idgen_write_user(const struct idgen_range *r, u64 __user *p,
 		return false;
 	/* Within a millisecond consecutive ticks are consecutive IDs. */
 	for (i = 0; i < count; i += run, tick += run) {
-		id = idgen_compose(tick, seq_bits, node_bits);
+		id = idgen_tick_id(tick, seq_bits, node_bits);
 		run = min_t(u64, count - i, seq_mask + 1 - (tick & seq_mask));
 		for (end = q + (run & ~7U); q != end; q += 8, id += 8) {
 			unsafe_put_user(id, q, fault);

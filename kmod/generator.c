@@ -55,7 +55,7 @@ void idgen_gen_adopt_clock(struct idgen_gen *gen)
 
 void idgen_gen_get_state(struct idgen_gen *gen, struct idgen_state *st)
 {
-	const struct idgen_layout *layout = &gen->layout;
+	const struct idgen_bits *layout = &gen->layout;
 	struct idgen_lease *lease;
 	s64 trusted, wall;
 	u64 last, next;
@@ -158,7 +158,7 @@ static void idgen_poll_timer_fn(struct timer_list *t)
 	wake_up_interruptible(&gen->wait);
 }
 
-int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
+int idgen_gen_init(struct idgen_gen *gen, const struct idgen_bits *layout,
 		   u32 max_lead_ms, u32 max_step_ms)
 {
 	int cpu, i;

@@ -86,7 +86,7 @@ struct idgen_gen {
 	spinlock_t switch_lock;	/* held across close and publish */
 	u64 last_ms;
 	struct idgen_clock clock;
-	struct idgen_layout layout;
+	struct idgen_bits layout;
 	u32 max_lead_ms;
 	u32 max_borrow_ms;
 	atomic64_t clock_high_ms;
@@ -106,7 +106,7 @@ struct idgen_gen {
 #define IDGEN_FENCE_NEAR_MS_DEFAULT	60000
 
 /* generator.c: its life, events and state. */
-int idgen_gen_init(struct idgen_gen *gen, const struct idgen_layout *layout,
+int idgen_gen_init(struct idgen_gen *gen, const struct idgen_bits *layout,
 		   u32 max_lead_ms, u32 max_step_ms);
 void idgen_gen_uninit(struct idgen_gen *gen);
 void idgen_gen_event(struct idgen_gen *gen, struct idgen_event_info *ev);

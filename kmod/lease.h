@@ -41,7 +41,7 @@ struct idgen_lease {
 	atomic64_t valid_until;
 	u64 floor;
 	u64 start_ms;
-	struct idgen_layout layout;
+	struct idgen_bits layout;
 	u32 region;
 	u32 worker;
 	u64 node_bits;

@@ -46,7 +46,7 @@ static struct idgen_gen idgen_gen;
  * a lease's own layout.  Each width is bounded alone first, in the
  * parameters' type, so the u8 fields hold it and the sum cannot wrap.
  */
-static bool __init idgen_param_layout(struct idgen_layout *l)
+static bool __init idgen_param_layout(struct idgen_bits *l)
 {
 	if (region_bits > IDGEN_NODE_SEQ_BITS ||
 	    worker_bits > IDGEN_NODE_SEQ_BITS - region_bits)
@@ -54,12 +54,12 @@ static bool __init idgen_param_layout(struct idgen_layout *l)
 	l->region_bits = region_bits;
 	l->worker_bits = worker_bits;
 	l->seq_bits = IDGEN_NODE_SEQ_BITS - region_bits - worker_bits;
-	return idgen_layout_valid(l);
+	return idgen_bits_valid(l);
 }
 
 static int __init idgen_init(void)
 {
-	struct idgen_layout layout;
+	struct idgen_bits layout;
 	int ret;
 
 	if (!idgen_param_layout(&layout)) {

@@ -433,7 +433,7 @@ u64 idgen_gen_mint_one(struct idgen_gen *gen, struct idgen_share *share)
 
 	if (!__idgen_gen_mint_fast(gen, share, 1, &r))
 		return 0;
-	return idgen_compose(r.first, r.seq_bits, r.node_bits);
+	return idgen_tick_id(r.first, r.seq_bits, r.node_bits);
 }
 
 /**

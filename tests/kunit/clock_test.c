@@ -175,7 +175,7 @@ static void clock_rig_init(struct clock_rig *r)
 	r->s.wall_ns = WALL0;
 	r->s.raw_ns = 1000ULL * NSEC_PER_SEC;
 	idgen_clock_advance(&r->st, &r->p, &r->s, false, &r->trusted, &step);
-	r->lease.layout = (struct idgen_layout){ 3, 7, 12 };
+	r->lease.layout = (struct idgen_bits){ 3, 7, 12 };
 	atomic64_set(&r->lease.next, 1ULL << 12);
 	atomic64_set(&r->lease.valid_until, IDGEN_MS_MAX + 1);
 }

@@ -53,7 +53,7 @@ static int minter_fn(void *data)
 			continue;
 		}
 		for (i = 0; i < r.count; i++)
-			m->ids[m->n++] = idgen_compose(r.first + i, r.seq_bits,
+			m->ids[m->n++] = idgen_tick_id(r.first + i, r.seq_bits,
 						       r.node_bits);
 		cond_resched();
 	}
@@ -79,7 +79,7 @@ static void stop_clock_refresh(void *gen)
 
 static void idgen_concurrency_test_leases_under_load(struct kunit *test)
 {
-	static const struct idgen_layout v1 = { 3, 7, 12 };
+	static const struct idgen_bits v1 = { 3, 7, 12 };
 	struct idgen_gen *gen = kunit_kzalloc(test, sizeof(*gen), GFP_KERNEL);
 	/* Per worker: the last ms its close reported, its lowest and highest ID. */
 	u64 *closed_at = kunit_kcalloc(test, MINT_LEASES + 1, sizeof(u64), GFP_KERNEL);
@@ -237,7 +237,7 @@ static int inflight_fn(void *data)
 
 static void idgen_concurrency_run_inflight(struct kunit *test, bool revoke)
 {
-	static const struct idgen_layout v1 = { 3, 7, 12 };
+	static const struct idgen_bits v1 = { 3, 7, 12 };
 	struct idgen_gen *gen = kunit_kzalloc(test, sizeof(*gen), GFP_KERNEL);
 	struct idgen_lease_args args = { .worker = 1, .valid_until_ms = IDGEN_MS_MAX };
 	struct inflight *f = kunit_kzalloc(test, sizeof(*f), GFP_KERNEL);

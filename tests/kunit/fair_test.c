@@ -81,7 +81,7 @@ static void idgen_fair_test_borrow_bound(struct kunit *test)
 	int err;
 
 	KUNIT_ASSERT_NOT_NULL(test, l);
-	l->layout = (struct idgen_layout){ 3, 7, SEQ_BITS };
+	l->layout = (struct idgen_bits){ 3, 7, SEQ_BITS };
 	l->start_ms = c->start_ms;
 	next = TICK(c->next_ms, c->next_seq);
 	atomic64_set(&l->next, next);
@@ -117,7 +117,7 @@ static void idgen_fair_test_borrow_follows_clock(struct kunit *test)
 	struct idgen_range r;
 
 	KUNIT_ASSERT_NOT_NULL(test, l);
-	l->layout = (struct idgen_layout){ 3, 7, SEQ_BITS };
+	l->layout = (struct idgen_bits){ 3, 7, SEQ_BITS };
 	atomic64_set(&l->next, TICK(NOW, 0));
 	atomic64_set(&l->valid_until, IDGEN_MS_MAX + 1);
 	for (now = NOW; now < NOW + 50; now++) {
@@ -349,7 +349,7 @@ static void idgen_fair_test_oldest_wait_is_served(struct kunit *test)
 	u64 now;
 
 	KUNIT_ASSERT_NOT_NULL(test, l);
-	l->layout = (struct idgen_layout){ 3, 7, SEQ_BITS };
+	l->layout = (struct idgen_bits){ 3, 7, SEQ_BITS };
 	atomic64_set(&l->next, TICK(NOW, 0));
 	atomic64_set(&l->valid_until, IDGEN_MS_MAX + 1);
 	oldest_init(&o);

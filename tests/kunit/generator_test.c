@@ -52,7 +52,7 @@ static void gen_rig_free(void *rig)
 
 static struct gen_rig *gen_rig_lead(struct kunit *test, u32 max_lead_ms)
 {
-	static const struct idgen_layout v1 = { 3, 7, 12 };
+	static const struct idgen_bits v1 = { 3, 7, 12 };
 	struct gen_rig *rig = kunit_kzalloc(test, sizeof(*rig), GFP_KERNEL);
 
 	KUNIT_ASSERT_NOT_NULL(test, rig);

@@ -17,7 +17,7 @@ struct idgen_fields {
 	u32 seq;
 };
 
-static void idgen_decompose(const struct idgen_layout *l, u64 id,
+static void idgen_decompose(const struct idgen_bits *l, u64 id,
 			    struct idgen_fields *f)
 {
 	u64 low = id & ((1ULL << IDGEN_NODE_SEQ_BITS) - 1);
@@ -36,7 +36,7 @@ static u64 idgen_min_id_at(u64 ms)
 
 struct idgen_layout_case {
 	const char *name;
-	struct idgen_layout layout;
+	struct idgen_bits layout;
 };
 
 static const struct idgen_layout_case idgen_layout_cases[] = {
@@ -55,11 +55,11 @@ static void idgen_layout_case_desc(const struct idgen_layout_case *c, char *desc
 
 KUNIT_ARRAY_PARAM(idgen_layout, idgen_layout_cases, idgen_layout_case_desc);
 
-static void idgen_layout_roundtrip(struct kunit *test, const struct idgen_layout *l,
+static void idgen_layout_roundtrip(struct kunit *test, const struct idgen_bits *l,
 				   u64 ms, u32 region, u32 worker, u32 seq)
 {
 	u64 tick = ms << l->seq_bits | seq;
-	u64 id = idgen_compose(tick, l->seq_bits, idgen_node_bits(l, region, worker));
+	u64 id = idgen_tick_id(tick, l->seq_bits, idgen_node_bits(l, region, worker));
 	struct idgen_fields f;
 
 	KUNIT_EXPECT_EQ(test, id >> 63, 0ULL);
@@ -78,7 +78,7 @@ static void idgen_layout_roundtrip(struct kunit *test, const struct idgen_layout
 static void idgen_layout_test_roundtrip(struct kunit *test)
 {
 	const struct idgen_layout_case *c = test->param_value;
-	const struct idgen_layout *l = &c->layout;
+	const struct idgen_bits *l = &c->layout;
 	u32 rmax = (1U << l->region_bits) - 1;
 	u32 wmax = (1U << l->worker_bits) - 1;
 	u32 smax = (1U << l->seq_bits) - 1;
@@ -86,7 +86,7 @@ static void idgen_layout_test_roundtrip(struct kunit *test)
 				     IDGEN_MS_MAX };
 	int i;
 
-	KUNIT_ASSERT_TRUE(test, idgen_layout_valid(l));
+	KUNIT_ASSERT_TRUE(test, idgen_bits_valid(l));
 	for (i = 0; i < ARRAY_SIZE(times); i++) {
 		idgen_layout_roundtrip(test, l, times[i], 0, 0, 0);
 		idgen_layout_roundtrip(test, l, times[i], rmax, wmax, smax);
@@ -99,11 +99,11 @@ static void idgen_layout_test_roundtrip(struct kunit *test)
 static void idgen_layout_test_carry(struct kunit *test)
 {
 	const struct idgen_layout_case *c = test->param_value;
-	const struct idgen_layout *l = &c->layout;
+	const struct idgen_bits *l = &c->layout;
 	u64 node = idgen_node_bits(l, 0, 0);
 	u64 last = (1000ULL << l->seq_bits) + (1ULL << l->seq_bits) - 1;
-	u64 a = idgen_compose(last, l->seq_bits, node);
-	u64 b = idgen_compose(last + 1, l->seq_bits, node);
+	u64 a = idgen_tick_id(last, l->seq_bits, node);
+	u64 b = idgen_tick_id(last + 1, l->seq_bits, node);
 
 	KUNIT_EXPECT_EQ(test, a >> IDGEN_NODE_SEQ_BITS, 1000ULL);
 	KUNIT_EXPECT_EQ(test, b, idgen_min_id_at(1001));
@@ -112,11 +112,11 @@ static void idgen_layout_test_carry(struct kunit *test)
 
 static void idgen_layout_test_fixed(struct kunit *test)
 {
-	static const struct idgen_layout v1 = { 3, 7, 12 };
+	static const struct idgen_bits v1 = { 3, 7, 12 };
 	struct idgen_fields f;
 
 	/* Examples worked out by hand from Documentation/design.md's layout. */
-	KUNIT_EXPECT_EQ(test, idgen_compose(1ULL << 12 | 5, 12,
+	KUNIT_EXPECT_EQ(test, idgen_tick_id(1ULL << 12 | 5, 12,
 					    idgen_node_bits(&v1, 1, 2)),
 			(1ULL << 22) | (1ULL << 19) | (2ULL << 12) | 5);
 	KUNIT_EXPECT_EQ(test, idgen_min_id_at(IDGEN_MS_MAX),
@@ -130,7 +130,7 @@ static void idgen_layout_test_fixed(struct kunit *test)
 
 static void idgen_layout_test_valid(struct kunit *test)
 {
-	static const struct idgen_layout bad[] = {
+	static const struct idgen_bits bad[] = {
 		{ 3, 7, 11 },	/* sums to 21 */
 		{ 3, 7, 13 },	/* sums to 23 */
 		{ 9, 7, 6 },	/* region too wide */
@@ -145,7 +145,7 @@ static void idgen_layout_test_valid(struct kunit *test)
 	int i;
 
 	for (i = 0; i < ARRAY_SIZE(bad); i++)
-		KUNIT_EXPECT_FALSE(test, idgen_layout_valid(&bad[i]));
+		KUNIT_EXPECT_FALSE(test, idgen_bits_valid(&bad[i]));
 }
 
 static struct kunit_case idgen_layout_test_cases[] = {

@@ -19,7 +19,7 @@ static struct idgen_lease *mint_lease(struct kunit *test, u64 floor_ms,
 	struct idgen_lease *l = kunit_kzalloc(test, sizeof(*l), GFP_KERNEL);
 
 	KUNIT_ASSERT_NOT_NULL(test, l);
-	l->layout = (struct idgen_layout){ 3, 7, SEQ_BITS };
+	l->layout = (struct idgen_bits){ 3, 7, SEQ_BITS };
 	l->region = 5;
 	l->worker = 77;
 	l->node_bits = idgen_node_bits(&l->layout, 5, 77);
@@ -70,7 +70,7 @@ static void idgen_mint_test_batch_crosses_ms(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, r.count, 3 * PER_MS);
 	KUNIT_EXPECT_EQ(test, borrowed, 3ULL);
 	for (i = 0; i < r.count; i++) {
-		u64 id = idgen_compose(r.first + i, SEQ_BITS, r.node_bits);
+		u64 id = idgen_tick_id(r.first + i, SEQ_BITS, r.node_bits);
 
 		if (i)
 			KUNIT_ASSERT_GT(test, id, prev);
@@ -163,7 +163,7 @@ static void idgen_mint_test_time_exhausted(struct kunit *test)
 	KUNIT_ASSERT_EQ(test, reserve(l, IDGEN_MS_MAX - 1, 100 * PER_MS, &r, &wait,
 				      &borrowed), 0);
 	KUNIT_EXPECT_EQ(test, r.count, 2 * PER_MS);
-	last = idgen_compose(r.first + r.count - 1, SEQ_BITS, r.node_bits);
+	last = idgen_tick_id(r.first + r.count - 1, SEQ_BITS, r.node_bits);
 	KUNIT_EXPECT_EQ(test, last >> IDGEN_NODE_SEQ_BITS, IDGEN_MS_MAX);
 	KUNIT_EXPECT_EQ(test, last >> 63, 0ULL);
 	/*
