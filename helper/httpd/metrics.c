@@ -219,14 +219,14 @@ static void write_connections(struct metrics *m, FILE *f)
 
 static void write_generator(struct minter *minter, FILE *f)
 {
-	struct minter_counters c;
+	struct idgen_device_state c;
 
 	memset(&c, 0, sizeof(c));
 	if (minter->ops->counters(minter->ctx, &c))
 		return;		/* not readable now: the series are left out */
 	counter(f, "idgen_generator_ids_total", "IDs the host's generator minted, "
 		"for every reader.", c.ids);
-	if (!c.module)
+	if (minter->simulated)
 		return;		/* the simulation counts nothing else */
 	/* In seconds, Prometheus's base unit (promtool refuses "_ms_"). */
 	help(f, "idgen_generator_borrowed_seconds_total", "counter", "Time stamped "

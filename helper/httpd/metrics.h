@@ -8,8 +8,8 @@
  *   idgen_ids_issued_total{caller}            configured callers, the rest "other"
  *   idgen_batch_size                          histogram of counts answered
  *   idgen_generator_*                         the generator's own counters
- *                                             (the module's through its netlink
- *                                             family; the simulation's IDs)
+ *                                             (the module's, with its state;
+ *                                             the simulation's IDs)
  *   idgen_lease_in_force, idgen_lease_valid_until_timestamp_seconds
  *   idgen_clock_synced, idgen_clock_offset_seconds,
  *   idgen_clock_maxerror_seconds              adjtimex(2)

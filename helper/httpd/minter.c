@@ -12,7 +12,6 @@
 
 #include "decimal.h"
 #include "idgen.h"
-#include "idgen_nl.h"
 #include "log.h"
 #include "minter.h"
 
@@ -46,17 +45,9 @@ static int sim_state(void *ctx, struct minter_state *out)
 	return 0;
 }
 
-static int sim_counters(void *ctx, struct minter_counters *c)
+static int sim_counters(void *ctx, struct idgen_device_state *c)
 {
-	struct idgen_device_state st;
-	int ret;
-
-	ret = idgen_sim_get_state(ctx, &st);
-	if (ret)
-		return ret;
-	memset(c, 0, sizeof(*c));
-	c->ids = st.ids;
-	return 0;
+	return idgen_sim_get_state(ctx, c);
 }
 
 static int sim_layout(void *ctx, struct idgen_layout *out)
@@ -153,27 +144,12 @@ static int device_state(void *ctx, struct minter_state *out)
 	return 0;
 }
 
-/* Through the module's generic netlink family, as idgenctl status reads them. */
-static int device_counters(void *ctx, struct minter_counters *c)
+/* The same IDGEN_IOC_GET_STATE: the counters come with the state. */
+static int device_counters(void *ctx, struct idgen_device_state *c)
 {
-	struct idgen_nl_state st;
-	int err;
+	struct device *d = ctx;
 
-	(void)ctx;
-	err = idgen_nl_get_state(&st);
-	if (err)
-		return err;
-	c->module = true;
-	c->ids = st.state.ids;
-	c->borrowed_ms = st.state.borrowed_ms;
-	c->steps_back = st.state.steps_back;
-	c->steps_forward = st.state.steps_forward;
-	c->steps_adopted = st.state.steps_adopted;
-	c->fence_refusals = st.state.fence_refusals;
-	c->lead_refusals = st.state.lead_refusals;
-	c->nolease_refusals = st.state.nolease_refusals;
-	c->range_refusals = st.state.range_refusals;
-	return 0;
+	return idgen_device_get_state(d->fd, c);
 }
 
 static int device_layout(void *ctx, struct idgen_layout *out)

@@ -15,6 +15,7 @@
 #include <sys/types.h>
 #include <time.h>
 
+struct idgen_device_state;
 struct idgen_layout;
 
 /* What readiness needs of the generator; times in idgen ms. */
@@ -33,20 +34,6 @@ struct minter_state {
 	int64_t held_step_ms;
 };
 
-/* The generator's own counters, for /metrics. */
-struct minter_counters {
-	bool module;			/* the module's (all fields), or the sim's (ids) */
-	uint64_t ids;
-	uint64_t borrowed_ms;
-	uint64_t steps_back;
-	uint64_t steps_forward;
-	uint64_t steps_adopted;
-	uint64_t fence_refusals;
-	uint64_t lead_refusals;
-	uint64_t nolease_refusals;
-	uint64_t range_refusals;
-};
-
 struct minter_ops {
 	/*
 	 * As idgen_mint(): 1..n IDs, strictly increasing and above every ID
@@ -55,7 +42,11 @@ struct minter_ops {
 	 */
 	ssize_t (*mint)(void *ctx, uint64_t *ids, size_t n);
 	int (*state)(void *ctx, struct minter_state *st);
-	int (*counters)(void *ctx, struct minter_counters *c);
+	/*
+	 * The generator's counters, for /metrics, in libidgen's view of the
+	 * device: the module's fills them all, the simulation ids alone.
+	 */
+	int (*counters)(void *ctx, struct idgen_device_state *c);
 	/* The widths it mints with now (version and cutover_ms 0). */
 	int (*layout)(void *ctx, struct idgen_layout *out);
 	void (*close)(void *ctx);

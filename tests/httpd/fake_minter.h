@@ -9,6 +9,7 @@
 
 #include <string.h>
 
+#include "idgen.h"
 #include "minter.h"
 
 static uint64_t minted;		/* IDs the stand-in generator handed out */
@@ -35,7 +36,7 @@ static int fake_state(void *ctx, struct minter_state *st)
 	return 0;
 }
 
-static int fake_counters(void *ctx, struct minter_counters *c)
+static int fake_counters(void *ctx, struct idgen_device_state *c)
 {
 	(void)ctx;
 	memset(c, 0, sizeof(*c));

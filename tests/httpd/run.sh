@@ -1022,10 +1022,10 @@ if command -v systemd-analyze >/dev/null &&
 	tap_step "systemd-analyze security: exposure at most 2.5 (hardened)" \
 		systemd-analyze security --offline=yes --threshold=25 "$unit"
 	# What the hardening must still let through: /dev/idgen (misc, read),
-	# netlink, adjtimex (@clock, outside @system-service).
-	check "... yet /dev/idgen, netlink and adjtimex are let through" eval \
+	# TCP, adjtimex (@clock, outside @system-service).
+	check "... yet /dev/idgen, TCP and adjtimex are let through" eval \
 		'grep -qx "DeviceAllow=char-misc r" "$unit" &&
-		 grep -q "^RestrictAddressFamilies=.*AF_NETLINK" "$unit" &&
+		 grep -qx "RestrictAddressFamilies=AF_INET AF_INET6" "$unit" &&
 		 grep -qx "SystemCallFilter=@system-service adjtimex" "$unit" &&
 		 ! grep -q "^PrivateDevices=yes\|^ProtectClock=yes" "$unit"'
 else
