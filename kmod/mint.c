@@ -51,13 +51,47 @@ static __always_inline u32 idgen_gen_borrow_at(struct idgen_gen *gen,
 	return READ_ONCE(gen->max_borrow_ms);
 }
 
-/* Read the clock, and return the borrow bound that holds at it. */
-static u32 idgen_gen_borrow_bound(struct idgen_gen *gen, u64 *now_ms)
+/*
+ * What the full path and the probe hold a reader to, at one reading of
+ * the clock.  The fast path asks idgen_fair_alone() instead and serves
+ * only readers none of it holds back.
+ */
+struct idgen_bounds {
+	u64 now_ms;
+	/* As the lease is asked: one ms less while another file's wait holds. */
+	u32 max_borrow_ms;
+	/* No borrow bound: a step back is absorbed, only the lead bound is left. */
+	bool any;
+	/* Held to its file's share of the ms: no borrow bound, or a wait holds. */
+	bool held;
+};
+
+/*
+ * Read the clock, and judge the reader holding @share (NULL for none) at
+ * it: the borrow bound that holds, and the fairness policy (fair.h).
+ */
+static __always_inline void idgen_gen_bounds(struct idgen_gen *gen,
+					     struct idgen_share *share,
+					     struct idgen_bounds *b)
 {
 	s64 high = atomic64_read(&gen->clock_high_ms);
+	bool yields;
 
-	*now_ms = idgen_gen_now_ms(gen, false);
-	return idgen_gen_borrow_at(gen, high, *now_ms);
+	b->now_ms = idgen_gen_now_ms(gen, false);
+	b->max_borrow_ms = idgen_gen_borrow_at(gen, high, b->now_ms);
+	b->any = b->max_borrow_ms == IDGEN_BORROW_ANY;
+	yields = idgen_wait_yields(&gen->oldest_wait, share, b->now_ms);
+	b->held = share && (b->any || yields);
+	if (yields && !b->any)
+		b->max_borrow_ms--;
+}
+
+/* A reader the borrow bound refused will wait: its wait begins or goes on. */
+static void idgen_gen_refused(struct idgen_gen *gen, struct idgen_share *share,
+			      const struct idgen_bounds *b, u64 wait_ms)
+{
+	idgen_wait_refused(&gen->oldest_wait, share, b->now_ms,
+			   min_t(u64, wait_ms, IDGEN_WAIT_MAX_MS));
 }
 
 /*
@@ -101,27 +135,23 @@ static __always_inline bool idgen_gen_reserved(struct idgen_gen *gen,
 
 /*
  * Reserve up to @want IDs of @lease for a reader holding @share (NULL for
- * none).  While another file's wait holds (fair.h), the reader is held
- * to its file's share and borrows one ms less; while a step back is
- * absorbed and only the lead bound is left, it is held to its share too.
- * The share is taken first and what was not reserved goes back to it:
- * -EAGAIN with *wait_ms = 1 when the share of this ms is used up.  When
- * the borrow bound refuses a reader that will wait (@waits), its file's
- * wait begins or goes on; IDs end it.
+ * none), within @b (idgen_gen_bounds()).  A reader held to its share
+ * takes it first, and what was not reserved goes back to it: -EAGAIN
+ * with *wait_ms = 1 when the share of this ms is used up.  When the
+ * borrow bound refuses a reader that will wait (@waits), its file's wait
+ * begins or goes on; IDs end it.
  */
 static int idgen_gen_reserve(struct idgen_gen *gen, struct idgen_lease *lease,
-			     struct idgen_share *share, u64 now_ms,
-			     u32 max_borrow_ms, u32 want, bool waits,
-			     struct idgen_range *r, u64 *wait_ms, u64 *borrowed)
+			     struct idgen_share *share,
+			     const struct idgen_bounds *b, u32 want,
+			     bool waits, struct idgen_range *r, u64 *wait_ms,
+			     u64 *borrowed)
 {
-	bool any = max_borrow_ms == IDGEN_BORROW_ANY;
-	bool yields = idgen_wait_yields(&gen->oldest_wait, share, now_ms);
-	bool held = share && (any || yields);
 	u32 n = want;
 	int err;
 
-	if (held) {
-		n = idgen_share_take(share, now_ms,
+	if (b->held) {
+		n = idgen_share_take(share, b->now_ms,
 				     idgen_share_quota(lease->layout.seq_bits),
 				     want);
 		if (!n) {
@@ -129,19 +159,16 @@ static int idgen_gen_reserve(struct idgen_gen *gen, struct idgen_lease *lease,
 			return -EAGAIN;
 		}
 	}
-	err = idgen_lease_reserve(lease, now_ms, gen->max_lead_ms,
-				  yields && !any ? max_borrow_ms - 1 :
-						   max_borrow_ms,
-				  n, r, wait_ms, borrowed);
-	if (held)
-		idgen_share_give_back(share, now_ms, err ? n : n - r->count);
+	err = idgen_lease_reserve(lease, b->now_ms, gen->max_lead_ms,
+				  b->max_borrow_ms, n, r, wait_ms, borrowed);
+	if (b->held)
+		idgen_share_give_back(share, b->now_ms, err ? n : n - r->count);
 	if (!share)
 		return err;
 	if (!err)
 		idgen_wait_over(&gen->oldest_wait, share);
-	else if (err == -EAGAIN && waits && !any)
-		idgen_wait_refused(&gen->oldest_wait, share, now_ms,
-				   min_t(u64, *wait_ms, IDGEN_WAIT_MAX_MS));
+	else if (err == -EAGAIN && waits && !b->any)
+		idgen_gen_refused(gen, share, b, *wait_ms);
 	return err;
 }
 
@@ -216,13 +243,13 @@ int idgen_gen_mint(struct idgen_gen *gen, struct idgen_share *share, u32 want,
 	unsigned long deadline = jiffies + msecs_to_jiffies(IDGEN_WAIT_BUDGET_MS);
 	struct idgen_event_info ev = {};
 	struct idgen_lease *lease;
-	u64 now_ms, wait_ms, borrowed, fence = 0;
+	u64 wait_ms, borrowed, fence = 0;
 	bool resampled = false;
-	u32 max_borrow_ms;
+	struct idgen_bounds b;
 	int err;
 
 again:
-	max_borrow_ms = idgen_gen_borrow_bound(gen, &now_ms);
+	idgen_gen_bounds(gen, share, &b);
 	rcu_read_lock();
 	for (;;) {
 		lease = idgen_gen_lease(gen);
@@ -236,8 +263,7 @@ again:
 		 * whenever the reservation finds a fence reached.
 		 */
 		fence = atomic64_read(&lease->valid_until);
-		err = idgen_gen_reserve(gen, lease, share, now_ms,
-					max_borrow_ms, want,
+		err = idgen_gen_reserve(gen, lease, share, &b, want,
 					idgen_mint_waits(flags), r, &wait_ms,
 					&borrowed);
 		if (err != -ESTALE)
@@ -249,7 +275,7 @@ again:
 		idgen_event_node(&ev, IDGEN_EVENT_FENCE_REACHED, lease);
 		ev.valid_until_ms = fence;
 	}
-	if (!err && idgen_gen_reserved(gen, lease, r, now_ms, fence))
+	if (!err && idgen_gen_reserved(gen, lease, r, b.now_ms, fence))
 		/* Within fence_near_ms of the fence: tell the lease holder once. */
 		idgen_event_node(&ev, IDGEN_EVENT_FENCE_NEAR, lease);
 	rcu_read_unlock();
@@ -271,7 +297,7 @@ again:
 	 */
 	if (err == -ETIME && !resampled) {
 		resampled = true;
-		if (idgen_gen_now_ms(gen, false) > now_ms)
+		if (idgen_gen_now_ms(gen, false) > b.now_ms)
 			goto again;
 	}
 	/*
@@ -474,14 +500,11 @@ void idgen_gen_count_refusal(struct idgen_gen *gen, int err)
 int idgen_gen_probe(struct idgen_gen *gen, struct idgen_share *share)
 {
 	struct idgen_lease *lease;
-	u64 now_ms, wait_ms;
-	u32 max_borrow_ms;
-	bool any, yields;
+	struct idgen_bounds b;
+	u64 wait_ms;
 	int err;
 
-	max_borrow_ms = idgen_gen_borrow_bound(gen, &now_ms);
-	any = max_borrow_ms == IDGEN_BORROW_ANY;
-	yields = idgen_wait_yields(&gen->oldest_wait, share, now_ms);
+	idgen_gen_bounds(gen, share, &b);
 	rcu_read_lock();
 	for (;;) {
 		lease = idgen_gen_lease(gen);
@@ -490,28 +513,24 @@ int idgen_gen_probe(struct idgen_gen *gen, struct idgen_share *share)
 			break;
 		}
 		/* As idgen_gen_reserve() would judge it. */
-		if (share && (any || yields) &&
-		    idgen_share_used(atomic64_read(&share->word), now_ms) >=
+		if (b.held &&
+		    idgen_share_used(atomic64_read(&share->word), b.now_ms) >=
 		    idgen_share_quota(lease->layout.seq_bits)) {
 			wait_ms = 1;
 			err = -EAGAIN;
 			break;
 		}
-		err = idgen_lease_probe(lease, now_ms, gen->max_lead_ms,
-					yields && !any ? max_borrow_ms - 1 :
-							 max_borrow_ms,
-					&wait_ms);
+		err = idgen_lease_probe(lease, b.now_ms, gen->max_lead_ms,
+					b.max_borrow_ms, &wait_ms);
 		/*
 		 * A poller that waits reads only once told it may: the
 		 * borrow bound refusing it here goes on with its file's
 		 * wait as a read would, or it could never become the
 		 * oldest and be told.
 		 */
-		if (err == -EAGAIN && share && !any &&
+		if (err == -EAGAIN && share && !b.any &&
 		    atomic64_read(&share->wait))
-			idgen_wait_refused(&gen->oldest_wait, share, now_ms,
-					   min_t(u64, wait_ms,
-						 IDGEN_WAIT_MAX_MS));
+			idgen_gen_refused(gen, share, &b, wait_ms);
 		/*
 		 * A closed lease: a switch is under way, and one refused
 		 * reopens the old lease without a lease change to wake
