@@ -494,6 +494,18 @@ static int pick_free(struct lease *l, const struct store_record *rec,
 				(first_free - now + 999) / 1000);
 		return -EBUSY;
 	}
+	/*
+	 * A free number this owner held last (a reboot, a restart after a
+	 * release) is taken back first: the host keeps its number across
+	 * boots, and its floor is its own last valid_until.  Any other is
+	 * picked at random, so that hosts claiming at once rarely race for
+	 * one.  Two hosts that share an owner name both prefer it; the
+	 * claim's compare-and-swap lets one have it.
+	 */
+	for (i = 0; i < l->cfg->workers; i++)
+		if (rec[i].exists && rec[i].valid && rec[i].valid_until_ms <= now &&
+		    !strcmp(rec[i].owner, l->cfg->owner))
+			return i;
 	pick = next_random(l) % nfree;
 	for (i = 0; i < l->cfg->workers; i++) {
 		if (rec[i].exists && (!rec[i].valid || rec[i].valid_until_ms > now))

@@ -580,6 +580,26 @@ static void test_claim_prefers_expired(void)
 	check(!f.gen.violation, "claim: no overlap with the previous holder");
 }
 
+static void test_claim_takes_own_back(void)
+{
+	struct fixture f;
+	uint64_t mine = fake_now - 20, theirs = fake_now - 10;
+	int w;
+
+	setup(&f, "me", 11);
+	layout_recorded(&f.store);
+	/* Every number free; one last held by this owner, one by another. */
+	for (w = 0; w < WORKERS; w++)
+		if (w == 6)
+			fs_write(&f.store, w, "me", mine);
+		else if (w == 4)
+			fs_write(&f.store, w, "other", theirs);
+	check(!lease_claim(&f.l) && f.l.worker == 6,
+	      "claim: takes back the free number this owner held last");
+	check(f.gen.h.floor_ms == mine && f.l.floor_ms == mine,
+	      "claim: its own last valid_until is the floor");
+}
+
 static void test_claim_spreads(void)
 {
 	bool picked[WORKERS] = { false };
@@ -1710,6 +1730,7 @@ int main(void)
 	printf("TAP version 13\n");
 	test_claim_empty();
 	test_claim_prefers_expired();
+	test_claim_takes_own_back();
 	test_claim_spreads();
 	test_claim_exhausted();
 	test_claim_race();
