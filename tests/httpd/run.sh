@@ -802,7 +802,7 @@ check "the duration histogram counts every answer (7 before the scrape)" eval \
 	 grep -q "^idgen_request_duration_seconds_bucket{le=\"2.5e-05\"} " "$m"'
 check "the generator's IDs, the lease, readiness and the build" eval 'has "idgen_generator_ids_total 2004" &&
 	has "idgen_lease_in_force 1" && has "idgen_ready 1" && has "idgen_generator_simulated 1" &&
-	has "idgen_build_info{version=\"0.1.0\",layout_version=\"1\"} 1" &&
+	has "idgen_build_info{version=\"'"$(cat "$top/VERSION")"'\",layout_version=\"1\"} 1" &&
 	grep -q "^idgen_clock_synced [01]$" "$m" && grep -q "^idgen_clock_offset_seconds -\?[0-9.]*$" "$m"'
 # The exposition's shape: every family's HELP and TYPE before its samples,
 # every sample "name{labels} number", buckets never decreasing.
