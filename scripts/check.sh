@@ -310,6 +310,17 @@ fi
 # root (DKMS builds the module there), booted in a guest, purged; with
 # --matrix, into a Debian 13 root too.
 cache=$cache_root/roots/bookworm+security tap "Debian packages, Debian 12" packages.log tests/pkg/run.sh bookworm
+# A whole host as an operator runs it: the packages booted under systemd,
+# leasing from a three-member etcd, scraped by Prometheus, through etcd's
+# faults, idgend killed, a package upgrade, a reboot, a kernel upgrade and
+# a purge; Debian 13's host with --matrix.
+cache=$cache_root/roots/bookworm+security tap "a host under systemd, Debian 12" host.log tests/host/run.sh bookworm
+if [ "$matrix" = --matrix ]; then
+	cache=$cache_root/roots/trixie+security tap "a host under systemd, Debian 13" host-trixie.log \
+		tests/host/run.sh trixie
+else
+	tap_skip "a host under systemd on Debian 13: scripts/check.sh --matrix runs it"
+fi
 # Debian 13's root proves the packages on the next release: with --matrix.
 if [ "$matrix" = --matrix ]; then
 	cache=$cache_root/roots/trixie+security tap "Debian packages, Debian 13" packages-trixie.log \

@@ -103,6 +103,10 @@ packages=(
 	clang
 	# the Debian packages (debian/, dpkg-buildpackage) and their check
 	debhelper dh-dkms lintian
+	# a host booted under systemd (tests/host/): the site's NTP server
+	# on this machine's loopback (chronyd, never setting this clock), and
+	# its disk made and read with e2fsprogs' mkfs.ext4 -d and debugfs
+	chrony e2fsprogs
 	# the lease protocol's model checker (tests/model/)
 	spin
 	# the system-call fuzzer aimed at /dev/idgen (tests/vm/fuzz-suite.sh)
