@@ -162,7 +162,7 @@ readme() {
 		$0 == tag { if ((getline) <= 0 || $0 !~ /^```/) exit; inside = 1; next }
 		inside && /^```/ { exit }
 		inside { print }' "$top/README.md" |
-		sed -e "s|http://etcd-1.example.net:2379,http://etcd-2.example.net:2379,http://etcd-3.example.net:2379|$guest_endpoints|" \
+		sed -e "s|http://etcd-1.example.net:2379,http://etcd-2.example.net:2379,http://etcd-3.example.net:2379|${guest_endpoints:-}|" \
 		    -e "s|ntp.example.net|10.0.2.2|g" -e "s|postgresql-15-idgen|postgresql-$pgv-idgen|g"
 }
 readme_blocks() {
@@ -198,7 +198,7 @@ make_disk() {
 	mkdir -p "$root/root/idgen-$prev/src" "$root/root/idgen-$version/src" &&
 		cp "$work/old"/*.deb "$root/root/idgen-$prev/" &&
 		cp "$work/new"/*.deb "$root/root/idgen-$version/" || return 1
-	in_root bash -c "cd /root/idgen-$prev/src && set -e && $(readme install)" \
+	in_root bash -c "cd /root/idgen-$prev/src || exit 1; set -e; $(readme install)" \
 		>"$work/install.log" 2>&1 || { tail -n 30 "$work/install.log"; return 1; }
 	# The test's own: its command channel, and a network (DHCP from QEMU).
 	install -D -m 755 "$here/agent.sh" "$root/usr/local/libexec/idgen-test-agent" &&
@@ -492,7 +492,7 @@ check "etcd back: minting again" mint_once 10
 phase upgrade
 pid_before=$(g 'systemctl show -p MainPID --value idgend')
 tap_step "the README's upgrade: apt install of $version's packages" \
-	g --timeout 900 "cd /root/idgen-$version/src && set -e && $(readme upgrade)"
+	g --timeout 900 "cd /root/idgen-$version/src || exit 1; set -e; $(readme upgrade)"
 check "upgrade: idgend restarted (a new process) and active" \
 	g "test '${pid_before:-0}' -gt 0 && test \"\$(systemctl show -p MainPID --value idgend)\" != '$pid_before' && systemctl is-active idgend idgen-httpd"
 check "upgrade: idgend is $version" g "idgend --version | grep -qx 'idgend $version'"
