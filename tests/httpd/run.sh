@@ -671,6 +671,13 @@ check "2000 half-sent requests: the service goes on, and logs at most 5 lines fo
 start "$work/drain.log" --device sim --clock-check no || { not_ok "idgen-httpd starts"; bail; }
 exec 5<>"/dev/tcp/127.0.0.1/$port"
 printf 'POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{"count"' >&5
+# Signalled only once the service has read what was sent (its end's
+# receive queue empty): a connection it has read nothing from is idle at
+# the stop, and closed, however long the client has been connected.
+for ((t = 0; t < 200; t++)); do
+	[ "$(ss -Htn state established "( sport = :$port )" | awk '{ print $1 }')" = 0 ] && break
+	sleep 0.05
+done
 kill -TERM "$pid"
 # The stop waits for the request; the rest of its body comes after it.
 for ((t = 0; t < 50; t++)); do
