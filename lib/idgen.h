@@ -396,7 +396,9 @@ void idgen_buffer_free(struct idgen_buffer *b);
  * before the epoch), -EIO (FILE is not a state file), -ENOMEM, with err
  * (when not NULL) saying why.  idgen_sim_mint(): as idgen_mint(), and
  * -ECHILD in a process other than the one that opened it (a child's copy
- * would mint its parent's IDs); thread-safe for "sim:WORKER".
+ * would mint its parent's IDs); thread-safe for "sim:WORKER", renewals
+ * and revokes beside it included: a revoke's last_ms bounds every ID of
+ * the lease, those of mints in flight as it ran too.
  * idgen_sim_get_state(), idgen_sim_set_lease(), idgen_sim_revoke(): as
  * idgen_device_get_state(), idgen_device_set_lease(),
  * idgen_device_revoke() (the counters are 0 but ids).

@@ -11,6 +11,7 @@
 #endif
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -31,24 +32,111 @@
 #define SIM_WORKER_BITS	7
 #define SIM_SEQ_BITS	12
 
-struct idgen_sim {
-	/*
-	 * The last (ms, sequence) minted, as ms << seq_bits | seq: adding one
-	 * past a full sequence carries into the next ms (a borrow), so a
-	 * batch is reserved with one compare-and-swap, as in the module.
-	 */
-	_Atomic uint64_t last;
-	_Atomic uint64_t minted;	/* IDs handed out */
-	/* The lease; changed only by set_lease and revoke (one thread). */
+/*
+ * The minting word: the last ID reserved, as its millisecond and
+ * sequence, ms << WORD_SEQ | seq, the sequence always in 22 bits (the
+ * most any layout has), so that the word orders IDs whatever the layout.
+ * A sequence at or past the layout's last (END: every one) means the
+ * next ID is the next millisecond's first.  Bit 63 says which of the two
+ * lease records (struct idgen_sim.lease[]) is in force: a lease change
+ * writes the other one and switches to it with the same compare-and-swap
+ * minting does, so a mint in flight across the change fails its swap
+ * and starts again under the new lease, and a revoke's last millisecond
+ * bounds every ID of the lease revoked.
+ */
+#define WORD_SEQ	22
+#define WORD_SLOT	(1ULL << 63)
+#define WORD_END	((1ULL << WORD_SEQ) - 1)
+
+static inline uint64_t word_ms(uint64_t w)
+{
+	return (w & ~WORD_SLOT) >> WORD_SEQ;
+}
+
+static inline uint64_t word_seq(uint64_t w)
+{
+	return w & WORD_END;
+}
+
+static inline unsigned int word_slot(uint64_t w)
+{
+	return !!(w & WORD_SLOT);
+}
+
+/* Every ID of ms and below used: the next is ms + 1's first. */
+static inline uint64_t word_end_of(unsigned int slot, uint64_t ms)
+{
+	return (slot ? WORD_SLOT : 0) | ms << WORD_SEQ | WORD_END;
+}
+
+/* The ms of the next ID after w, in a layout of sb sequence bits. */
+static inline uint64_t word_next_ms(uint64_t w, unsigned int sb)
+{
+	return word_seq(w) + 1 >= 1ULL << sb ? word_ms(w) + 1 : word_ms(w);
+}
+
+/*
+ * A lease, as minting reads it: each field on its own (relaxed), any
+ * mix of a record's fields minted with only if the word did not change
+ * meanwhile.  A renewal changes its record in place, and only upwards
+ * (the floor, after the word is raised above it, and the fence); any
+ * other change writes the record not in force and switches the word to
+ * it.
+ */
+struct sim_lease {
+	_Atomic bool leased;
+	_Atomic uint32_t region, worker;
+	_Atomic uint64_t floor_ms, valid_until_ms;
+	_Atomic uint8_t region_bits, worker_bits, seq_bits;
+};
+
+/* One record's fields, read. */
+struct lease {
 	bool leased;
 	uint32_t region, worker;
-	uint64_t floor_ms;
-	uint64_t valid_until_ms;
+	uint64_t floor_ms, valid_until_ms;
 	uint8_t region_bits, worker_bits, seq_bits;
+};
+
+struct idgen_sim {
+	_Atomic uint64_t *last;		/* the minting word: &word here */
+	_Atomic uint64_t word;
+	_Atomic uint64_t minted;	/* IDs handed out */
+	struct sim_lease lease[2];
+	pthread_mutex_t change;		/* lease changes, one at a time */
 	pid_t pid;			/* who opened it: only it mints */
+	uint32_t node;			/* the node form's worker */
 	int lock_fd;			/* the node's lock; -1: none (file) */
 	char *file, *tmp, *log;		/* the file form's; NULL otherwise */
 };
+
+#define RELAXED	memory_order_relaxed
+
+static struct lease lease_read(const struct sim_lease *l)
+{
+	return (struct lease){
+		.leased = atomic_load_explicit(&l->leased, RELAXED),
+		.region = atomic_load_explicit(&l->region, RELAXED),
+		.worker = atomic_load_explicit(&l->worker, RELAXED),
+		.floor_ms = atomic_load_explicit(&l->floor_ms, RELAXED),
+		.valid_until_ms = atomic_load_explicit(&l->valid_until_ms, RELAXED),
+		.region_bits = atomic_load_explicit(&l->region_bits, RELAXED),
+		.worker_bits = atomic_load_explicit(&l->worker_bits, RELAXED),
+		.seq_bits = atomic_load_explicit(&l->seq_bits, RELAXED),
+	};
+}
+
+static void lease_write(struct sim_lease *l, const struct lease *v)
+{
+	atomic_store_explicit(&l->leased, v->leased, RELAXED);
+	atomic_store_explicit(&l->region, v->region, RELAXED);
+	atomic_store_explicit(&l->worker, v->worker, RELAXED);
+	atomic_store_explicit(&l->floor_ms, v->floor_ms, RELAXED);
+	atomic_store_explicit(&l->valid_until_ms, v->valid_until_ms, RELAXED);
+	atomic_store_explicit(&l->region_bits, v->region_bits, RELAXED);
+	atomic_store_explicit(&l->worker_bits, v->worker_bits, RELAXED);
+	atomic_store_explicit(&l->seq_bits, v->seq_bits, RELAXED);
+}
 
 /* The wall clock in idgen ms; 0 before the epoch. */
 static uint64_t sim_now(void)
@@ -72,22 +160,32 @@ static void sim_sleep_to_next_ms(void)
 	nanosleep(&ts, NULL);
 }
 
-static uint64_t last_ms(const struct idgen_sim *s)
+/* The lease in force and the word it was read with (change lock held). */
+static struct lease current(struct idgen_sim *s, uint64_t *word)
 {
-	return atomic_load(&s->last) >> s->seq_bits;
+	uint64_t w = atomic_load(s->last);
+
+	if (word)
+		*word = w;
+	return lease_read(&s->lease[word_slot(w)]);
 }
 
-/* Every slot of ms and below used: the next ID is ms + 1's first. */
-static void set_last_ms(struct idgen_sim *s, uint64_t ms)
+static struct lease default_lease(void)
 {
-	atomic_store(&s->last, ((ms + 1) << s->seq_bits) - 1);
+	return (struct lease){
+		.region_bits = SIM_REGION_BITS, .worker_bits = SIM_WORKER_BITS,
+		.seq_bits = SIM_SEQ_BITS,
+	};
 }
 
-static void default_layout(struct idgen_sim *s)
+/*
+ * Put lease v in force with the word ending at ms last (the file form's
+ * load, one thread: no minting beside it).
+ */
+static void install(struct idgen_sim *s, const struct lease *v, uint64_t last)
 {
-	s->region_bits = SIM_REGION_BITS;
-	s->worker_bits = SIM_WORKER_BITS;
-	s->seq_bits = SIM_SEQ_BITS;
+	lease_write(&s->lease[0], v);
+	atomic_store(s->last, word_end_of(0, last));
 }
 
 /*
@@ -96,13 +194,14 @@ static void default_layout(struct idgen_sim *s)
  */
 static void file_advance(struct idgen_sim *s)
 {
-	uint64_t now = sim_now(), top;
+	uint64_t now = sim_now(), top, w;
+	struct lease l = current(s, &w);
 
-	if (!s->leased || now <= s->floor_ms)
+	if (!l.leased || now <= l.floor_ms)
 		return;
-	top = now < s->valid_until_ms ? now : s->valid_until_ms - 1;
-	if (top > last_ms(s))
-		set_last_ms(s, top);
+	top = now < l.valid_until_ms ? now : l.valid_until_ms - 1;
+	if (top > word_ms(w))
+		atomic_store(s->last, word_end_of(word_slot(w), top));
 }
 
 /*
@@ -112,52 +211,52 @@ static void file_advance(struct idgen_sim *s)
 static int file_load(struct idgen_sim *s)
 {
 	unsigned int leased, rb, wb, sb;
+	struct lease l = default_lease();
 	uint64_t last = 0;
 	FILE *f;
 	int n;
 
 	if (!s->file)
 		return 0;
-	s->leased = false;
-	s->region = s->worker = 0;
-	s->floor_ms = s->valid_until_ms = 0;
-	default_layout(s);
 	f = fopen(s->file, "r");
 	if (!f) {
 		if (errno != ENOENT)
 			return -errno;
-		set_last_ms(s, 0);
+		install(s, &l, 0);
 		return 0;
 	}
 	n = fscanf(f, "%u %" SCNu32 " %" SCNu32 " %" SCNu64 " %" SCNu64 " %" SCNu64
-		   " %u %u %u", &leased, &s->region, &s->worker, &s->floor_ms,
-		   &s->valid_until_ms, &last, &rb, &wb, &sb);
+		   " %u %u %u", &leased, &l.region, &l.worker, &l.floor_ms,
+		   &l.valid_until_ms, &last, &rb, &wb, &sb);
 	fclose(f);
 	/* A layout the module would not take is not one it holds. */
 	if (n != 9 || !idgen_widths_valid(rb, wb, sb))
 		return -EIO;
-	s->leased = leased;
-	s->region_bits = rb;
-	s->worker_bits = wb;
-	s->seq_bits = sb;
-	set_last_ms(s, last);
+	l.leased = leased;
+	l.region_bits = rb;
+	l.worker_bits = wb;
+	l.seq_bits = sb;
+	install(s, &l, last);
 	file_advance(s);
 	return 0;
 }
 
 static int file_store(struct idgen_sim *s)
 {
+	struct lease l;
+	uint64_t w;
 	FILE *f;
 
 	if (!s->file)
 		return 0;
+	l = current(s, &w);
 	f = fopen(s->tmp, "w");
 	if (!f)
 		return -errno;
 	fprintf(f, "%u %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu64 " %" PRIu64
-		" %u %u %u\n", (unsigned int)s->leased, s->region, s->worker,
-		s->floor_ms, s->valid_until_ms, last_ms(s), s->region_bits,
-		s->worker_bits, s->seq_bits);
+		" %u %u %u\n", (unsigned int)l.leased, l.region, l.worker,
+		l.floor_ms, l.valid_until_ms, word_ms(w), l.region_bits,
+		l.worker_bits, l.seq_bits);
 	if (fclose(f) || rename(s->tmp, s->file))
 		return -errno;
 	return 0;
@@ -184,14 +283,21 @@ static void file_log(struct idgen_sim *s, const char *fmt, ...)
 	fclose(f);
 }
 
+/*
+ * Slots are counted in a layout's own terms, ms << sb | seq, to reserve
+ * a batch across millisecond borders; the word keeps them as ms and seq.
+ */
+static inline uint64_t word_of_slot(unsigned int slot, uint64_t at, unsigned int sb)
+{
+	return (slot ? WORD_SLOT : 0) | (at >> sb) << WORD_SEQ | (at & ((1ULL << sb) - 1));
+}
+
 IDGEN_EXPORT ssize_t idgen_sim_mint(struct idgen_sim *s, uint64_t *ids, size_t n)
 {
-	const struct idgen_layout lay = {
-		.region_bits = s->region_bits, .worker_bits = s->worker_bits,
-		.seq_bits = s->seq_bits,
-	};
-	uint64_t old, first, top, now, lead_end, fence, mask;
-	unsigned int waited = 0;
+	uint64_t old, first, top, now, lead_end, first_ms, mask;
+	unsigned int waited = 0, sb;
+	struct idgen_layout lay;
+	struct lease l;
 	size_t i;
 
 	if (!n || n > (1U << 24))
@@ -199,24 +305,31 @@ IDGEN_EXPORT ssize_t idgen_sim_mint(struct idgen_sim *s, uint64_t *ids, size_t n
 	/* A child's copy of the state would mint its parent's IDs. */
 	if (s->pid != getpid())
 		return -ECHILD;
-	if (!s->leased)
-		return -ENOKEY;
-	fence = s->valid_until_ms;
-	mask = (1ULL << s->seq_bits) - 1;
-	old = atomic_load(&s->last);
+	old = atomic_load(s->last);
 	for (;;) {
+		/* The lease the word says, read anew with each word. */
+		l = lease_read(&s->lease[word_slot(old)]);
+		if (!l.leased)
+			return -ENOKEY;
+		sb = l.seq_bits;
 		now = sim_now();
 		if (!now)
 			return -ETIME;		/* a clock before the epoch */
-		first = old + 1;
-		if (first >> s->seq_bits < now)
-			first = now << s->seq_bits;
-		if (first >> s->seq_bits <= s->floor_ms)
-			first = (s->floor_ms + 1) << s->seq_bits;
-		if (first >> s->seq_bits >= fence)
-			return fence > LIBIDGEN_MS_MAX ? -EOVERFLOW : -EKEYEXPIRED;
+		first_ms = word_next_ms(old, sb);
+		first = first_ms == word_ms(old) ? (first_ms << sb) + word_seq(old) + 1 :
+			first_ms << sb;
+		if (first_ms < now) {
+			first_ms = now;
+			first = now << sb;
+		}
+		if (first_ms <= l.floor_ms) {
+			first_ms = l.floor_ms + 1;
+			first = first_ms << sb;
+		}
+		if (first_ms >= l.valid_until_ms)
+			return l.valid_until_ms > LIBIDGEN_MS_MAX ? -EOVERFLOW : -EKEYEXPIRED;
 		/* The last slot it may use: within the lead and the fence. */
-		lead_end = ((now + LIBIDGEN_SIM_MAX_LEAD_MS + 1) << s->seq_bits) - 1;
+		lead_end = ((now + LIBIDGEN_SIM_MAX_LEAD_MS + 1) << sb) - 1;
 		if (first > lead_end) {
 			/*
 			 * Only the lead holds it back, the clock running on: wait
@@ -225,26 +338,32 @@ IDGEN_EXPORT ssize_t idgen_sim_mint(struct idgen_sim *s, uint64_t *ids, size_t n
 			 * stepped back (or the floor is ahead): refused, as by
 			 * the module.
 			 */
-			if ((first >> s->seq_bits) - now > LIBIDGEN_SIM_MAX_LEAD_MS + 1 ||
+			if (first_ms - now > LIBIDGEN_SIM_MAX_LEAD_MS + 1 ||
 			    waited++ >= LIBIDGEN_SIM_WAIT_MS)
 				return -ETIME;
 			sim_sleep_to_next_ms();
-			old = atomic_load(&s->last);
+			old = atomic_load(s->last);
 			continue;
 		}
 		top = first + (n - 1);
 		if (top > lead_end)
 			top = lead_end;
-		if (top >> s->seq_bits >= fence)
-			top = (fence << s->seq_bits) - 1;
-		if (atomic_compare_exchange_weak(&s->last, &old, top))
+		if (top >> sb >= l.valid_until_ms)
+			top = (l.valid_until_ms << sb) - 1;
+		if (atomic_compare_exchange_weak(s->last, &old,
+						 word_of_slot(word_slot(old), top, sb)))
 			break;
 	}
+	/* The lease the swap was made under: nothing of it changed since. */
+	lay = (struct idgen_layout){
+		.region_bits = l.region_bits, .worker_bits = l.worker_bits,
+		.seq_bits = l.seq_bits,
+	};
+	mask = (1ULL << sb) - 1;
 	for (i = 0; first + i <= top; i++) {
-		uint64_t slot = first + i;
+		uint64_t at = first + i;
 
-		idgen_compose(&lay, slot >> s->seq_bits, s->region, s->worker,
-			      slot & mask, &ids[i]);
+		idgen_compose(&lay, at >> sb, l.region, l.worker, at & mask, &ids[i]);
 	}
 	atomic_fetch_add(&s->minted, i);
 	if (s->file) {
@@ -259,20 +378,23 @@ IDGEN_EXPORT ssize_t idgen_sim_mint(struct idgen_sim *s, uint64_t *ids, size_t n
 IDGEN_EXPORT int idgen_sim_get_state(struct idgen_sim *s,
 				     struct idgen_device_state *out)
 {
-	uint64_t now, used;
+	uint64_t now, w;
+	struct lease l;
 	int err;
 
+	pthread_mutex_lock(&s->change);
 	err = file_load(s);
+	l = current(s, &w);
+	pthread_mutex_unlock(&s->change);
 	if (err)
 		return err;
 	now = sim_now();
-	used = last_ms(s);
 	memset(out, 0, sizeof(*out));
 	out->now_ms = out->wall_ms = now;
-	out->last_ms = used;
+	out->last_ms = word_ms(w);
 	out->max_lead_ms = LIBIDGEN_SIM_MAX_LEAD_MS;
 	out->ids = atomic_load(&s->minted);
-	if (!s->leased) {
+	if (!l.leased) {
 		/* The load-time default's widths, as the module. */
 		out->region_bits = SIM_REGION_BITS;
 		out->worker_bits = SIM_WORKER_BITS;
@@ -280,19 +402,19 @@ IDGEN_EXPORT int idgen_sim_get_state(struct idgen_sim *s,
 		return 0;
 	}
 	out->flags = LIBIDGEN_STATE_LEASED;
-	out->region = s->region;
-	out->worker = s->worker;
-	out->floor_ms = s->floor_ms;
-	out->valid_until_ms = s->valid_until_ms;
-	out->region_bits = s->region_bits;
-	out->worker_bits = s->worker_bits;
-	out->seq_bits = s->seq_bits;
+	out->region = l.region;
+	out->worker = l.worker;
+	out->floor_ms = l.floor_ms;
+	out->valid_until_ms = l.valid_until_ms;
+	out->region_bits = l.region_bits;
+	out->worker_bits = l.worker_bits;
+	out->seq_bits = l.seq_bits;
 	/* The ms the next ID carries at the earliest. */
-	out->next_ms = (atomic_load(&s->last) + 1) >> s->seq_bits;
+	out->next_ms = word_next_ms(w, l.seq_bits);
 	if (out->next_ms < now)
 		out->next_ms = now;
-	if (out->next_ms <= s->floor_ms)
-		out->next_ms = s->floor_ms + 1;
+	if (out->next_ms <= l.floor_ms)
+		out->next_ms = l.floor_ms + 1;
 	return 0;
 }
 
@@ -306,14 +428,13 @@ static int never_mints(uint64_t first_ms)
 	return first_ms > LIBIDGEN_MS_MAX ? -EOVERFLOW : -EKEYEXPIRED;
 }
 
-IDGEN_EXPORT int idgen_sim_set_lease(struct idgen_sim *s, uint32_t region,
-				     uint32_t worker, uint64_t floor_ms,
-				     uint64_t valid_until_ms,
-				     const struct idgen_layout *layout,
-				     unsigned int flags)
+static int set_lease(struct idgen_sim *s, uint32_t region, uint32_t worker,
+		     uint64_t floor_ms, uint64_t valid_until_ms,
+		     const struct idgen_layout *layout, unsigned int flags)
 {
 	unsigned int rb = SIM_REGION_BITS, wb = SIM_WORKER_BITS, sb = SIM_SEQ_BITS;
-	uint64_t now = sim_now(), first_ms, used;
+	uint64_t now = sim_now(), first_ms, w, nw, asked_floor = floor_ms;
+	struct lease l, cur;
 	bool renewal = false;
 	int err;
 
@@ -334,69 +455,145 @@ IDGEN_EXPORT int idgen_sim_set_lease(struct idgen_sim *s, uint32_t region,
 	    floor_ms >= valid_until_ms || valid_until_ms > LIBIDGEN_MS_MAX + 1)
 		return -EINVAL;
 	/* The node form holds one node's lock: only that node's leases. */
-	if (s->lock_fd >= 0 && (region || worker != s->worker || rb != SIM_REGION_BITS ||
-				wb != SIM_WORKER_BITS || sb != SIM_SEQ_BITS))
+	if (s->lock_fd >= 0 && (region || worker != s->node ||
+				rb != SIM_REGION_BITS || wb != SIM_WORKER_BITS ||
+				sb != SIM_SEQ_BITS))
 		return -EPERM;
 	/* A fence the clock has passed: the module refuses it so. */
 	if (valid_until_ms <= now)
 		return never_mints(now);
-	if (s->leased && s->region == region && s->worker == worker &&
-	    s->region_bits == rb && s->worker_bits == wb) {
-		if (valid_until_ms < s->valid_until_ms)
+	cur = current(s, &w);
+	if (cur.leased && cur.region == region && cur.worker == worker &&
+	    cur.region_bits == rb && cur.worker_bits == wb) {
+		if (valid_until_ms < cur.valid_until_ms)
 			return -EINVAL;
 		renewal = true;
+		if (floor_ms < cur.floor_ms)
+			floor_ms = cur.floor_ms;
 	}
+	l = (struct lease){
+		.leased = true, .region = region, .worker = worker,
+		.floor_ms = floor_ms, .valid_until_ms = valid_until_ms,
+		.region_bits = rb, .worker_bits = wb, .seq_bits = sb,
+	};
 	/*
 	 * Nor can it mint when its first ms, above the floor and above every
 	 * ms the host used, lies at or past the fence.  Nothing changed.
+	 * Minters may move the word on meanwhile: the check is made again
+	 * with each word the swap below is tried on.
 	 */
-	used = last_ms(s);
-	first_ms = (floor_ms > used ? floor_ms : used) + 1;
-	if (first_ms >= valid_until_ms)
-		return never_mints(first_ms);
+	for (;;) {
+		unsigned int slot = renewal ? word_slot(w) : !word_slot(w);
+
+		/*
+		 * A renewal keeps its record and word (raised over the floor
+		 * when the floor rose); a new lease starts above every slot
+		 * the word held, so that no word is ever seen twice.
+		 */
+		nw = word_end_of(slot, floor_ms);
+		if (renewal) {
+			if ((w & ~WORD_SLOT) > (nw & ~WORD_SLOT))
+				nw = w;
+		} else if ((w & ~WORD_SLOT) >= (nw & ~WORD_SLOT)) {
+			nw = ((w & ~WORD_SLOT) + 1) | (slot ? WORD_SLOT : 0);
+		}
+		first_ms = word_next_ms(nw, sb);
+		if (first_ms >= valid_until_ms)
+			return never_mints(first_ms);
+		if (nw == w)
+			break;
+		if (renewal) {
+			if (atomic_compare_exchange_strong(s->last, &w, nw))
+				break;
+			continue;
+		}
+		/* The record not in force, written before the word names it. */
+		lease_write(&s->lease[slot], &l);
+		if (atomic_compare_exchange_strong(s->last, &w, nw))
+			break;
+	}
 	/*
-	 * Logged before it takes effect: a process killed in between leaves a
-	 * log that says more than the generator holds, never less, so the
-	 * windows tests derive from the log are never too small.
+	 * Logged before the change is seen by the file form's next process:
+	 * a process killed in between leaves a log that says more than the
+	 * generator holds, never less, so the windows tests derive from the
+	 * log are never too small.
 	 */
 	file_log(s, "push r=%" PRIu32 " w=%" PRIu32 " floor=%" PRIu64
-		 " until=%" PRIu64 " layout=%u/%u/%u", region, worker, floor_ms,
+		 " until=%" PRIu64 " layout=%u/%u/%u", region, worker, asked_floor,
 		 valid_until_ms, rb, wb, sb);
-	if (!renewal || floor_ms > s->floor_ms)
-		s->floor_ms = floor_ms;
-	if (floor_ms > used)
-		used = floor_ms;
-	s->region = region;
-	s->worker = worker;
-	s->valid_until_ms = valid_until_ms;
-	s->region_bits = rb;
-	s->worker_bits = wb;
-	s->seq_bits = sb;
-	set_last_ms(s, used);
-	s->leased = true;
+	if (renewal) {
+		/* Upwards only, and the floor under the word already. */
+		atomic_store(&s->lease[word_slot(nw)].floor_ms, floor_ms);
+		atomic_store(&s->lease[word_slot(nw)].valid_until_ms, valid_until_ms);
+	}
 	return file_store(s);
 }
 
-IDGEN_EXPORT int idgen_sim_revoke(struct idgen_sim *s, uint64_t *last)
+IDGEN_EXPORT int idgen_sim_set_lease(struct idgen_sim *s, uint32_t region,
+				     uint32_t worker, uint64_t floor_ms,
+				     uint64_t valid_until_ms,
+				     const struct idgen_layout *layout,
+				     unsigned int flags)
 {
+	int ret;
+
+	pthread_mutex_lock(&s->change);
+	ret = set_lease(s, region, worker, floor_ms, valid_until_ms, layout, flags);
+	pthread_mutex_unlock(&s->change);
+	return ret;
+}
+
+static int sim_revoke(struct idgen_sim *s, uint64_t *last)
+{
+	struct lease l;
+	uint64_t w;
 	int err;
 
 	err = file_load(s);
 	if (err)
 		return err;
-	if (!s->leased) {
+	l = current(s, &w);
+	if (!l.leased) {
 		/* As the module: a retried revoke is safe. */
-		*last = last_ms(s);
+		*last = word_ms(w);
 		file_log(s, "revoke-idle last=%" PRIu64, *last);
 		return 0;
 	}
-	s->leased = false;
+	/*
+	 * The word switches to a record without a lease in one swap: a mint
+	 * either swapped before it, and its IDs are within the ms this
+	 * returns, or fails its swap and finds no lease.
+	 */
+	l.leased = false;
+	lease_write(&s->lease[!word_slot(w)], &l);
+	while (!atomic_compare_exchange_strong(s->last, &w, w ^ WORD_SLOT))
+		;
 	err = file_store(s);
 	if (err)
 		return err;
-	*last = last_ms(s);
+	*last = word_ms(w);
 	file_log(s, "revoke last=%" PRIu64, *last);
 	return 0;
+}
+
+IDGEN_EXPORT int idgen_sim_revoke(struct idgen_sim *s, uint64_t *last)
+{
+	int ret;
+
+	pthread_mutex_lock(&s->change);
+	ret = sim_revoke(s, last);
+	pthread_mutex_unlock(&s->change);
+	return ret;
+}
+
+static void sim_init(struct idgen_sim *s)
+{
+	struct lease none = default_lease();
+
+	s->last = &s->word;
+	pthread_mutex_init(&s->change, NULL);
+	install(s, &none, 0);
+	s->pid = getpid();
 }
 
 /*
@@ -458,6 +655,7 @@ static int open_node(uint32_t worker, uint64_t lease_ms, struct idgen_sim **out,
 	char why[256];
 	struct idgen_sim *s;
 	uint64_t now = sim_now();
+	struct lease l;
 	int fd;
 
 	if (worker >> SIM_WORKER_BITS) {
@@ -494,18 +692,19 @@ static int open_node(uint32_t worker, uint64_t lease_ms, struct idgen_sim **out,
 		say(err, errlen, strerror(ENOMEM));
 		return -ENOMEM;
 	}
-	default_layout(s);
-	s->pid = getpid();
+	sim_init(s);
 	s->lock_fd = fd;
-	s->worker = worker;
-	s->leased = true;
+	s->node = worker;
+	l = default_lease();
+	l.leased = true;
+	l.worker = worker;
 	/* Above every ms a run before this one could have stamped. */
-	s->floor_ms = now + LIBIDGEN_SIM_MAX_LEAD_MS;
-	set_last_ms(s, s->floor_ms);
-	s->valid_until_ms = lease_ms ? s->floor_ms + lease_ms : LIBIDGEN_MS_MAX + 1;
-	if (s->valid_until_ms > LIBIDGEN_MS_MAX + 1)
-		s->valid_until_ms = LIBIDGEN_MS_MAX + 1;
-	while (sim_now() <= s->floor_ms)
+	l.floor_ms = now + LIBIDGEN_SIM_MAX_LEAD_MS;
+	l.valid_until_ms = lease_ms ? l.floor_ms + lease_ms : LIBIDGEN_MS_MAX + 1;
+	if (l.valid_until_ms > LIBIDGEN_MS_MAX + 1)
+		l.valid_until_ms = LIBIDGEN_MS_MAX + 1;
+	install(s, &l, l.floor_ms);
+	while (sim_now() <= l.floor_ms)
 		nanosleep(&pause, NULL);
 	*out = s;
 	return 0;
@@ -521,7 +720,7 @@ static int open_file(const char *file, struct idgen_sim **out, char *err,
 		say(err, errlen, strerror(ENOMEM));
 		return -ENOMEM;
 	}
-	s->pid = getpid();
+	sim_init(s);
 	s->lock_fd = -1;
 	s->file = strdup(file);
 	if (!s->file || asprintf(&s->tmp, "%s.tmp", file) < 0 ||
@@ -577,6 +776,7 @@ IDGEN_EXPORT void idgen_sim_close(struct idgen_sim *s)
 		return;
 	if (s->lock_fd >= 0)
 		close(s->lock_fd);
+	pthread_mutex_destroy(&s->change);
 	free(s->file);
 	free(s->tmp);
 	free(s->log);

@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -366,6 +367,153 @@ TEST(specs)
 	EXPECT_EQ(-EINVAL, idgen_sim_open("sim:", 0, &m, err, sizeof(err)));
 	EXPECT_EQ(-EINVAL, idgen_sim_open("sim:128", 0, &m, err, sizeof(err)));
 	EXPECT_EQ(-EINVAL, idgen_sim_open("sim:012", 0, &m, err, sizeof(err)));
+}
+
+/*
+ * Lease changes while other threads mint: renewing it (as idgen-httpd's
+ * lease side does) must not move the minting word back under them, nor
+ * may they mint with half a new lease.
+ */
+#define RENEW_PER	200000
+
+struct renew_arg {
+	struct idgen_sim *m;
+	uint64_t *ids;
+	size_t got;
+	int bad;
+};
+
+static void *take_8s(void *p)
+{
+	struct renew_arg *w = p;
+	ssize_t r;
+
+	while (w->got + 8 <= RENEW_PER) {
+		r = idgen_sim_mint(w->m, w->ids + w->got, 8);
+		if (r == -ETIME)
+			continue;
+		if (r <= 0) {
+			w->bad = 1;
+			break;
+		}
+		w->got += r;
+	}
+	return NULL;
+}
+
+TEST(renew_while_minting)
+{
+	struct renew_arg w[2];
+	pthread_t t[2];
+	struct idgen_sim *m;
+	uint64_t *all, now;
+	size_t n = 0, dups = 0, i;
+	int k, renewals = 0;
+
+	/* A fence of its own, so that each renewal pushes it on. */
+	ASSERT_EQ(0, sim_open(&m, 111, 1000));
+	for (k = 0; k < 2; k++) {
+		w[k] = (struct renew_arg){ .m = m, .ids = calloc(RENEW_PER, 8) };
+		ASSERT_NE(NULL, w[k].ids);
+		ASSERT_EQ(0, pthread_create(&t[k], NULL, take_8s, &w[k]));
+	}
+	while (__atomic_load_n(&w[0].got, __ATOMIC_RELAXED) + 8 <= RENEW_PER ||
+	       __atomic_load_n(&w[1].got, __ATOMIC_RELAXED) + 8 <= RENEW_PER) {
+		if (w[0].bad || w[1].bad)
+			break;
+		now = wall_ms();
+		ASSERT_EQ(0, idgen_sim_set_lease(m, 0, 111, now, now + 600000,
+						 NULL, 0));
+		renewals++;
+	}
+	all = calloc(2 * RENEW_PER, 8);
+	ASSERT_NE(NULL, all);
+	for (k = 0; k < 2; k++) {
+		pthread_join(t[k], NULL);
+		EXPECT_FALSE(w[k].bad);
+		memcpy(all + n, w[k].ids, w[k].got * 8);
+		n += w[k].got;
+		free(w[k].ids);
+	}
+	qsort(all, n, sizeof(all[0]), cmp);
+	for (i = 1; i < n; i++)
+		dups += all[i - 1] == all[i];
+	TH_LOG("%zu IDs, %d renewals, %zu duplicates", n, renewals, dups);
+	EXPECT_EQ(0, dups);
+	free(all);
+	idgen_sim_close(m);
+}
+
+/*
+ * Revoked while threads mint: the millisecond the revoke returns bounds
+ * every ID of the lease, those of mints in flight included (spec F3).
+ */
+struct revoke_arg {
+	struct idgen_sim *m;
+	uint64_t max_id;
+	atomic_int started;
+	int bad;
+};
+
+static void *take_until_revoked(void *p)
+{
+	struct revoke_arg *w = p;
+	uint64_t ids[8];
+	ssize_t r;
+
+	atomic_fetch_add(&w->started, 1);
+	for (;;) {
+		r = idgen_sim_mint(w->m, ids, 8);
+		if (r == -ENOKEY)
+			return NULL;
+		if (r == -ETIME)
+			continue;
+		if (r <= 0) {
+			w->bad = 1;
+			return NULL;
+		}
+		if (ids[r - 1] > w->max_id)
+			w->max_id = ids[r - 1];
+	}
+}
+
+TEST(revoke_bounds_mints_in_flight)
+{
+	struct revoke_arg w[2];
+	struct idgen_decoded d;
+	struct idgen_sim *m;
+	uint64_t last, now;
+	pthread_t t[2];
+	int round, k, late = 0;
+
+	ASSERT_EQ(0, sim_open(&m, 112, 0));
+	for (round = 0; round < 300; round++) {
+		for (k = 0; k < 2; k++) {
+			w[k] = (struct revoke_arg){ .m = m };
+			ASSERT_EQ(0, pthread_create(&t[k], NULL, take_until_revoked, &w[k]));
+		}
+		while (atomic_load(&w[0].started) + atomic_load(&w[1].started) < 2)
+			;
+		pause_ms(round % 3);
+		ASSERT_EQ(0, idgen_sim_revoke(m, &last));
+		for (k = 0; k < 2; k++) {
+			pthread_join(t[k], NULL);
+			EXPECT_FALSE(w[k].bad);
+			if (!w[k].max_id)
+				continue;
+			ASSERT_EQ(0, idgen_decode(w[k].max_id, NULL, &d));
+			if (d.ms > last) {
+				TH_LOG("round %d: an ID of ms %llu after revoke said %llu",
+				       round, (unsigned long long)d.ms,
+				       (unsigned long long)last);
+				late++;
+			}
+		}
+		now = wall_ms();
+		ASSERT_EQ(0, idgen_sim_set_lease(m, 0, 112, now, now + 600000, NULL, 0));
+	}
+	EXPECT_EQ(0, late);
+	idgen_sim_close(m);
 }
 
 TEST_HARNESS_MAIN
