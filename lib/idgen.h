@@ -393,10 +393,11 @@ void idgen_buffer_free(struct idgen_buffer *b);
  * (-ETIME), never followed back.
  *
  * idgen_sim_open(): 0, or -EINVAL, -EBUSY, -EEXIST, -ETIME (a wall clock
- * before the epoch), -EIO (FILE is not a state file), -ENOMEM, with err
- * (when not NULL) saying why.  idgen_sim_mint(): as idgen_mint(), and
- * -ECHILD in a process other than the one that opened it (a child's copy
- * would mint its parent's IDs); thread-safe for "sim:WORKER", renewals
+ * before the epoch), -EIO (FILE is not a state file), -ENOMEM,
+ * -EOPNOTSUPP (no MADV_WIPEONFORK: a child could not be told from its
+ * parent), with err (when not NULL) saying why.  idgen_sim_mint(): as
+ * idgen_mint(), and -ECHILD in a process other than the one that opened
+ * it, however it was made (a child's copy would mint its parent's IDs); thread-safe for "sim:WORKER", renewals
  * and revokes beside it included: a revoke's last_ms bounds every ID of
  * the lease, those of mints in flight as it ran too.
  * idgen_sim_get_state(), idgen_sim_set_lease(), idgen_sim_revoke(): as

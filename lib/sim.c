@@ -25,6 +25,7 @@
 #include <unistd.h>
 
 #include "decimal.h"
+#include "forkguard.h"
 #include "internal.h"
 
 /* The module's load-time layout: version 1, 3/7/12. */
@@ -104,7 +105,8 @@ struct idgen_sim {
 	_Atomic uint64_t minted;	/* IDs handed out */
 	struct sim_lease lease[2];
 	pthread_mutex_t change;		/* lease changes, one at a time */
-	pid_t pid;			/* who opened it: only it mints */
+	/* Who opened it: only that process mints (forkguard.h). */
+	struct idgen_forkguard_stamp stamp;
 	uint32_t node;			/* the node form's worker */
 	int lock_fd;			/* the node's lock; -1: none (file) */
 	char *file, *tmp, *log;		/* the file form's; NULL otherwise */
@@ -302,8 +304,12 @@ IDGEN_EXPORT ssize_t idgen_sim_mint(struct idgen_sim *s, uint64_t *ids, size_t n
 
 	if (!n || n > (1U << 24))
 		return -EINVAL;
-	/* A child's copy of the state would mint its parent's IDs. */
-	if (s->pid != getpid())
+	/*
+	 * A child's copy of the state would mint its parent's IDs, whatever
+	 * its PID: a child made with clone(CLONE_NEWPID) by PID 1 of a
+	 * namespace is PID 1 too.
+	 */
+	if (!idgen_forkguard_mine(&s->stamp))
 		return -ECHILD;
 	old = atomic_load(s->last);
 	for (;;) {
@@ -593,7 +599,7 @@ static void sim_init(struct idgen_sim *s)
 	s->last = &s->word;
 	pthread_mutex_init(&s->change, NULL);
 	install(s, &none, 0);
-	s->pid = getpid();
+	s->stamp = idgen_forkguard_stamp();
 }
 
 /*
@@ -750,6 +756,17 @@ IDGEN_EXPORT int idgen_sim_open(const char *spec, uint64_t lease_ms,
 	if (!spec || (strcmp(spec, "sim") && strncmp(spec, "sim:", 4))) {
 		say(err, errlen, "not a simulated generator: give sim, sim:WORKER or sim:FILE");
 		return -EINVAL;
+	}
+	/*
+	 * Without a wipe-on-fork page the fork guard cannot tell every child
+	 * from its parent (forkguard.h), and a child would mint its parent's
+	 * IDs: no simulation then.
+	 */
+	if (!idgen_forkguard_init()) {
+		say(err, errlen, "this kernel gives no wipe-on-fork page (MADV_WIPEONFORK, "
+		    "Linux 4.14): the simulated generator could not tell a child "
+		    "process from its parent");
+		return -EOPNOTSUPP;
 	}
 	if (!spec[3])
 		return open_node(0, lease_ms, out, err, errlen);

@@ -8,6 +8,7 @@
  * twice across threads, a restart above every ID of the run before,
  * and only one process per worker on the host.
  */
+#define _GNU_SOURCE	/* unshare() */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -20,6 +21,7 @@
 #include <unistd.h>
 
 #include "idgen.h"
+#include "child.h"
 #include "kselftest_harness.h"
 
 #define SEQ_PER_MS	4096
@@ -514,6 +516,51 @@ TEST(revoke_bounds_mints_in_flight)
 	}
 	EXPECT_EQ(0, late);
 	idgen_sim_close(m);
+}
+
+/*
+ * A child made by clone(CLONE_NEWPID) from PID 1 of a PID namespace is
+ * PID 1 too: the PID cannot tell it from its parent, the fork guard can.
+ */
+TEST(child_in_a_new_pid_namespace_refused)
+{
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct idgen_sim *m;
+		uint64_t id;
+		pid_t inner, child;
+
+		if (unshare(CLONE_NEWPID))
+			_exit(errno == EPERM ? 4 : 1);
+		inner = fork();
+		if (inner < 0)
+			_exit(1);
+		if (inner) {
+			if (waitpid(inner, &status, 0) != inner || !WIFEXITED(status))
+				_exit(1);
+			_exit(WEXITSTATUS(status));
+		}
+		/* PID 1 of the new namespace. */
+		if (getpid() != 1 || sim_open(&m, 113, 0) || idgen_sim_mint(m, &id, 1) != 1)
+			_exit(2);
+		child = child_make(CHILD_CLONE, true);
+		if (child < 0)
+			_exit(errno == EPERM ? 4 : 1);
+		if (!child)
+			_exit(getpid() != 1 ? 5 : idgen_sim_mint(m, &id, 1) == -ECHILD ? 0 : 3);
+		if (waitpid(child, &status, 0) != child || !WIFEXITED(status))
+			_exit(1);
+		_exit(WEXITSTATUS(status));
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 4)
+		SKIP(return, "a new PID namespace needs CAP_SYS_ADMIN");
+	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
 TEST_HARNESS_MAIN
