@@ -210,6 +210,41 @@ static void file_advance(struct idgen_sim *s)
  * The state file: "leased region worker floor until last R W S", one
  * line, replaced whole (rename) at every change.
  */
+static int file_scan(FILE *f, unsigned int *leased, struct lease *l,
+		     uint64_t *last, unsigned int *rb, unsigned int *wb,
+		     unsigned int *sb)
+{
+	char line[256], *p, *end;
+	uint64_t v[9];
+	int i;
+
+	if (!fgets(line, sizeof(line), f))
+		return 0;
+	/* Plain decimals only: strtoull would take "-1" for 2^64 - 1. */
+	for (i = 0, p = line; i < 9; i++, p = end) {
+		p += strspn(p, " ");
+		if (*p < '0' || *p > '9')
+			return i;
+		errno = 0;
+		v[i] = strtoull(p, &end, 10);
+		if (errno || (*end != ' ' && *end != '\n' && *end))
+			return i;
+	}
+	if (v[0] > 1 || v[1] > UINT32_MAX || v[2] > UINT32_MAX || v[6] > 64 ||
+	    v[7] > 64 || v[8] > 64)
+		return 0;
+	*leased = v[0];
+	l->region = v[1];
+	l->worker = v[2];
+	l->floor_ms = v[3];
+	l->valid_until_ms = v[4];
+	*last = v[5];
+	*rb = v[6];
+	*wb = v[7];
+	*sb = v[8];
+	return 9;
+}
+
 static int file_load(struct idgen_sim *s)
 {
 	unsigned int leased, rb, wb, sb;
@@ -227,12 +262,18 @@ static int file_load(struct idgen_sim *s)
 		install(s, &l, 0);
 		return 0;
 	}
-	n = fscanf(f, "%u %" SCNu32 " %" SCNu32 " %" SCNu64 " %" SCNu64 " %" SCNu64
-		   " %u %u %u", &leased, &l.region, &l.worker, &l.floor_ms,
-		   &l.valid_until_ms, &last, &rb, &wb, &sb);
+	n = file_scan(f, &leased, &l, &last, &rb, &wb, &sb);
 	fclose(f);
-	/* A layout the module would not take is not one it holds. */
-	if (n != 9 || !idgen_widths_valid(rb, wb, sb))
+	/*
+	 * A layout the module would not take is not one it holds, nor a node
+	 * wider than its layout, a floor not below its fence, or a
+	 * millisecond past the time field: minting from them would compose
+	 * no ID.
+	 */
+	if (n != 9 || leased > 1 || !idgen_widths_valid(rb, wb, sb) ||
+	    l.region >> rb || l.worker >> wb || last > LIBIDGEN_MS_MAX ||
+	    l.valid_until_ms > LIBIDGEN_MS_MAX + 1 ||
+	    (leased && l.floor_ms >= l.valid_until_ms))
 		return -EIO;
 	l.leased = leased;
 	l.region_bits = rb;
@@ -369,7 +410,12 @@ IDGEN_EXPORT ssize_t idgen_sim_mint(struct idgen_sim *s, uint64_t *ids, size_t n
 	for (i = 0; first + i <= top; i++) {
 		uint64_t at = first + i;
 
-		idgen_compose(&lay, at >> sb, l.region, l.worker, at & mask, &ids[i]);
+		/*
+		 * The lease was checked when it was set or loaded: a refusal
+		 * here is a state no lease gives, and no ID goes out of it.
+		 */
+		if (idgen_compose(&lay, at >> sb, l.region, l.worker, at & mask, &ids[i]))
+			return -EIO;
 	}
 	atomic_fetch_add(&s->minted, i);
 	if (s->file) {

@@ -563,4 +563,54 @@ TEST(child_in_a_new_pid_namespace_refused)
 	EXPECT_EQ(0, WEXITSTATUS(status));
 }
 
+/*
+ * A state file ("sim:FILE") that no lease could have written is refused at
+ * open: a worker or region wider than its layout, a floor not below the
+ * fence, a millisecond past the time field.
+ */
+TEST(corrupt_state_file_refused)
+{
+	static const char *const bad[] = {
+		"1 0 200 10 20000 0 3 7 12\n",		/* worker > 127 */
+		"1 9 1 10 20000 0 3 7 12\n",		/* region > 7 */
+		"1 0 1 30000 20000 0 3 7 12\n",		/* floor >= until */
+		"1 0 1 10 20000 2199023255552 3 7 12\n",	/* last > MS_MAX */
+		"1 0 1 10 2199023255553 0 3 7 12\n",	/* until > MS_MAX + 1 */
+		"1 0 -1 10 20000 0 3 7 12\n",		/* a negative worker */
+		"7 0 1 10 20000 0 3 7 12\n",		/* leased neither 0 nor 1 */
+	};
+	char dir[] = "/tmp/sim_test.XXXXXX", path[64], spec[80];
+	struct idgen_sim *m;
+	unsigned int i;
+	FILE *f;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/state", dir);
+	snprintf(spec, sizeof(spec), "sim:%s", path);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		f = fopen(path, "w");
+		ASSERT_NE(NULL, f);
+		fputs(bad[i], f);
+		fclose(f);
+		m = NULL;
+		EXPECT_EQ(-EIO, idgen_sim_open(spec, 0, &m, err, sizeof(err))) {
+			TH_LOG("state \"%.*s\" taken", (int)strlen(bad[i]) - 1, bad[i]);
+		}
+		idgen_sim_close(m);
+	}
+	/* A sound one is taken. */
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	fputs("1 0 1 10 2199023255552 0 3 7 12\n", f);
+	fclose(f);
+	ASSERT_EQ(0, idgen_sim_open(spec, 0, &m, err, sizeof(err)));
+	idgen_sim_close(m);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/state.tmp", dir);
+	unlink(path);
+	snprintf(path, sizeof(path), "%s/state.log", dir);
+	unlink(path);
+	rmdir(dir);
+}
+
 TEST_HARNESS_MAIN
