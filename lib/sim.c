@@ -546,8 +546,12 @@ static int set_lease(struct idgen_sim *s, uint32_t region, uint32_t worker,
 		if (renewal) {
 			if ((w & ~WORD_SLOT) > (nw & ~WORD_SLOT))
 				nw = w;
-		} else if ((w & ~WORD_SLOT) >= (nw & ~WORD_SLOT)) {
-			nw = ((w & ~WORD_SLOT) + 1) | (slot ? WORD_SLOT : 0);
+		} else {
+			/* Its first ID in a ms after every one the word used. */
+			if (word_ms(w) > floor_ms)
+				nw = word_end_of(slot, word_ms(w));
+			if ((w & ~WORD_SLOT) == (nw & ~WORD_SLOT))
+				nw = ((w & ~WORD_SLOT) + 1) | (slot ? WORD_SLOT : 0);
 		}
 		first_ms = word_next_ms(nw, sb);
 		if (first_ms >= valid_until_ms)
