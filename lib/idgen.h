@@ -360,14 +360,24 @@ void idgen_buffer_free(struct idgen_buffer *b);
 /*
  * A simulated generator: the module's minting and lease rules in this
  * process, for tests and benchmarks on a host whose kernel must not load
- * idgen.ko.  Never for IDs that are kept: across processes it relies on
- * the wall clock alone.  spec:
+ * idgen.ko.  Never for IDs that are kept: across a restart of the host
+ * it relies on the wall clock alone.  spec:
  *
  *   "sim" or "sim:WORKER"  a node of its own, region 0, worker 0..127,
- *       layout version 1, leased from open: its floor is the wall clock
- *       at open plus its lead bound, above every ID an earlier process
- *       could have stamped (open waits for the clock to pass it), and its
- *       fence lease_ms after the floor (0: none).  Only one process per
+ *       layout version 1, leased from open: its floor is above every ID
+ *       an earlier process of the worker stamped, and its fence lease_ms
+ *       after the floor (0: none).  Its minting word is kept in the file
+ *       LIBIDGEN_SIM_STATE_DIR "/" LIBIDGEN_SIM_LOCK_NAME "WORKER" (mode
+ *       0666, one for every user; 16 bytes: "idgensim", then the last ID
+ *       reserved as a native 64-bit ms << 22 | sequence in its low 63
+ *       bits), mapped shared, so the last ID outlives the process however
+ *       it ends: the floor is the later of that ID's millisecond and the
+ *       wall clock at open plus the lead bound (for the runs before the
+ *       file was made).  A wall clock stepped back between two runs makes
+ *       the next one refuse to mint (-ETIME) until it has caught up, as
+ *       the module does; the open does not wait.  Nothing is kept across a
+ *       restart of the host (a tmpfs) or the file's removal: then the
+ *       wall clock alone.  Only one process per
  *       worker on the host: it binds the abstract unix socket
  *       "@" LIBIDGEN_SIM_LOCK_NAME "WORKER" for its life, and a second
  *       open of the worker fails with -EBUSY; it refuses (-EEXIST) to run
@@ -393,7 +403,8 @@ void idgen_buffer_free(struct idgen_buffer *b);
  * (-ETIME), never followed back.
  *
  * idgen_sim_open(): 0, or -EINVAL, -EBUSY, -EEXIST, -ETIME (a wall clock
- * before the epoch), -EIO (FILE is not a state file), -ENOMEM,
+ * before the epoch), -EIO (FILE is not a state file, or the mark is not a
+ * mark), -EACCES and the like (the mark cannot be opened), -ENOMEM,
  * -EOPNOTSUPP (no MADV_WIPEONFORK: a child could not be told from its
  * parent), with err (when not NULL) saying why.  idgen_sim_mint(): as
  * idgen_mint(), and -ECHILD in a process other than the one that opened
@@ -410,6 +421,7 @@ void idgen_buffer_free(struct idgen_buffer *b);
 #define LIBIDGEN_SIM_MAX_LEAD_MS	10
 #define LIBIDGEN_SIM_WAIT_MS		1000
 #define LIBIDGEN_SIM_LOCK_NAME		"idgen-sim-r0-w"
+#define LIBIDGEN_SIM_STATE_DIR		"/dev/shm"
 struct idgen_sim;
 int idgen_sim_is_spec(const char *spec);
 int idgen_sim_open(const char *spec, uint64_t lease_ms, struct idgen_sim **out,

@@ -19,7 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
@@ -109,6 +112,7 @@ struct idgen_sim {
 	struct idgen_forkguard_stamp stamp;
 	uint32_t node;			/* the node form's worker */
 	int lock_fd;			/* the node's lock; -1: none (file) */
+	struct sim_mark *mark;		/* the node's mark: last is in it */
 	char *file, *tmp, *log;		/* the file form's; NULL otherwise */
 };
 
@@ -704,15 +708,98 @@ static void say(char *err, size_t errlen, const char *what)
 		snprintf(err, errlen, "%s", what);
 }
 
+/*
+ * The node's mark: its minting word in a file every run of the worker
+ * maps (MAP_SHARED), so that each mint's swap is also the record of the
+ * last ID, which outlives the process however it ends, and the next run
+ * starts above it even when the wall clock was stepped back in between.
+ * The file, LIBIDGEN_SIM_STATE_DIR "/" LIBIDGEN_SIM_LOCK_NAME "WORKER", is
+ * one for every user (mode 0666: another user's run of the worker must
+ * update it too); it lives until the host restarts (a tmpfs) or someone
+ * removes it.
+ */
+#define MARK_PATH	LIBIDGEN_SIM_STATE_DIR "/" LIBIDGEN_SIM_LOCK_NAME
+#define MARK_MAGIC	"idgensim"
+
+struct sim_mark {
+	char magic[8];
+	_Atomic uint64_t word;
+};
+
+static int map_mark(uint32_t worker, struct sim_mark **out, char *err, size_t errlen)
+{
+	char path[64];
+	struct sim_mark *m;
+	struct stat st;
+	int fd, ret;
+
+	snprintf(path, sizeof(path), MARK_PATH "%u", worker);
+	/*
+	 * Not O_CREAT first: with fs.protected_regular, O_CREAT of a file
+	 * another user made in a sticky directory fails even where its mode
+	 * lets this user write it.
+	 */
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT) {
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+		if (fd >= 0)
+			(void)fchmod(fd, 0666);		/* whatever the umask */
+		else if (errno == EEXIST)
+			fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+	}
+	if (fd < 0) {
+		ret = -errno;
+		if (err && errlen)
+			snprintf(err, errlen, "the simulated generator of region 0, worker %u "
+				 "cannot open its mark %s, the last ID of its runs: %s",
+				 worker, path, strerror(-ret));
+		return ret;
+	}
+	ret = 0;
+	if (fstat(fd, &st))
+		ret = -errno;
+	else if (!S_ISREG(st.st_mode) ||
+		 (st.st_size && st.st_size != (off_t)sizeof(*m)))
+		ret = -EIO;
+	else if (!st.st_size && ftruncate(fd, sizeof(*m)))
+		ret = -errno;
+	m = ret ? MAP_FAILED : mmap(NULL, sizeof(*m), PROT_READ | PROT_WRITE,
+				    MAP_SHARED, fd, 0);
+	if (!ret && m == MAP_FAILED)
+		ret = -errno;
+	close(fd);
+	if (!ret) {
+		static const char zero[8];
+
+		if (!memcmp(m->magic, zero, sizeof(zero)) && !atomic_load(&m->word))
+			memcpy(m->magic, MARK_MAGIC, sizeof(m->magic));	/* a new one */
+		if (memcmp(m->magic, MARK_MAGIC, sizeof(m->magic)) ||
+		    word_ms(atomic_load(&m->word)) > LIBIDGEN_MS_MAX)
+			ret = -EIO;
+		if (ret)
+			munmap(m, sizeof(*m));
+	}
+	if (ret) {
+		if (err && errlen)
+			snprintf(err, errlen, "the simulated generator of region 0, worker %u: "
+				 "%s is not its mark: %s (remove it only if no run of the "
+				 "worker has its IDs in use)", worker, path,
+				 ret == -EIO ? "not a mark file" : strerror(-ret));
+		return ret;
+	}
+	*out = m;
+	return 0;
+}
+
 static int open_node(uint32_t worker, uint64_t lease_ms, struct idgen_sim **out,
 		     char *err, size_t errlen)
 {
-	struct timespec pause = { 0, 1000000 };
-	char why[256];
+	char why[256], mark_path[64];
+	uint64_t now = sim_now(), prev;
 	struct idgen_sim *s;
-	uint64_t now = sim_now();
+	unsigned int waited;
 	struct lease l;
-	int fd;
+	int fd, ret;
 
 	if (worker >> SIM_WORKER_BITS) {
 		say(err, errlen, "the simulation's worker must be from 0 to 127");
@@ -737,6 +824,7 @@ static int open_node(uint32_t worker, uint64_t lease_ms, struct idgen_sim **out,
 		    "simulated one could mint its IDs; use /dev/idgen");
 		return -EEXIST;
 	}
+	snprintf(mark_path, sizeof(mark_path), MARK_PATH "%u", worker);
 	fd = lock_node(worker, why, sizeof(why));
 	if (fd < 0) {
 		say(err, errlen, why);
@@ -751,17 +839,48 @@ static int open_node(uint32_t worker, uint64_t lease_ms, struct idgen_sim **out,
 	sim_init(s);
 	s->lock_fd = fd;
 	s->node = worker;
+	ret = map_mark(worker, &s->mark, err, errlen);
+	if (ret) {
+		idgen_sim_close(s);
+		return ret;
+	}
+	prev = atomic_load(&s->mark->word);
+	/*
+	 * Above every ms a run before this one stamped: the last ID of the
+	 * runs since the mark was made, and (for a run before it, or when it
+	 * was lost) the most a run can have stamped ahead of the clock.
+	 * After a step back of the clock the floor is ahead of it, and
+	 * minting refuses (ETIME) until the clock has caught up: the open
+	 * does not wait for it.
+	 */
 	l = default_lease();
 	l.leased = true;
 	l.worker = worker;
-	/* Above every ms a run before this one could have stamped. */
 	l.floor_ms = now + LIBIDGEN_SIM_MAX_LEAD_MS;
+	if (word_ms(prev) > l.floor_ms)
+		l.floor_ms = word_ms(prev);
 	l.valid_until_ms = lease_ms ? l.floor_ms + lease_ms : LIBIDGEN_MS_MAX + 1;
 	if (l.valid_until_ms > LIBIDGEN_MS_MAX + 1)
 		l.valid_until_ms = LIBIDGEN_MS_MAX + 1;
+	if (l.floor_ms >= l.valid_until_ms) {
+		if (err && errlen)
+			snprintf(err, errlen, "the simulated generator of region 0, worker %u "
+				 "has used its last millisecond (%s)", worker, mark_path);
+		idgen_sim_close(s);
+		return -EOVERFLOW;
+	}
+	/* From here on, every mint's swap is the mark's update. */
+	s->last = &s->mark->word;
 	install(s, &l, l.floor_ms);
-	while (sim_now() <= l.floor_ms)
-		nanosleep(&pause, NULL);
+	/*
+	 * The clock runs up to the floor within the lead bound (a few ms):
+	 * waited for here, so that the first mint has the whole lead.  A
+	 * floor further ahead is not waited for.
+	 */
+	for (waited = 0; waited <= LIBIDGEN_SIM_MAX_LEAD_MS + 1 &&
+	     sim_now() <= l.floor_ms && l.floor_ms - sim_now() <= LIBIDGEN_SIM_MAX_LEAD_MS + 1;
+	     waited++)
+		sim_sleep_to_next_ms();
 	*out = s;
 	return 0;
 }
@@ -841,6 +960,8 @@ IDGEN_EXPORT void idgen_sim_close(struct idgen_sim *s)
 {
 	if (!s)
 		return;
+	if (s->mark)
+		munmap(s->mark, sizeof(*s->mark));
 	if (s->lock_fd >= 0)
 		close(s->lock_fd);
 	pthread_mutex_destroy(&s->change);

@@ -5,7 +5,8 @@
  * guarantees within its process: strictly increasing
  * batches of its own node, borrowing the next millisecond, never more
  * than its lead ahead of the wall clock, refusing at its fence, no ID
- * twice across threads, a restart above every ID of the run before,
+ * twice across threads, a restart above every ID of the run before
+ * (a wall clock stepped back between them too),
  * and only one process per worker on the host.
  */
 #define _GNU_SOURCE	/* unshare() */
@@ -15,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -611,6 +613,88 @@ TEST(corrupt_state_file_refused)
 	snprintf(path, sizeof(path), "%s/state.log", dir);
 	unlink(path);
 	rmdir(dir);
+}
+
+/*
+ * A run's last millisecond outlives it (/dev/shm/idgen-sim-r0-wWORKER):
+ * after the wall clock stepped back between two runs, the next run does
+ * not follow it back under the IDs of the run before.  A step back is
+ * played by a state file whose last ID is ahead of the clock.
+ */
+static void put_mark(struct __test_metadata *_metadata, unsigned int worker,
+		     uint64_t ms)
+{
+	uint64_t rec[2] = { 0, ms << 22 | ((1 << 22) - 1) };
+	char path[64];
+	int fd;
+
+	memcpy(&rec[0], "idgensim", 8);
+	snprintf(path, sizeof(path), "/dev/shm/idgen-sim-r0-w%u", worker);
+	fd = open(path, O_RDWR | O_CREAT, 0666);
+	ASSERT_LE(0, fd);
+	fchmod(fd, 0666);
+	ASSERT_EQ(sizeof(rec), pwrite(fd, rec, sizeof(rec), 0));
+	close(fd);
+}
+
+/* The millisecond of the last ID the mark holds. */
+static uint64_t get_mark(unsigned int worker)
+{
+	uint64_t rec[2] = { 0, 0 };
+	char path[64];
+	int fd;
+
+	snprintf(path, sizeof(path), "/dev/shm/idgen-sim-r0-w%u", worker);
+	fd = open(path, O_RDONLY);
+	if (fd < 0 || pread(fd, rec, sizeof(rec), 0) != sizeof(rec) ||
+	    memcmp(&rec[0], "idgensim", 8))
+		rec[1] = 0;
+	if (fd >= 0)
+		close(fd);
+	return (rec[1] & ~(1ULL << 63)) >> 22;
+}
+
+TEST(restart_after_a_step_back)
+{
+	struct idgen_decoded d;
+	struct idgen_sim *m;
+	uint64_t id, mark, t0;
+	ssize_t r;
+
+	/* A run that stamped 40 ms ahead of the clock now. */
+	mark = wall_ms() + 40;
+	put_mark(_metadata, 114, mark);
+	ASSERT_EQ(0, sim_open(&m, 114, 0));
+	t0 = wall_ms();
+	while ((r = idgen_sim_mint(m, &id, 1)) == -ETIME && wall_ms() < t0 + 2000)
+		pause_ms(1);
+	ASSERT_EQ(1, r);
+	ASSERT_EQ(0, idgen_decode(id, NULL, &d));
+	EXPECT_LT(mark, d.ms);
+	/* The mark holds it, the process still running. */
+	EXPECT_LE(d.ms, get_mark(114));
+	idgen_sim_close(m);
+
+	/* Far ahead: refused at once (ETIME), never a hang, never below it. */
+	mark = wall_ms() + 60000;
+	put_mark(_metadata, 114, mark);
+	t0 = wall_ms();
+	r = sim_open(&m, 114, 0);
+	if (!r) {
+		EXPECT_EQ(-ETIME, idgen_sim_mint(m, &id, 1));
+		idgen_sim_close(m);
+	} else {
+		EXPECT_EQ(-ETIME, r);
+	}
+	EXPECT_GT(t0 + 1500, wall_ms());
+	/* And the next run where the clock has caught up. */
+	put_mark(_metadata, 114, wall_ms() - 1000);
+	ASSERT_EQ(0, sim_open(&m, 114, 0));
+	t0 = wall_ms();
+	while ((r = idgen_sim_mint(m, &id, 1)) == -ETIME && wall_ms() < t0 + 2000)
+		pause_ms(1);
+	EXPECT_EQ(1, r);
+	idgen_sim_close(m);
 }
 
 TEST_HARNESS_MAIN
