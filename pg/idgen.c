@@ -177,11 +177,29 @@ device_kind_check(const struct stat *st)
 			 errhint("Set idgen.device to the device's path, /dev/idgen by default.")));
 }
 
-/* idgen.device = 'sim:WORKER': this backend's own simulated generator. */
+/*
+ * idgen.device = 'sim:WORKER': this backend's own simulated generator.
+ * Only that form: libidgen's "sim:FILE" has no lock, and two sessions
+ * minting from one file would repeat IDs; and a value that is neither
+ * (a space, a sign) would be taken for a file name and fail later as a
+ * missing lease.  WORKER is a plain decimal, 0 to 127, without leading
+ * zeros.
+ */
 static void sim_open(void)
 {
+	const char *w = device_path + 4;
+	size_t len = strlen(w);
 	char why[512];
 	int ret;
+
+	if (strncmp(device_path, "sim:", 4) || !len || len > 3 ||
+	    strspn(w, "0123456789") != len || (w[0] == '0' && len > 1) ||
+	    atoi(w) > 127)
+		ereport(ERROR,
+			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+			 errmsg("idgen.device \"%s\" is not a simulated worker", device_path),
+			 errdetail("In PostgreSQL a simulated generator is sim:WORKER, WORKER a decimal from 0 to 127 without sign, spaces or leading zeros; the file form sim:FILE has no lock, and sessions minting from one file would repeat IDs."),
+			 errhint("Set idgen.device to /dev/idgen, or to sim:WORKER for tests and benchmarks.")));
 
 	dev.path = strdup(device_path);
 	if (!dev.path)

@@ -127,6 +127,21 @@ else
 		test "$sim_out" = "10000 10000 t t"
 fi
 
+# Only sim:WORKER: the file form has no lock (two sessions on one file
+# repeated IDs), and a value that is neither is named, not taken for a
+# file and refused later as a missing lease (IG002).
+for bad in 'sim:/tmp/idgen-pg-sim-state' 'sim:101 ' 'sim:+5' 'sim:128' 'sim:012' 'sim'; do
+	bad_out=$("$bindir/psql" -X -q -h "$tmp" -U postgres -d postgres -tA -v VERBOSITY=verbose \
+		-c "SET idgen.device = '$bad'" -c "SELECT idgen_next()" 2>&1)
+	if grep -qF "ERROR:  22023: idgen.device \"$bad\" is not a simulated worker" <<<"$bad_out" &&
+	   ! grep -q IG002 <<<"$bad_out"; then
+		ok "idgen.device = '$bad' is refused, naming it (22023), no IG002"
+	else
+		not_ok "idgen.device = '$bad' is refused, naming it (22023), no IG002"
+		sed 's/^/# /' <<<"$bad_out"
+	fi
+done
+
 # The server's log holds no crash and no failed assertion.
 if grep -E "terminated by signal|TRAP:|PANIC" "$tmp/server.log" >"$tmp/bad.log"; then
 	not_ok "the server log shows no backend crash"
