@@ -117,6 +117,14 @@ report_device(int err)
 		break;
 	case ETIME:
 	case EAGAIN:
+		/* The simulation's lead is not the module's max_lead_ms. */
+		if (dev.sim)
+			ereport(ERROR,
+				(errcode(ERRCODE_IDGEN_CLOCK_BEHIND),
+				 errmsg("idgen cannot mint yet: the wall clock is behind the simulated generator"),
+				 errdetail("%s", what),
+				 errhint("Retry: the refusal ends when the wall clock has caught up with the simulated worker's last ID, less its %d ms lead: after a step back of the clock, about as long as the step.",
+					 LIBIDGEN_SIM_MAX_LEAD_MS)));
 		ereport(ERROR,
 			(errcode(ERRCODE_IDGEN_CLOCK_BEHIND),
 			 errmsg("idgen cannot mint yet: the wall clock is behind the generator"),

@@ -142,6 +142,40 @@ for bad in 'sim:/tmp/idgen-pg-sim-state' 'sim:101 ' 'sim:+5' 'sim:128' 'sim:012'
 	fi
 done
 
+# A wall clock stepped back between two sessions of one simulated worker:
+# the next session does not mint under the last one's IDs.  The step is
+# played by the worker's mark (/dev/shm/idgen-sim-r0-wWORKER) 60 s ahead
+# of the clock: refused with IG004 and the simulation's own hint.
+step_worker=123
+step_mark=/dev/shm/idgen-sim-r0-w$step_worker
+/usr/bin/python3 -c '
+import struct, sys, time, os
+ms = int(time.time() * 1000) - 1767225600000 + int(sys.argv[2])
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)
+os.fchmod(fd, 0o666)
+os.pwrite(fd, b"idgensim" + struct.pack("=Q", ms << 22 | (1 << 22) - 1), 0)
+os.close(fd)' "$step_mark" 60000
+step_out=$("$bindir/psql" -X -q -h "$tmp" -U postgres -d postgres -tA -v VERBOSITY=verbose \
+	-c "SET idgen.device = 'sim:$step_worker'" -c "SELECT idgen_next()" 2>&1)
+if grep -q "another simulated generator" <<<"$step_out"; then
+	tap_skip "a simulated worker's next session after a step back of the clock" \
+		"worker $step_worker is held by another process of this host"
+else
+	if grep -q "ERROR:  IG004" <<<"$step_out" && grep -q "HINT:.*simulated worker's last ID" <<<"$step_out"; then
+		ok "a simulated worker's next session after a step back of the clock: IG004, the simulation's hint"
+	else
+		not_ok "a simulated worker's next session after a step back of the clock: IG004, the simulation's hint"
+		sed 's/^/# /' <<<"$step_out"
+	fi
+fi
+# Back to the clock, for the worker's next user (no ID was minted above it).
+/usr/bin/python3 -c '
+import struct, sys, time, os
+ms = int(time.time() * 1000) - 1767225600000 + int(sys.argv[2])
+fd = os.open(sys.argv[1], os.O_RDWR)
+os.pwrite(fd, b"idgensim" + struct.pack("=Q", ms << 22 | (1 << 22) - 1), 0)
+os.close(fd)' "$step_mark" 20
+
 # The server's log holds no crash and no failed assertion.
 if grep -E "terminated by signal|TRAP:|PANIC" "$tmp/server.log" >"$tmp/bad.log"; then
 	not_ok "the server log shows no backend crash"
