@@ -12,8 +12,9 @@
 # /tmp, unix socket only, with shared_preload_libraries = 'idgen'.  Loads
 # the module and sets a lease: never run it outside a guest.
 #
-#  - the postmaster, which loaded the library, holds no descriptor of
-#    /dev/idgen
+#  - the postmaster loads the library and mints from it before forking
+#    any backend (tests/vm/pg_premint.c, preloaded after it): no backend
+#    hands out an ID of the postmaster's read (its buffer, inherited)
 #  - 8 concurrent sessions insert 10^5 rows each into a table whose key is
 #    DEFAULT idgen_next(), one INSERT ... SELECT FROM generate_series per
 #    session (what runs in reasonable time under TCG): every ID unique,
@@ -24,8 +25,9 @@
 #    8 at a time: no ID handed out twice
 #  - the lease revoked (idgenctl lease revoke) while 4 sessions insert
 #    batches of 500 rows, one statement each: the inserts then fail with
-#    IG002, no batch is half-written (a failed statement's rows are
-#    absent), and no ID is past the last millisecond the revoke reported
+#    IG002, and no ID is past the last millisecond the revoke reported.
+#    (Whether a failed batch is half-written is not checked: a statement
+#    is atomic, so such a check could not fail.)
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -79,8 +81,13 @@ overlay() {	# overlay DIR FILE...
 		cp -rs "$work/real$name/." "$work/copy$name/" && cp "$@" "$work/copy$name/" &&
 		mount --bind "$work/copy$name" "$dir"
 }
+# The postmaster's minting library, built here against the server's headers.
+check "tests/vm/pg_premint.c built" \
+	cc -O2 -Wall -Werror -shared -fPIC -I"$("$bindir/pg_config" --includedir-server)" \
+		-o "$work/pg_premint.so" "$top/tests/vm/pg_premint.c"
 check "the extension laid over $pkglibdir and $extdir (tmpfs, the guest's alone)" \
-	eval 'overlay "$pkglibdir" "$lib" && overlay "$extdir" "$(dirname "$control")"/idgen*'
+	eval 'overlay "$pkglibdir" "$lib" "$work/pg_premint.so" &&
+	      overlay "$extdir" "$(dirname "$control")"/idgen*'
 
 check "insmod $(basename "$module")" insmod "$module"
 check "a lease: region $region, worker $worker" \
@@ -90,19 +97,24 @@ if runuser -u postgres -- "$bindir/initdb" -D "$data" -U postgres --auth=trust \
 	--no-sync -E UTF8 --locale=C >"$work/initdb.log" 2>&1 &&
    runuser -u postgres -- "$bindir/pg_ctl" -D "$data" -w -t 120 -l "$work/server.log" \
 	-o "-c listen_addresses= -c unix_socket_directories=$work -c fsync=off \
-	    -c synchronous_commit=off -c shared_preload_libraries=idgen -c max_connections=40" \
+	    -c synchronous_commit=off -c shared_preload_libraries=idgen,pg_premint -c max_connections=40" \
 	start >/dev/null 2>&1; then
-	ok "a server with shared_preload_libraries = 'idgen' ($("$bindir/postgres" --version))"
+	ok "a server with shared_preload_libraries = 'idgen, pg_premint' ($("$bindir/postgres" --version))"
 else
-	not_ok "a server with shared_preload_libraries = 'idgen'"
+	not_ok "a server with shared_preload_libraries = 'idgen, pg_premint'"
 	sed 's/^/# /' "$work"/*.log
 	exit 1
 fi
 check "CREATE EXTENSION idgen" psql -c "CREATE EXTENSION idgen"
 
 postmaster=$(head -n 1 "$data/postmaster.pid")
-check "the postmaster ($postmaster), which loaded the library, has no descriptor of /dev/idgen" \
-	eval '! ls -l /proc/$postmaster/fd | grep -q /dev/idgen'
+premint=$(grep -Eo 'pg_premint: the postmaster minted [0-9]+' "$work/server.log" | grep -Eo '[0-9]+$')
+check "the postmaster ($postmaster) minted before forking (${premint:-nothing}), its device still open" \
+	eval '[ -n "$premint" ] && ls -l /proc/$postmaster/fd | grep -q /dev/idgen'
+# What a backend would hand out from the postmaster's buffer, inherited:
+# the rest of that read (idgen.buffer_size, 32 by default, consecutive
+# within its millisecond).
+inherited="id BETWEEN ${premint:-0} AND ${premint:-0} + 32"
 
 # ---- 8 sessions at once -----------------------------------------------
 psql -c "CREATE TABLE t (id bigint PRIMARY KEY DEFAULT idgen_next(),
@@ -140,6 +152,8 @@ wait
 check "40 backends forked from the preloading postmaster, 500 IDs each: none twice" \
 	test "$(q "SELECT count(*) || ' ' || count(DISTINCT id) || ' ' || count(DISTINCT backend) FROM f")" \
 	= "20000 20000 40"
+check "no backend handed out an ID of the postmaster's read" \
+	test "$(q "SELECT (SELECT count(*) FROM f WHERE $inherited) + (SELECT count(*) FROM t WHERE $inherited)")" = 0
 
 # ---- the lease revoked mid-load ---------------------------------------
 psql -c "CREATE TABLE r (id bigint PRIMARY KEY DEFAULT idgen_next(),
@@ -171,9 +185,6 @@ other=$(cat "$work"/revoke.*.log | grep 'ERROR:' | grep -vc 'ERROR:  IG002:')
 check "... and with nothing else ($other other errors)" test "$other" = 0
 [ "$other" = 0 ] || grep -h 'ERROR:' "$work"/revoke.*.log | grep -v IG002 | sort | uniq -c | sed 's/^/# /'
 grep -h -m1 -A2 'ERROR:  IG002:' "$work"/revoke.*.log | head -n 3 | sed 's/^/# /'
-check "no batch half-written: each is all 500 rows or absent" \
-	test "$(q "SELECT count(*) FROM (SELECT session, batch FROM r GROUP BY 1, 2
-					HAVING count(*) <> 500) x")" = 0
 if [ -n "$last_ms" ]; then
 	check "no ID past the last millisecond the revoke reported ($last_ms)" \
 		test "$(q "SELECT count(*) FROM r WHERE (id >> 22) > $last_ms")" = 0
