@@ -4,7 +4,7 @@
 # run.sh [bookworm|trixie]: idgen on a host as an operator runs it.  Prints
 # TAP.  Run as root (chroot, loop mounts), from anywhere.
 #
-# The host is a Debian root made from the archive (scripts/build-root.sh,
+# The host is a Debian root made from the archive (scripts/build/build-root.sh,
 # with systemd-sysv, systemd-timesyncd, the stock kernel and its headers,
 # DKMS and the release's PostgreSQL), the previous version's packages
 # installed into it with apt, made into a disk image and booted in a QEMU
