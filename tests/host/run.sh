@@ -146,10 +146,30 @@ build_debs() {
 		sed -i "s/^PACKAGE_VERSION=.*/PACKAGE_VERSION=\"$v\"/" "$dir/src/dkms.conf"
 		sed -i -n "/^idgen ($v)/,\$p" "$dir/src/debian/changelog"
 	fi
-	(cd "$dir/src" && dpkg-buildpackage -us -uc -b -j2) >"$dir/build.log" 2>&1 ||
-		{ tail -n 30 "$dir/build.log"; return 1; }
+	if [ -n "$build_root" ]; then
+		# In the release's own root, as its buildd would build them.
+		local in=$build_root/tmp/idgen-host-build
+		rm -rf "$in" && mkdir -p "$in" && cp -a "$dir/src" "$in/src" || return 1
+		chroot "$build_root" sh -c 'cd /tmp/idgen-host-build/src && dpkg-buildpackage -us -uc -b -j2' \
+			>"$dir/build.log" 2>&1 || { tail -n 30 "$dir/build.log"; return 1; }
+		cp "$in"/*.deb "$dir/" && rm -rf "$in" || return 1
+	else
+		(cd "$dir/src" && dpkg-buildpackage -us -uc -b -j2) >"$dir/build.log" 2>&1 ||
+			{ tail -n 30 "$dir/build.log"; return 1; }
+	fi
 	rm -f "$dir"/*-dbgsym_*.deb
 }
+# Debian 12's packages are built on this machine, a Debian 12 one; Debian
+# 13's in a Debian 13 root with the build dependencies (its compiler, its
+# 64-bit time_t library names, its PostgreSQL 17).
+build_root=
+if [ "$suite" != bookworm ]; then
+	build_root=$("$top/scripts/build/build-root.sh" "$suite" dpkg-dev debhelper dh-dkms \
+		pkgconf systemd-dev libnl-genl-3-dev libcurl4-openssl-dev libjson-c-dev libssl-dev \
+		libmicrohttpd-dev libnghttp2-dev libprotobuf-c-dev protobuf-c-compiler \
+		libprotobuf-dev postgresql-server-dev-all 2>"$work/build-root.log") ||
+		{ tail -n 20 "$work/build-root.log"; not_ok "a $suite root to build the packages in"; bail; }
+fi
 tap_step "the packages of $version built" build_debs "$work/new" "$version" || bail
 tap_step "the packages of the version before, $prev, built" build_debs "$work/old" "$prev" || bail
 
@@ -189,8 +209,9 @@ make_disk() {
 		return 1
 	# The new kernel's packages, downloaded into the cached root once: the
 	# guest has no archive to reach.
-	chroot "$base" env DEBIAN_FRONTEND=noninteractive apt-get -q install --download-only -y \
-		"${new_kernel[@]}" >"$work/download.log" 2>&1 || { tail "$work/download.log"; return 1; }
+	{ chroot "$base" apt-get -q update &&
+		chroot "$base" env DEBIAN_FRONTEND=noninteractive apt-get -q install --download-only -y \
+			"${new_kernel[@]}"; } >"$work/download.log" 2>&1 || { tail "$work/download.log"; return 1; }
 	cp -a "$base" "$root" && root_mount || return 1
 	file_list "$root" >"$work/files.before"
 	# Each build as dpkg-buildpackage leaves it: the packages in the
