@@ -162,14 +162,7 @@ section=$work/section.md
 	echo "| (c) p99 with a frozen host, buffer 32 | $(field frozen-on p99_us) us | <= 3000 us | $(goal "$(field frozen-on p99_us)" '<=' 3000) |"
 } >"$section"
 
-# In place of the section a run before wrote, wherever it is.
 results=$out/results.md
-[ -f "$results" ] || echo "# idgen benchmarks" >"$results"
-awk -v h="## Client: libidgen-client on the host" '
-	$0 == h { skip = 1; next }
-	skip && /^## / { skip = 0 }
-	!skip' "$results" >"$work/results.md"
-sed -e :a -e '/^\n*$/{$d;N;ba' -e '}' "$work/results.md" >"$results"	# no trailing blank lines
-{ echo; cat "$section"; } >>"$results"
+scripts/bench/results-section.sh "$results" "## Client: libidgen-client on the host" "$section"
 echo "wrote the client section of $results"
 cat "$section"

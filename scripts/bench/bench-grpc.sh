@@ -247,11 +247,6 @@ section=$work/section.md
 } >"$section"
 
 results=$out/results.md
-[ -f "$results" ] || echo "# idgen benchmarks" >"$results"
-awk -v h="## gRPC: idgen-httpd on the host" '$0 == h { skip = 1; next }
-	skip && /^## / { skip = 0 } !skip' "$results" >"$work/results.md"
-cp "$work/results.md" "$results"
-sed -i -e :a -e '/^\n*$/{$d;N;ba' -e '}' "$results"	# no trailing blank lines
-{ echo; cat "$section"; } >>"$results"
+scripts/bench/results-section.sh "$results" "## gRPC: idgen-httpd on the host" "$section"
 echo "wrote the gRPC section of $results"
 cat "$section"

@@ -448,14 +448,7 @@ plot "$out/http.dat" using 4:2 with linespoints title "idgen-httpd", \
      2000 with lines dashtype 3 title "p999 goal 2 ms"
 GNUPLOT
 
-# In place of the section a run before wrote, or after the guest's report.
 results=$out/results.md
-[ -f "$results" ] || echo "# idgen benchmarks" >"$results"
-# (Its own section only: scripts/bench/bench-client.sh's may follow it.)
-awk -v h="## HTTP: idgen-httpd on the host" '$0 == h { skip = 1; next }
-	skip && /^## / { skip = 0 } !skip' "$results" >"$work/results.md"
-cp "$work/results.md" "$results"
-sed -i -e :a -e '/^\n*$/{$d;N;ba' -e '}' "$results"	# no trailing blank lines
-{ echo; cat "$section"; } >>"$results"
+scripts/bench/results-section.sh "$results" "## HTTP: idgen-httpd on the host" "$section"
 echo "wrote the HTTP section of $results, $out/http.dat, $out/http.png"
 cat "$section"

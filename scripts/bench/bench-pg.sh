@@ -268,14 +268,7 @@ plot "$out/pg.dat" using (\$1/1e6):(\$2/1048576) with linespoints title "bigseri
      "$out/pg.dat" using (\$1/1e6):(\$5/1048576) with linespoints title "Instagram-style PL/pgSQL"
 GNUPLOT
 
-# In place of the section a run before wrote, wherever it is.
 results=$out/results.md
-[ -f "$results" ] || echo "# idgen benchmarks" >"$results"
-awk -v h="## PostgreSQL: what IDs do to the index" '
-	$0 == h { skip = 1; next }
-	skip && /^## / { skip = 0 }
-	!skip' "$results" >"$work/results.md"
-sed -e :a -e '/^\n*$/{$d;N;ba' -e '}' "$work/results.md" >"$results"	# no trailing blank lines
-{ echo; cat "$section"; } >>"$results"
+scripts/bench/results-section.sh "$results" "## PostgreSQL: what IDs do to the index" "$section"
 echo "wrote the PostgreSQL section of $results, $out/pg.dat, $out/pg.png"
 cat "$section"
