@@ -15,6 +15,7 @@ an answer to another ID (a command given up on earlier) is skipped.
 """
 import argparse
 import base64
+import errno
 import os
 import re
 import socket
@@ -24,14 +25,22 @@ import time
 ANSWER = re.compile(rb"@@([0-9A-Za-z]+) (-?[0-9]+) ([A-Za-z0-9+/=]*)@@")
 
 
+# What connect() answers while QEMU has not made the socket yet, or while
+# it is between two guests: worth waiting out.  Anything else (a path too
+# long for AF_UNIX, a permission) will not change by waiting.
+NOT_UP_YET = (errno.ENOENT, errno.ECONNREFUSED, errno.EAGAIN)
+
+
 def connect(path, deadline):
     while True:
         s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         try:
             s.connect(path)
             return s
-        except OSError:
+        except OSError as e:
             s.close()
+            if e.errno not in NOT_UP_YET:
+                sys.exit(f"guest.py: {path}: {e.strerror or e}")
             if time.monotonic() >= deadline:
                 return None
             time.sleep(0.2)

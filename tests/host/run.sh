@@ -89,7 +89,10 @@ here=$top/tests/host
 
 pkg_begin "host-$suite"
 img=$work/disk.img
-sock=$work/agent.sock
+# The command channel's socket goes in a short directory of its own, never
+# under the checkout: an AF_UNIX path holds at most 107 bytes.
+sockdir=$(mktemp -d /tmp/idgen-host.XXXXXX) || exit 1
+sock=$sockdir/agent.sock
 mnt=$work/mnt
 mintlog=$work/minted
 extra_ids=$work/ids-other
@@ -108,6 +111,7 @@ host_cleanup() {
 	[ -f "$work/chronyd.pid" ] && kill "$(cat "$work/chronyd.pid")" 2>/dev/null
 	mountpoint -q "$mnt" 2>/dev/null && umount -R "$mnt"
 	etcd_cleanup
+	rm -rf "$sockdir"
 	if [ -n "${HOST_KEEP:-}" ]; then
 		mkdir -p "$HOST_KEEP" && cp "$work"/*.log "$mintlog" "$extra_ids" "$HOST_KEEP/" 2>/dev/null
 	fi
