@@ -367,21 +367,28 @@ void idgen_buffer_free(struct idgen_buffer *b);
  *       layout version 1, leased from open: its floor is above every ID
  *       an earlier process of the worker stamped, and its fence lease_ms
  *       after the floor (0: none).  Its minting word is kept in the file
- *       LIBIDGEN_SIM_STATE_DIR "/" LIBIDGEN_SIM_LOCK_NAME "WORKER" (mode
- *       0666, one for every user; 16 bytes: "idgensim", then the last ID
- *       reserved as a native 64-bit ms << 22 | sequence in its low 63
- *       bits), mapped shared, so the last ID outlives the process however
- *       it ends: the floor is the later of that ID's millisecond and the
- *       wall clock at open plus the lead bound (for the runs before the
- *       file was made).  A wall clock stepped back between two runs makes
- *       the next one refuse to mint (-ETIME) until it has caught up, as
- *       the module does; the open does not wait.  Nothing is kept across a
- *       restart of the host (a tmpfs) or the file's removal: then the
- *       wall clock alone.  Only one process per
- *       worker on the host: it binds the abstract unix socket
- *       "@" LIBIDGEN_SIM_LOCK_NAME "WORKER" for its life, and a second
- *       open of the worker fails with -EBUSY; it refuses (-EEXIST) to run
- *       beside a real generator (/dev/idgen or the module loaded).  Its
+ *       LIBIDGEN_SIM_STATE_DIR "/" LIBIDGEN_SIM_LOCK_NAME "WORKER" (16
+ *       bytes: "idgensim", then the last ID reserved as a native 64-bit
+ *       ms << 22 | sequence in its low 63 bits), mapped shared, so the
+ *       last ID outlives the process however it ends: the floor is the
+ *       later of that ID's millisecond and the wall clock at open plus
+ *       the lead bound (for the runs before the file was made), and the
+ *       word is only ever raised.  A wall clock stepped back between two
+ *       runs makes the next one refuse to mint (-ETIME) until it has
+ *       caught up, as the module does; the open does not wait.  Nothing
+ *       is kept across a restart of the host (a tmpfs) or the file's
+ *       removal: then the wall clock alone.  Whoever could write the
+ *       file could replay its IDs: it is made 0600, opened with
+ *       O_NOFOLLOW (-ELOOP for a link), and refused (-EPERM) when another
+ *       user owns it or anyone but its owner may open it.  Only one
+ *       process per worker on the host: it holds flock(2) on the file
+ *       for its life, seen from every network namespace, and a second
+ *       open of the worker fails with -EBUSY (a container with a /dev/shm
+ *       of its own is another host).  A systemd dynamic user (uid 61184
+ *       to 65519: DynamicUser=, which implies RemoveIPC=, removing the
+ *       file whenever its service stops) is refused (-EPERM).  It refuses
+ *       (-EEXIST) to run beside a real generator (/dev/idgen or the
+ *       module loaded).  Its
  *       lease may be renewed and revoked; only its own node's is taken
  *       (-EPERM).
  *   "sim:FILE"  (anything but a number) the lease side of a host, kept in
@@ -391,7 +398,9 @@ void idgen_buffer_free(struct idgen_buffer *b);
  *       "<ms> revoke-idle last=L"; a push logged before it takes effect,
  *       a revoke after).  No lease until one is set; every millisecond
  *       below the fence and up to now counts as minted, the worst case for
- *       the next holder.  Not for several threads.
+ *       the next holder.  Not for several threads.  FILE, FILE.tmp and
+ *       FILE.log are refused (-EPERM) when another user owns them or
+ *       others may write them, never followed through a link (-ELOOP).
  *
  * Minting is the module's: one compare-and-swap on a word that holds the
  * millisecond and the sequence reserves a strictly increasing batch above

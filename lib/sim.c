@@ -21,9 +21,8 @@
 #include <string.h>
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/socket.h>
+#include <sys/file.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -211,6 +210,48 @@ static void file_advance(struct idgen_sim *s)
 }
 
 /*
+ * Whoever else may write a generator's state could make it mint again
+ * what it minted: a file that another user owns, or that a user other
+ * than its owner may open as @others says (022: write, 077: open at all),
+ * is none of this process's.
+ */
+static bool foreign(const struct stat *st, mode_t others)
+{
+	return st->st_uid != geteuid() || (st->st_mode & others);
+}
+
+/*
+ * The file form's files, opened as fopen() would but never through a
+ * symbolic link, made 0600, and refused (EPERM) when foreign().
+ */
+static FILE *file_open(const char *path, int flags, mode_t others)
+{
+	struct stat st;
+	int fd, err = 0;
+	FILE *f;
+
+	/* Truncated only once it is known to be this process's own. */
+	fd = open(path, (flags & ~O_TRUNC) | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st))
+		err = errno;
+	else if (!S_ISREG(st.st_mode))
+		err = EIO;
+	else if (foreign(&st, others))
+		err = EPERM;
+	else if ((flags & O_TRUNC) && ftruncate(fd, 0))
+		err = errno;
+	f = err ? NULL : fdopen(fd, flags & O_APPEND ? "a" : flags & O_WRONLY ? "w" : "r");
+	if (!f) {
+		err = err ? err : errno;
+		close(fd);
+		errno = err;
+	}
+	return f;
+}
+
+/*
  * The state file: "leased region worker floor until last R W S", one
  * line, replaced whole (rename) at every change.
  */
@@ -259,7 +300,7 @@ static int file_load(struct idgen_sim *s)
 
 	if (!s->file)
 		return 0;
-	f = fopen(s->file, "r");
+	f = file_open(s->file, O_RDONLY, 022);
 	if (!f) {
 		if (errno != ENOENT)
 			return -errno;
@@ -297,7 +338,7 @@ static int file_store(struct idgen_sim *s)
 	if (!s->file)
 		return 0;
 	l = current(s, &w);
-	f = fopen(s->tmp, "w");
+	f = file_open(s->tmp, O_WRONLY | O_CREAT | O_TRUNC, 022);
 	if (!f)
 		return -errno;
 	fprintf(f, "%u %" PRIu32 " %" PRIu32 " %" PRIu64 " %" PRIu64 " %" PRIu64
@@ -319,7 +360,7 @@ static void file_log(struct idgen_sim *s, const char *fmt, ...)
 
 	if (!s->log)
 		return;
-	f = fopen(s->log, "a");
+	f = file_open(s->log, O_WRONLY | O_CREAT | O_APPEND, 022);
 	if (!f)
 		return;
 	fprintf(f, "%" PRIu64 " ", sim_now());
@@ -656,52 +697,6 @@ static void sim_init(struct idgen_sim *s)
 	s->stamp = idgen_forkguard_stamp();
 }
 
-/*
- * One minting simulation per node on the host: two of one worker would
- * mint the same IDs.  The lock is a name in the abstract socket namespace
- * ("@idgen-sim-r0-wWORKER", unix(7)), bound for the process's life: one
- * name for every user, environment and directory on the host (its network
- * namespace), which no file system clean-up can remove and which the
- * kernel lets go when the process ends however it ends.  A file's lock
- * could be neither.  The abstract namespace is one per network namespace:
- * a simulation in another one (a container's, unshare -n) does not see
- * this lock.
- */
-static int lock_node(uint32_t worker, char *err, size_t errlen)
-{
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	socklen_t len;
-	int fd, ret;
-
-	/* sun_path[0] stays 0: the abstract namespace. */
-	len = offsetof(struct sockaddr_un, sun_path) + 1 +
-	      snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
-		       LIBIDGEN_SIM_LOCK_NAME "%u", worker);
-	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "the simulated generator of region 0, worker %u "
-			 "cannot make its lock (a unix socket): %s", worker, strerror(-ret));
-		return ret;
-	}
-	if (bind(fd, (struct sockaddr *)&sa, len)) {
-		ret = -errno;
-		close(fd);
-		if (ret == -EADDRINUSE) {
-			snprintf(err, errlen, "another simulated generator of region 0, "
-				 "worker %u runs on this host (it holds @" LIBIDGEN_SIM_LOCK_NAME
-				 "%u): two would mint the same IDs; give each its own worker",
-				 worker, worker);
-			return -EBUSY;
-		}
-		snprintf(err, errlen, "the simulated generator of region 0, worker %u "
-			 "cannot take its lock @" LIBIDGEN_SIM_LOCK_NAME "%u: %s", worker,
-			 worker, strerror(-ret));
-		return ret;
-	}
-	return fd;
-}
-
 static void say(char *err, size_t errlen, const char *what)
 {
 	if (err && errlen)
@@ -709,14 +704,21 @@ static void say(char *err, size_t errlen, const char *what)
 }
 
 /*
- * The node's mark: its minting word in a file every run of the worker
+ * The node's state: its minting word in a file every run of the worker
  * maps (MAP_SHARED), so that each mint's swap is also the record of the
  * last ID, which outlives the process however it ends, and the next run
  * starts above it even when the wall clock was stepped back in between.
- * The file, LIBIDGEN_SIM_STATE_DIR "/" LIBIDGEN_SIM_LOCK_NAME "WORKER", is
- * one for every user (mode 0666: another user's run of the worker must
- * update it too); it lives until the host restarts (a tmpfs) or someone
- * removes it.
+ * The file, LIBIDGEN_SIM_STATE_DIR "/" LIBIDGEN_SIM_LOCK_NAME "WORKER",
+ * lives until the host restarts (a tmpfs) or someone removes it.
+ *
+ * Whoever can write the file can make the process mint again what it
+ * minted: it is its owner's alone (mode 0600, made so, and refused when
+ * another user owns it or anyone else may open it), opened without
+ * following a link.  It is also the lock: one minting simulation per
+ * worker, held by flock(2) on the file for the process's life, which the
+ * kernel lets go however the process ends, and which every process that
+ * sees this /dev/shm sees, whatever its network namespace.  A container
+ * with a /dev/shm of its own is another host to it.
  */
 #define MARK_PATH	LIBIDGEN_SIM_STATE_DIR "/" LIBIDGEN_SIM_LOCK_NAME
 #define MARK_MAGIC	"idgensim"
@@ -726,40 +728,98 @@ struct sim_mark {
 	_Atomic uint64_t word;
 };
 
-static int map_mark(uint32_t worker, struct sim_mark **out, char *err, size_t errlen)
-{
-	char path[64];
-	struct sim_mark *m;
-	struct stat st;
-	int fd, ret;
+/*
+ * systemd's dynamic users (DynamicUser=, systemd.exec(5)): their IPC,
+ * the state file among it, is removed whenever the service stops
+ * (RemoveIPC=, implied), and the next start would trust the wall clock
+ * alone.
+ */
+#define DYNAMIC_UID_MIN	61184
+#define DYNAMIC_UID_MAX	65519
 
-	snprintf(path, sizeof(path), MARK_PATH "%u", worker);
-	/*
-	 * Not O_CREAT first: with fs.protected_regular, O_CREAT of a file
-	 * another user made in a sticky directory fails even where its mode
-	 * lets this user write it.
-	 */
+/* Opens, checks and locks the state file; its descriptor, or -errno. */
+static int open_state(uint32_t worker, const char *path, char *err, size_t errlen)
+{
+	struct stat st, now;
+	int fd, ret, tries = 0;
+
+again:
 	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == ENOENT) {
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-		if (fd >= 0)
-			(void)fchmod(fd, 0666);		/* whatever the umask */
-		else if (errno == EEXIST)
-			fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
-	}
+	if (fd < 0 && errno == ENOENT)
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0 && errno == EEXIST)
+		fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
-		if (err && errlen)
-			snprintf(err, errlen, "the simulated generator of region 0, worker %u "
-				 "cannot open its mark %s, the last ID of its runs: %s",
-				 worker, path, strerror(-ret));
+		snprintf(err, errlen, "the simulated generator of region 0, worker %u "
+			 "cannot open its state %s: %s", worker, path,
+			 ret == -ELOOP ? "a symbolic link" : strerror(-ret));
 		return ret;
 	}
-	ret = 0;
+	if (fstat(fd, &st)) {
+		ret = -errno;
+		snprintf(err, errlen, "the simulated generator of region 0, worker %u: "
+			 "%s: %s", worker, path, strerror(-ret));
+		goto fail;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		ret = -EIO;
+		snprintf(err, errlen, "the simulated generator of region 0, worker %u: "
+			 "%s is not a regular file", worker, path);
+		goto fail;
+	}
+	if (foreign(&st, 077)) {
+		ret = -EPERM;
+		snprintf(err, errlen, "the simulated generator of region 0, worker %u: "
+			 "%s has uid %u, mode %04o; only uid %u's own, mode 0600, is "
+			 "used: whoever else may write it could replay its IDs", worker, path, (unsigned int)st.st_uid,
+			 (unsigned int)(st.st_mode & 07777), (unsigned int)geteuid());
+		goto fail;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB)) {
+		ret = errno == EWOULDBLOCK ? -EBUSY : -errno;
+		if (ret == -EBUSY)
+			snprintf(err, errlen, "another simulated generator of region 0, "
+				 "worker %u runs on this host (it holds the lock on %s): "
+				 "two would mint the same IDs; give each its own worker",
+				 worker, path);
+		else
+			snprintf(err, errlen, "the simulated generator of region 0, worker "
+				 "%u cannot lock %s: %s", worker, path, strerror(-ret));
+		goto fail;
+	}
+	/*
+	 * Removed between the open and the lock (its owner tidying up): the
+	 * lock is on a file the next opener will not see.  The name's file
+	 * is opened again.
+	 */
+	if (lstat(path, &now) || now.st_dev != st.st_dev || now.st_ino != st.st_ino) {
+		close(fd);
+		if (++tries < 3)
+			goto again;
+		snprintf(err, errlen, "the simulated generator of region 0, worker %u: "
+			 "%s is being removed and made again", worker, path);
+		return -EBUSY;
+	}
+	return fd;
+fail:
+	close(fd);
+	return ret;
+}
+
+/* Maps the locked state file fd; 0, or -errno with err said. */
+static int map_mark(int fd, uint32_t worker, const char *path,
+		    struct sim_mark **out, char *err, size_t errlen)
+{
+	static const char zero[8];
+	struct sim_mark *m;
+	struct stat st;
+	int ret = 0;
+
+	/* Checked again under the lock: a new file is sized by its locker. */
 	if (fstat(fd, &st))
 		ret = -errno;
-	else if (!S_ISREG(st.st_mode) ||
-		 (st.st_size && st.st_size != (off_t)sizeof(*m)))
+	else if (st.st_size && st.st_size != (off_t)sizeof(*m))
 		ret = -EIO;
 	else if (!st.st_size && ftruncate(fd, sizeof(*m)))
 		ret = -errno;
@@ -767,10 +827,7 @@ static int map_mark(uint32_t worker, struct sim_mark **out, char *err, size_t er
 				    MAP_SHARED, fd, 0);
 	if (!ret && m == MAP_FAILED)
 		ret = -errno;
-	close(fd);
 	if (!ret) {
-		static const char zero[8];
-
 		if (!memcmp(m->magic, zero, sizeof(zero)) && !atomic_load(&m->word))
 			memcpy(m->magic, MARK_MAGIC, sizeof(m->magic));	/* a new one */
 		if (memcmp(m->magic, MARK_MAGIC, sizeof(m->magic)) ||
@@ -780,21 +837,33 @@ static int map_mark(uint32_t worker, struct sim_mark **out, char *err, size_t er
 			munmap(m, sizeof(*m));
 	}
 	if (ret) {
-		if (err && errlen)
-			snprintf(err, errlen, "the simulated generator of region 0, worker %u: "
-				 "%s is not its mark: %s (remove it only if no run of the "
-				 "worker has its IDs in use)", worker, path,
-				 ret == -EIO ? "not a mark file" : strerror(-ret));
+		snprintf(err, errlen, "the simulated generator of region 0, worker %u: "
+			 "%s is not its state: %s (remove it only if no run of the "
+			 "worker has its IDs in use)", worker, path,
+			 ret == -EIO ? "not a state file" : strerror(-ret));
 		return ret;
 	}
 	*out = m;
 	return 0;
 }
 
+/*
+ * The word only ever moves up: raised to at least w, and put on the
+ * record of slot 0, the only one a new process has written.
+ */
+static void mark_raise(_Atomic uint64_t *word, uint64_t w)
+{
+	uint64_t old = atomic_load(word), nw;
+
+	do {
+		nw = (old & ~WORD_SLOT) > (w & ~WORD_SLOT) ? old & ~WORD_SLOT : w & ~WORD_SLOT;
+	} while (!atomic_compare_exchange_weak(word, &old, nw));
+}
+
 static int open_node(uint32_t worker, uint64_t lease_ms, struct idgen_sim **out,
 		     char *err, size_t errlen)
 {
-	char why[256], mark_path[64];
+	char why[512], mark_path[64];
 	uint64_t now = sim_now(), prev;
 	struct idgen_sim *s;
 	unsigned int waited;
@@ -824,8 +893,15 @@ static int open_node(uint32_t worker, uint64_t lease_ms, struct idgen_sim **out,
 		    "simulated one could mint its IDs; use /dev/idgen");
 		return -EEXIST;
 	}
+	if (geteuid() >= DYNAMIC_UID_MIN && geteuid() <= DYNAMIC_UID_MAX) {
+		say(err, errlen, "a simulated generator run by a dynamic user "
+		    "(systemd's DynamicUser=, which implies RemoveIPC=) loses its state "
+		    "whenever the service stops, and would then trust the wall clock "
+		    "alone: run it as a user of its own");
+		return -EPERM;
+	}
 	snprintf(mark_path, sizeof(mark_path), MARK_PATH "%u", worker);
-	fd = lock_node(worker, why, sizeof(why));
+	fd = open_state(worker, mark_path, why, sizeof(why));
 	if (fd < 0) {
 		say(err, errlen, why);
 		return fd;
@@ -839,7 +915,7 @@ static int open_node(uint32_t worker, uint64_t lease_ms, struct idgen_sim **out,
 	sim_init(s);
 	s->lock_fd = fd;
 	s->node = worker;
-	ret = map_mark(worker, &s->mark, err, errlen);
+	ret = map_mark(fd, worker, mark_path, &s->mark, err, errlen);
 	if (ret) {
 		idgen_sim_close(s);
 		return ret;
@@ -870,8 +946,9 @@ static int open_node(uint32_t worker, uint64_t lease_ms, struct idgen_sim **out,
 		return -EOVERFLOW;
 	}
 	/* From here on, every mint's swap is the mark's update. */
+	lease_write(&s->lease[0], &l);
+	mark_raise(&s->mark->word, word_end_of(0, l.floor_ms));
 	s->last = &s->mark->word;
-	install(s, &l, l.floor_ms);
 	/*
 	 * The clock runs up to the floor within the lead bound (a few ms):
 	 * waited for here, so that the first mint has the whole lead.  A

@@ -76,18 +76,6 @@ static const struct minter_ops sim_ops = {
 	.close = sim_close,
 };
 
-/* Whether this process shares its network namespace with PID 1's. */
-static bool same_netns_as_init(void)
-{
-	char mine[64], init[64];
-	ssize_t a, b;
-
-	a = readlink("/proc/self/ns/net", mine, sizeof(mine));
-	b = readlink("/proc/1/ns/net", init, sizeof(init));
-	/* Unreadable (no /proc, PID 1 not ours to see): no warning. */
-	return a <= 0 || b <= 0 || (a == b && !memcmp(mine, init, a));
-}
-
 static int sim_open(struct minter *m, uint32_t worker, uint64_t lease_ms,
 		    char *err, size_t errlen)
 {
@@ -99,12 +87,6 @@ static int sim_open(struct minter *m, uint32_t worker, uint64_t lease_ms,
 	ret = idgen_sim_open(spec, lease_ms, &s, err, errlen);
 	if (ret)
 		return ret;
-	/* The node's lock is a name in the abstract namespace: per netns. */
-	if (!same_netns_as_init())
-		log_warn("simulated generator: this process is in a network namespace "
-			 "of its own, and its lock @" LIBIDGEN_SIM_LOCK_NAME "%" PRIu32
-			 " holds only there: a simulation of worker %" PRIu32
-			 " in another namespace would mint the same IDs", worker, worker);
 	m->ops = &sim_ops;
 	m->ctx = s;
 	snprintf(m->name, sizeof(m->name), "sim:%" PRIu32, worker);

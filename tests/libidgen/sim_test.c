@@ -242,7 +242,7 @@ TEST(threads_never_share_an_id)
  */
 TEST(one_process_per_worker)
 {
-	const char *lock = "@" LIBIDGEN_SIM_LOCK_NAME "116";
+	const char *lock = LIBIDGEN_SIM_STATE_DIR "/" LIBIDGEN_SIM_LOCK_NAME "116";
 	char dir[] = "/tmp/sim_test.XXXXXX";
 	int held[2], done[2], status;
 	struct idgen_sim *m, *other;
@@ -630,9 +630,8 @@ static void put_mark(struct __test_metadata *_metadata, unsigned int worker,
 
 	memcpy(&rec[0], "idgensim", 8);
 	snprintf(path, sizeof(path), "/dev/shm/idgen-sim-r0-w%u", worker);
-	fd = open(path, O_RDWR | O_CREAT, 0666);
+	fd = open(path, O_RDWR | O_CREAT, 0600);
 	ASSERT_LE(0, fd);
-	fchmod(fd, 0666);
 	ASSERT_EQ(sizeof(rec), pwrite(fd, rec, sizeof(rec), 0));
 	close(fd);
 }
@@ -695,6 +694,186 @@ TEST(restart_after_a_step_back)
 		pause_ms(1);
 	EXPECT_EQ(1, r);
 	idgen_sim_close(m);
+}
+
+/* The state file of worker w, and a path to it. */
+static char *state_path(unsigned int worker)
+{
+	static char path[64];
+
+	snprintf(path, sizeof(path), LIBIDGEN_SIM_STATE_DIR "/" LIBIDGEN_SIM_LOCK_NAME "%u",
+		 worker);
+	return path;
+}
+
+/*
+ * Whoever may write a worker's state could make it mint again what it
+ * minted: the state is made 0600, and a state file that another user
+ * owns, that anyone else may open, or that is a symbolic link, is
+ * refused, naming the file.
+ */
+TEST(foreign_state_refused)
+{
+	char link_to[] = "/tmp/sim_test.XXXXXX";
+	struct idgen_sim *m;
+	struct stat st;
+	uint64_t id;
+	int fd;
+
+	unlink(state_path(110));
+	ASSERT_EQ(0, sim_open(&m, 110, 0));
+	ASSERT_EQ(1, idgen_sim_mint(m, &id, 1));
+	ASSERT_EQ(0, stat(state_path(110), &st));
+	EXPECT_EQ(0600, st.st_mode & 07777);
+	EXPECT_EQ(geteuid(), st.st_uid);
+	idgen_sim_close(m);
+
+	/* Anyone may write it. */
+	ASSERT_EQ(0, chmod(state_path(110), 0666));
+	EXPECT_EQ(-EPERM, sim_open(&m, 110, 0));
+	TH_LOG("%s", err);
+	EXPECT_NE(NULL, strstr(err, state_path(110)));
+	/* Anyone may read it, and so lock it against its owner. */
+	ASSERT_EQ(0, chmod(state_path(110), 0640));
+	EXPECT_EQ(-EPERM, sim_open(&m, 110, 0));
+	ASSERT_EQ(0, chmod(state_path(110), 0600));
+	ASSERT_EQ(0, sim_open(&m, 110, 0));
+	idgen_sim_close(m);
+
+	/* Another user's. */
+	if (geteuid() == 0) {
+		ASSERT_EQ(0, chown(state_path(110), 65534, 65534));
+		EXPECT_EQ(-EPERM, sim_open(&m, 110, 0));
+		EXPECT_NE(NULL, strstr(err, "uid 65534"));
+	}
+	ASSERT_EQ(0, unlink(state_path(110)));
+
+	/* A link, to a file of this user's that looks like a new state. */
+	fd = mkstemp(link_to);
+	ASSERT_LE(0, fd);
+	close(fd);
+	ASSERT_EQ(0, symlink(link_to, state_path(110)));
+	EXPECT_EQ(-ELOOP, sim_open(&m, 110, 0));
+	EXPECT_NE(NULL, strstr(err, state_path(110)));
+	EXPECT_EQ(0, unlink(state_path(110)));
+	EXPECT_EQ(0, unlink(link_to));
+}
+
+/*
+ * Another user cannot open a running worker's state to write an earlier
+ * word back into it: every ID of that stretch would be minted again.
+ */
+TEST(state_not_writable_by_others)
+{
+	struct idgen_sim *m;
+	int status;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root, to become another user");
+	unlink(state_path(109));
+	ASSERT_EQ(0, sim_open(&m, 109, 0));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		if (setresgid(65534, 65534, 65534) || setresuid(65534, 65534, 65534))
+			_exit(2);
+		_exit(open(state_path(109), O_RDWR) < 0 && errno == EACCES ? 0 : 1);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	idgen_sim_close(m);
+}
+
+/*
+ * The lock is the state file's: a second opener of the worker in a
+ * network namespace of its own (where no abstract socket of this one
+ * reaches) is refused while the first runs.
+ */
+TEST(one_per_worker_across_network_namespaces)
+{
+	struct idgen_sim *m;
+	int status;
+	pid_t pid;
+
+	ASSERT_EQ(0, sim_open(&m, 108, 0));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct idgen_sim *other;
+
+		if (unshare(CLONE_NEWNET))
+			_exit(errno == EPERM ? 4 : 1);
+		_exit(sim_open(&other, 108, 0) == -EBUSY ? 0 : 3);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	if (WEXITSTATUS(status) == 4)
+		SKIP(idgen_sim_close(m); return, "a new network namespace needs CAP_SYS_ADMIN");
+	EXPECT_EQ(0, WEXITSTATUS(status));
+	idgen_sim_close(m);
+}
+
+/*
+ * systemd's dynamic users lose their IPC, the state among it, whenever
+ * the service stops (DynamicUser= implies RemoveIPC=): refused, naming
+ * why, before any file is made.
+ */
+TEST(dynamic_user_refused)
+{
+	int status;
+	pid_t pid;
+
+	if (geteuid() != 0)
+		SKIP(return, "needs root, to become a dynamic user");
+	unlink(state_path(107));
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		struct idgen_sim *m;
+
+		if (setresgid(61200, 61200, 61200) || setresuid(61200, 61200, 61200))
+			_exit(2);
+		if (sim_open(&m, 107, 0) != -EPERM)
+			_exit(1);
+		_exit(strstr(err, "DynamicUser=") && access(state_path(107), F_OK) ? 0 : 3);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	EXPECT_EQ(0, WEXITSTATUS(status));
+}
+
+/*
+ * The lease side's state ("sim:FILE") likewise: a file others may write,
+ * or a symbolic link, is refused at open.
+ */
+TEST(foreign_file_state_refused)
+{
+	char dir[] = "/tmp/sim_test.XXXXXX", path[64], spec[80], target[80];
+	struct idgen_sim *m = NULL;
+	FILE *f;
+
+	ASSERT_NE(NULL, mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/state", dir);
+	snprintf(target, sizeof(target), "%s/elsewhere", dir);
+	snprintf(spec, sizeof(spec), "sim:%s", path);
+	f = fopen(path, "w");
+	ASSERT_NE(NULL, f);
+	fputs("1 0 1 10 2199023255552 0 3 7 12\n", f);
+	fclose(f);
+	ASSERT_EQ(0, chmod(path, 0666));
+	EXPECT_EQ(-EPERM, idgen_sim_open(spec, 0, &m, err, sizeof(err)));
+	ASSERT_EQ(0, rename(path, target));
+	ASSERT_EQ(0, chmod(target, 0600));
+	ASSERT_EQ(0, symlink(target, path));
+	EXPECT_EQ(-ELOOP, idgen_sim_open(spec, 0, &m, err, sizeof(err)));
+	ASSERT_EQ(0, unlink(path));
+	ASSERT_EQ(0, rename(target, path));
+	ASSERT_EQ(0, idgen_sim_open(spec, 0, &m, err, sizeof(err)));
+	idgen_sim_close(m);
+	unlink(path);
+	rmdir(dir);
 }
 
 TEST_HARNESS_MAIN
