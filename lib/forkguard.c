@@ -70,6 +70,29 @@ bool idgen_forkguard_init(void)
 	return wipes;
 }
 
+void *idgen_forkguard_map(size_t size)
+{
+	void *p;
+
+	if (!idgen_forkguard_init())
+		return NULL;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (p == MAP_FAILED)
+		return NULL;
+	/* setup() found madvise() true to its word: a failure is memory's. */
+	if (madvise(p, size, MADV_WIPEONFORK)) {
+		munmap(p, size);
+		return NULL;
+	}
+	return p;
+}
+
+void idgen_forkguard_unmap(void *p, size_t size)
+{
+	if (p)
+		munmap(p, size);
+}
+
 /*
  * The word was 0: the first call in this process (or in this child).
  * Threads of a new child may race here: each takes a new number, the

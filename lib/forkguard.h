@@ -38,6 +38,7 @@
 #define LIBIDGEN_FORKGUARD_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 /* Each library's own: never in a shared library's ABI. */
@@ -49,6 +50,16 @@
  * cannot tell every child from its parent.
  */
 FORKGUARD_HIDDEN bool idgen_forkguard_init(void);
+
+/*
+ * size bytes of zeros in a mapping of their own that every child gets as
+ * zeros again, the kernel's doing at the fork (MADV_WIPEONFORK): for
+ * state no child may inherit, a lock held across a system call among it.
+ * NULL if there is no such page here (idgen_forkguard_init() false) or
+ * no memory.  Undone by idgen_forkguard_unmap() with the same size.
+ */
+FORKGUARD_HIDDEN void *idgen_forkguard_map(size_t size);
+FORKGUARD_HIDDEN void idgen_forkguard_unmap(void *p, size_t size);
 
 /* The wipe-on-fork word (0 in a new child), or a word that is always 0. */
 extern FORKGUARD_HIDDEN uint64_t *idgen_forkguard_word;
