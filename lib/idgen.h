@@ -341,9 +341,11 @@ const char *idgen_strerror(int err);
  * idgen_buffer_take() may be called from many threads at once (a mutex;
  * a refill, one read(), happens under it).  A child process, however it
  * was made (fork(), _Fork(), clone(), clone3(), into a new PID namespace
- * or not), never gets the IDs its parent buffered: the buffer drops them
- * when a token in a wipe-on-fork page says it is in another process
- * (libidgen(3) says what an old kernel without one gets).  The buffer does
+ * or not), never gets the IDs its parent buffered, and never waits for a
+ * take its parent's threads were in at the fork: the IDs and the mutex
+ * are in a wipe-on-fork mapping, which the child gets as zeros (an empty
+ * buffer, a mutex no thread holds; libidgen(3) says what an old kernel
+ * without one gets).  The buffer does
  * not own fd; close it after
  * idgen_buffer_free().
  *

@@ -16,13 +16,21 @@
  * The no_wipe_* tests do the same where the kernel has no MADV_WIPEONFORK
  * (a seccomp filter makes that madvise() fail with EINVAL, as a kernel
  * before 4.14 does): the buffer then holds no ID between calls.
+ *
+ * The taking_* tests make the child while other threads of the parent
+ * are inside a take, one of them asleep in the refill's read() on an
+ * empty pipe, the buffer's mutex held: the child's takes must come back
+ * all the same, with IDs of its own (an alarm ends a child that hangs).
  */
 #define _GNU_SOURCE	/* unshare(), _Fork() */
 #include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -213,6 +221,270 @@ TEST(lying_madvise_child_of__Fork)
 {
 	lying = true;
 	ASSERT_EQ(0, run(CHILD__FORK, false, true));
+}
+
+#define RACE_LOOPS	200	/* children made, each in a race of its own */
+#define RACE_THREADS	3	/* the parent's takers; a fork()ed child's too */
+#define RACE_TAKE	8	/* IDs each of the child's takers takes */
+#define RACE_STOCK	128	/* IDs in the child's own pipe */
+#define RACE_CHILD	1000000	/* the child's IDs: this far above the parent's */
+
+struct racer {
+	struct idgen_buffer *b;
+	pthread_t thread;
+	pid_t tid;		/* for /proc: is it in read()? */
+	unsigned int taken, failed;	/* atomic */
+	bool *stop;
+};
+
+/* Take until stopped; a failure counts unless it came of the stop. */
+static void *racer_main(void *arg)
+{
+	struct racer *r = arg;
+	uint64_t id;
+
+	__atomic_store_n(&r->tid, gettid(), __ATOMIC_RELEASE);
+	while (!__atomic_load_n(r->stop, __ATOMIC_ACQUIRE)) {
+		if (!idgen_buffer_take(r->b, &id))
+			__atomic_add_fetch(&r->taken, 1, __ATOMIC_RELAXED);
+		else if (!__atomic_load_n(r->stop, __ATOMIC_ACQUIRE))
+			__atomic_add_fetch(&r->failed, 1, __ATOMIC_RELAXED);
+	}
+	return NULL;
+}
+
+/* Whether the thread tid sleeps in read(): its refill's, under the mutex. */
+static bool in_read(pid_t tid)
+{
+	char path[64], buf[32];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/self/task/%d/syscall", tid);
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	return strtol(buf, NULL, 10) == SYS_read && buf[0] != 'r';	/* "running" */
+}
+
+/* The child's IDs from its own pipe, none from the parent's buffer. */
+struct child_taker {
+	struct idgen_buffer *b;
+	uint64_t base;
+	int bad;
+};
+
+static void *child_take(void *arg)
+{
+	struct child_taker *t = arg;
+	uint64_t id;
+	int i;
+
+	for (i = 0; i < RACE_TAKE; i++) {
+		if (idgen_buffer_take(t->b, &id)) {
+			t->bad = 1;
+			return NULL;
+		}
+		if (id < t->base || id >= t->base + RACE_STOCK) {
+			t->bad = 2;
+			return NULL;
+		}
+	}
+	return NULL;
+}
+
+/*
+ * In the child: its own pipe in place of the parent's, at the same fd,
+ * so that what the child reads is never the parent's; then its takes.  A
+ * child of fork() takes from several threads at once, started before its
+ * first take.  Exits 0, 1 (a take failed), 2 (an ID not its own) or 3
+ * (the alarm: a take hung).
+ */
+static void child_race(enum child_how how, struct idgen_buffer *b, int dev, int own,
+		       uint64_t base)
+{
+	struct child_taker t[RACE_THREADS];
+	pthread_t th[RACE_THREADS];
+	struct sigaction sa;
+	int i, n = how == CHILD_FORK ? RACE_THREADS : 1;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = child_on_alarm;
+	sigaction(SIGALRM, &sa, NULL);
+	alarm(5);
+	if (dup2(own, dev) != dev)
+		_exit(1);
+	for (i = 0; i < n; i++)
+		t[i] = (struct child_taker){ .b = b, .base = base };
+	if (n == 1) {
+		child_take(&t[0]);
+		_exit(t[0].bad);
+	}
+	for (i = 0; i < n; i++)
+		if (pthread_create(&th[i], NULL, child_take, &t[i]))
+			_exit(1);
+	for (i = 0; i < n; i++) {
+		pthread_join(th[i], NULL);
+		if (t[i].bad)
+			_exit(t[i].bad);
+	}
+	_exit(0);
+}
+
+/*
+ * One race: the parent's threads take until the buffer, half empty, reads
+ * an empty pipe (one thread asleep in read() under the mutex, the others
+ * waiting for it, the buffer holding what is left of the first fill);
+ * then the child is made, and must take; then the parent goes on.  0, or
+ * 1 with "# " lines saying why.
+ */
+static int race(enum child_how how, unsigned int loop)
+{
+	uint64_t stock[RACE_STOCK], base;
+	struct racer r[RACE_THREADS];
+	struct idgen_buffer *b;
+	unsigned int taken;
+	int dev[2], own[2], i, k, status;
+	bool stop = false, asleep = false;
+	pid_t pid;
+
+	if (pipe(dev) || pipe(own))
+		return 1;
+	if (idgen_min_id_at((uint64_t)time(NULL) * 1000, &base))
+		return 1;
+	/* The first fill: CAP IDs, so that the refill at half reads nothing. */
+	for (i = 0; i < CAP; i++)
+		stock[i] = base + i;
+	if (write(dev[1], stock, CAP * sizeof(stock[0])) != CAP * sizeof(stock[0]))
+		return 1;
+	for (i = 0; i < RACE_STOCK; i++)
+		stock[i] = base + RACE_CHILD + i;
+	if (write(own[1], stock, sizeof(stock)) != sizeof(stock))
+		return 1;
+	if (idgen_buffer_new(dev[0], CAP, 600000, &b))
+		return 1;
+	for (i = 0; i < RACE_THREADS; i++) {
+		r[i] = (struct racer){ .b = b, .stop = &stop };
+		if (pthread_create(&r[i].thread, NULL, racer_main, &r[i]))
+			return 1;
+	}
+	/* Until one of them sleeps in the refill's read(): 5 s at most. */
+	for (k = 0; k < 50000 && !asleep; k++) {
+		for (i = 0; i < RACE_THREADS && !asleep; i++) {
+			pid_t tid = __atomic_load_n(&r[i].tid, __ATOMIC_ACQUIRE);
+
+			asleep = tid && in_read(tid);
+		}
+		if (!asleep)
+			usleep(100);
+	}
+	if (!asleep) {
+		printf("# loop %u: no thread came to read the empty pipe\n", loop);
+		return 1;
+	}
+	fflush(stdout);
+	pid = child_make(how, false);
+	if (pid < 0) {
+		printf("# loop %u: making the child: %s\n", loop, strerror(errno));
+		return 1;
+	}
+	if (!pid)
+		child_race(how, b, dev[0], own[0], base + RACE_CHILD);
+	close(own[0]);
+	close(own[1]);
+	taken = 0;
+	for (i = 0; i < RACE_THREADS; i++)
+		taken += __atomic_load_n(&r[i].taken, __ATOMIC_RELAXED);
+	/* The parent goes on: its sleeper and the others get IDs. */
+	for (i = 0; i < CAP; i++)
+		stock[i] = base + CAP + i;
+	if (write(dev[1], stock, CAP * sizeof(stock[0])) != CAP * sizeof(stock[0]))
+		return 1;
+	if (waitpid(pid, &status, 0) != pid)
+		return 1;
+	if (!WIFEXITED(status) || WEXITSTATUS(status)) {
+		printf("# loop %u: the child %s (status 0x%x)\n", loop,
+		       !WIFEXITED(status) ? "was killed" :
+		       WEXITSTATUS(status) == 3 ? "hung in a take (the alarm ended it)" :
+		       WEXITSTATUS(status) == 2 ? "took an ID that was not its own" :
+		       "failed a take", status);
+		return 1;
+	}
+	for (k = 0; k < 50000; k++) {
+		unsigned int now = 0;
+
+		for (i = 0; i < RACE_THREADS; i++)
+			now += __atomic_load_n(&r[i].taken, __ATOMIC_RELAXED);
+		if (now > taken)
+			break;
+		usleep(100);
+	}
+	if (k == 50000) {
+		printf("# loop %u: the parent's threads took nothing after the child\n", loop);
+		return 1;
+	}
+	/* The end of the pipe ends the takers' reads. */
+	__atomic_store_n(&stop, true, __ATOMIC_SEQ_CST);
+	close(dev[1]);
+	for (i = 0; i < RACE_THREADS; i++) {
+		pthread_join(r[i].thread, NULL);
+		if (r[i].failed) {
+			printf("# loop %u: a take of the parent's failed\n", loop);
+			return 1;
+		}
+	}
+	close(dev[0]);
+	idgen_buffer_free(b);
+	return 0;
+}
+
+static int races(enum child_how how, bool no_wipe)
+{
+	unsigned int loop;
+
+	if (no_wipe && child_no_wipe_on_fork(false)) {
+		printf("# seccomp: %s\n", strerror(errno));
+		return 1;
+	}
+	for (loop = 0; loop < RACE_LOOPS; loop++)
+		if (race(how, loop))
+			return 1;
+	return 0;
+}
+
+TEST(taking_child_of_fork)
+{
+	ASSERT_EQ(0, races(CHILD_FORK, false));
+}
+
+TEST(taking_child_of__Fork)
+{
+	ASSERT_EQ(0, races(CHILD__FORK, false));
+}
+
+TEST(taking_child_of_clone)
+{
+	ASSERT_EQ(0, races(CHILD_CLONE, false));
+}
+
+TEST(taking_child_of_clone3)
+{
+	ASSERT_EQ(0, races(CHILD_CLONE3, false));
+}
+
+TEST(no_wipe_taking_child_of_fork)
+{
+	ASSERT_EQ(0, races(CHILD_FORK, true));
+}
+
+TEST(no_wipe_taking_child_of__Fork)
+{
+	ASSERT_EQ(0, races(CHILD__FORK, true));
 }
 
 TEST_HARNESS_MAIN
