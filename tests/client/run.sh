@@ -29,6 +29,9 @@
 #   - the scenarios under valgrind, built with ASan and UBSan, and with
 #     ThreadSanitizer
 set -uo pipefail
+# Its simulated workers are its own: a /dev/shm of its own.
+# shellcheck source=../lib/private-shm.sh
+. "$(dirname "$0")/../lib/private-shm.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)

@@ -32,6 +32,9 @@
 #   - the request handling (helper/httpd/api.c) and the gRPC face over
 #     HTTP/2 (grpc.c) under libFuzzer
 set -uo pipefail
+# Its simulated workers are its own: a /dev/shm of its own.
+# shellcheck source=../lib/private-shm.sh
+. "$(dirname "$0")/../lib/private-shm.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -132,7 +135,7 @@ check "it says in its log that the generator is simulated" \
 timeout 20 "$httpd" --device sim:37 --clock-check no --listen 127.0.0.1:0 >"$work/sim2.out" 2>&1
 rc=$?
 check "a second --device sim:37 while the first runs: exit 1, naming region, worker and lock file" \
-	test $rc = 1 -a -n "$(grep -F "another simulated generator of region 0, worker 37 runs on this host (it holds @idgen-sim-r0-w37)" "$work/sim2.out")"
+	test $rc = 1 -a -n "$(grep -F "another simulated generator of region 0, worker 37 runs on this host (it holds the lock on /dev/shm/idgen-sim-r0-w37)" "$work/sim2.out")"
 # Whoever runs it and wherever $RUNTIME_DIRECTORY points, the lock is one.
 mkdir -p "$work/elsewhere"
 RUNTIME_DIRECTORY=$work/elsewhere timeout 20 "$httpd" --device sim:37 --clock-check no \

@@ -8,6 +8,9 @@
 # code and public-ID parsers.  Prints one TAP stream, numbered across all of
 # them; exits non-zero if anything failed.
 set -uo pipefail
+# Its simulated workers are its own: a /dev/shm of its own.
+# shellcheck source=../lib/private-shm.sh
+. "$(dirname "$0")/../lib/private-shm.sh"
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 user=$top/tests/libidgen

@@ -18,6 +18,9 @@
 # The host has no /dev/idgen (the module is loaded in guests only), and
 # the tests expect idgen_next() to fail with IG001, "no device".
 set -uo pipefail
+# Its simulated workers are its own: a /dev/shm of its own.
+# shellcheck source=../lib/private-shm.sh
+. "$(dirname "$0")/../lib/private-shm.sh"
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../lib/tap.sh disable=SC2154 # n and status are tap.sh's
