@@ -126,6 +126,30 @@ if [ "${IDGEN_SKIP_DEPS:-0}" != 1 ]; then
 	step "install dependencies" deps.log scripts/deps.sh || true
 fi
 
+# The debug kernel's build (build-kunit.sh: about 10 minutes on a fresh
+# machine, seconds warm) needs nothing but the packages above and the
+# CPU: it runs beside the downloads, builds and host suites below, at a
+# lower priority, and the run waits for it before the first guest boots,
+# so that no guest shares the machine with it.
+debug_build_log=$logs/debug-build.log
+debug_build_state=fresh
+[ -e "$cache_root/debug-kernel" ] && debug_build_state=warm
+debug_build_start=$SECONDS
+nice -n 10 scripts/build/build-kunit.sh >"$debug_build_log" 2>&1 &
+debug_build_pid=$!
+# debug_build_wait: 0 once the build beside the run has succeeded; its
+# time in the table is the whole build's, from its start.
+debug_build_wait() {
+	local rc=0
+	[ -n "$debug_build_pid" ] || return "$debug_build_rc"
+	wait "$debug_build_pid" || rc=$?
+	timings+=("$((SECONDS - debug_build_start))	$debug_build_state	build the debug kernel (beside the run)")
+	debug_build_pid=
+	debug_build_rc=$rc
+	return "$rc"
+}
+debug_build_rc=0
+
 # The kernels of the host's Debian: 6.1 and 6.12 on 12, 6.12 on 13.
 mapfile -t kernels < <(tests/vm/kernels.sh)
 mapfile -t series < <(tests/vm/kernels.sh --expected)
@@ -193,6 +217,9 @@ if [ "$matrix" = --matrix ]; then
 else
 	tap_skip "the lease model's searches: scripts/check.sh --matrix runs them (tests/model/run.sh)"
 fi
+
+# Nothing shares the machine with the guests from here on.
+debug_build_wait
 
 # Debian 12's two kernels: on the oldest (what most hosts run) the whole
 # device suite, idgend and idgen-httpd in the guest; on the newer one the
@@ -290,9 +317,15 @@ done
 # debug_kernel LABEL [SUITE]: built from Debian 12's 6.12 source, or from
 # SUITE's newest kernel source.
 debug_kernel() {
-	local label=$1 suite=${2:-} image= out=build/debug${2:+-$2}
-	if cache=$cache_root/debug-kernel timed "build the $label kernel" \
-		scripts/build/build-kunit.sh ${suite:+"$suite"} >"$logs/$label-build.log" 2>&1; then
+	local label=$1 suite=${2:-} image= out=build/debug${2:+-$2} built
+	if [ -z "$suite" ]; then
+		# Built beside the run (above), into $logs/debug-build.log.
+		debug_build_wait && built=1
+	elif cache=$cache_root/debug-kernel timed "build the $label kernel" \
+		scripts/build/build-kunit.sh "$suite" >"$logs/$label-build.log" 2>&1; then
+		built=1
+	fi
+	if [ -n "${built:-}" ]; then
 		image=$(tail -n 1 "$logs/$label-build.log")
 		pass "build the $label kernel, idgen.ko and idgen_kunit.ko against it"
 	else

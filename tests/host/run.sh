@@ -140,6 +140,11 @@ prev=${version%.*}.$((${version##*.} - 1))
 # from VERSION's down).
 build_debs() {
 	local dir=$1 v=$2
+	if [ "$v" = "$version" ] && [ -z "$build_root" ]; then
+		tree_debs "$dir" >"$dir.log" 2>&1 || { tail -n 30 "$dir.log"; return 1; }
+		rm -f "$dir"/*-dbgsym_*.deb
+		return
+	fi
 	mkdir -p "$dir/src" &&
 		(cd "$top" && git ls-files -co --exclude-standard | tar -cf - -T -) |
 		tar -xf - -C "$dir/src" || return 1

@@ -53,13 +53,7 @@ pkg_begin pkg-test
 
 # --- build and lint --------------------------------------------------------
 
-build() {
-	mkdir -p "$work/src" &&
-		(cd "$top" && git ls-files -co --exclude-standard | tar -cf - -T -) |
-		tar -xf - -C "$work/src" &&
-		(cd "$work/src" && dpkg-buildpackage -us -uc -b -j2)
-}
-tap_step "dpkg-buildpackage -us -uc -b on a clean copy of the tree" build || bail
+tap_step "dpkg-buildpackage -us -uc -b on a clean copy of the tree" tree_debs "$work" || bail
 # Installed into the root: every package but the debug symbols (the
 # release's PostgreSQL server is in the root already, libs above, so that
 # the install downloads nothing and the purge leaves nothing it pulled in;
