@@ -5,8 +5,11 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <linux/idgen.h>
@@ -22,15 +25,120 @@ _Static_assert(LIBIDGEN_SEQ_BITS_MIN == IDGEN_SEQ_BITS_MIN, "seq min");
 /* One read() is capped well below what read() can return (SSIZE_MAX). */
 #define MINT_MAX	(1U << 24)
 
-IDGEN_EXPORT int idgen_open(const char *path, unsigned int flags)
+/* Where the kernel says which number the module's misc device has. */
+#define SYSFS_MISC		"/sys/class/misc"
+#define SYSFS_IDGEN_DEV		SYSFS_MISC "/idgen/dev"
+
+/*
+ * Whether a file, by its status, can be idgen's device: a character
+ * device, and, when sysfs says which number the module's misc device has,
+ * that one (sysfs mounted with no idgen there: the module is not loaded,
+ * and no device is idgen's).  Looked at before the open, so that neither
+ * a FIFO nor another driver's device (a watchdog arms when opened) is
+ * opened at all, and again on the descriptor, which is what gets read.
+ * 1: the number is idgen's; 0: sysfs cannot say; -ENOTTY: not idgen's.
+ */
+static int node_check(const struct stat *st)
 {
+	unsigned int major_nr, minor_nr;
+	char text[32];
+	ssize_t len;
 	int fd;
 
-	if (flags & ~LIBIDGEN_NONBLOCK)
+	if (!S_ISCHR(st->st_mode))
+		return -ENOTTY;
+	fd = open(SYSFS_IDGEN_DEV, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT && !access(SYSFS_MISC, F_OK) ? -ENOTTY : 0;
+	len = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (len <= 0)
+		return 0;
+	text[len] = '\0';
+	if (sscanf(text, "%u:%u", &major_nr, &minor_nr) != 2)
+		return 0;
+	return st->st_rdev == makedev(major_nr, minor_nr) ? 1 : -ENOTTY;
+}
+
+IDGEN_EXPORT int idgen_device_state_valid(const struct idgen_device_state *st)
+{
+	if (!idgen_widths_valid(st->region_bits, st->worker_bits, st->seq_bits))
+		return 0;
+	/* The module sets the flag exactly when a step is held. */
+	if (!(st->flags & LIBIDGEN_STATE_CLOCK_HELD) != !st->held_step_ms)
+		return 0;
+	if (!(st->flags & LIBIDGEN_STATE_LEASED))
+		return !st->region && !st->worker && !st->floor_ms && !st->valid_until_ms;
+	/* What IDGEN_IOC_SET_LEASE lets in (uapi), widths at most 16 bits. */
+	return !(st->region >> st->region_bits) && !(st->worker >> st->worker_bits) &&
+	       st->floor_ms < st->valid_until_ms &&
+	       st->valid_until_ms <= LIBIDGEN_MS_MAX + 1;
+}
+
+IDGEN_EXPORT int idgen_device_verify(int fd, struct idgen_device_state *out)
+{
+	struct idgen_device_state st;
+	struct stat sb;
+	int known, ret;
+
+	if (fstat(fd, &sb))
+		return -errno;
+	known = node_check(&sb);
+	if (known < 0)
+		return known;
+	/*
+	 * Only then the request: another driver answers one it does not
+	 * know with ENOTTY (or EINVAL, or whatever it likes), and only a
+	 * device sysfs vouches for is idgen's whatever its error.
+	 */
+	ret = idgen_device_get_state(fd, &st);
+	if (ret)
+		return known ? ret : -ENOTTY;
+	if (!idgen_device_state_valid(&st))
+		return -EIO;
+	if (out)
+		*out = st;
+	return 0;
+}
+
+IDGEN_EXPORT int idgen_open(const char *path, unsigned int flags)
+{
+	struct stat sb;
+	int fd, fl, ret;
+
+	if (flags & ~(LIBIDGEN_NONBLOCK | LIBIDGEN_VERIFY))
 		return -EINVAL;
-	fd = open(path ? path : LIBIDGEN_DEVICE, O_RDONLY | O_CLOEXEC |
-		  (flags & LIBIDGEN_NONBLOCK ? O_NONBLOCK : 0));
-	return fd < 0 ? -errno : fd;
+	if (!path)
+		path = LIBIDGEN_DEVICE;
+	if (!(flags & LIBIDGEN_VERIFY)) {
+		fd = open(path, O_RDONLY | O_CLOEXEC |
+			  (flags & LIBIDGEN_NONBLOCK ? O_NONBLOCK : 0));
+		return fd < 0 ? -errno : fd;
+	}
+	/* What path names first: a missing one is open()'s to report. */
+	if (!stat(path, &sb)) {
+		ret = node_check(&sb);
+		if (ret < 0)
+			return ret;
+	}
+	/*
+	 * Non-blocking, and never a controlling terminal: had path changed
+	 * since into a FIFO, the open would otherwise wait for a writer.
+	 */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	if (fd < 0)
+		return -errno;
+	ret = idgen_device_verify(fd, NULL);
+	if (!ret && !(flags & LIBIDGEN_NONBLOCK)) {
+		fl = fcntl(fd, F_GETFL);
+		if (fl < 0 || fcntl(fd, F_SETFL, fl & ~O_NONBLOCK))
+			ret = -errno;
+	}
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
 }
 
 IDGEN_EXPORT int idgen_close(int fd)

@@ -211,10 +211,17 @@ int idgen_json_write_ids(FILE *f, const uint64_t *ids, size_t n);
  * The device.  idgen_open() opens path (NULL: /dev/idgen) read-only and
  * close-on-exec and returns the file descriptor, or -errno.  Pass
  * LIBIDGEN_NONBLOCK to get -EAGAIN instead of short sleeps for the clock.
- * idgen_close() closes it.
+ * Pass LIBIDGEN_VERIFY to open only idgen's device, as every program that
+ * mints should: what path names, through symbolic links, is looked at
+ * before it is opened (a regular file, a FIFO or a directory is refused
+ * with -ENOTTY unopened, and so is another driver's device when sysfs
+ * can tell), the open never blocks (O_NONBLOCK until it is done, and
+ * O_NOCTTY), and the descriptor must pass idgen_device_verify(): its
+ * -ENOTTY or -EIO, the file closed.  idgen_close() closes it.
  */
 #define LIBIDGEN_DEVICE		"/dev/idgen"
 #define LIBIDGEN_NONBLOCK	(1U << 0)
+#define LIBIDGEN_VERIFY		(1U << 1)
 int idgen_open(const char *path, unsigned int flags);
 int idgen_close(int fd);
 
@@ -281,6 +288,30 @@ struct idgen_device_state {
 	uint64_t range_refusals;
 };
 int idgen_device_get_state(int fd, struct idgen_device_state *out);
+
+/*
+ * Whether a state is one the module can report: widths that
+ * idgen_widths_valid() accepts; LIBIDGEN_STATE_CLOCK_HELD exactly when
+ * held_step_ms is not 0; with a lease, a region and a worker that fit the
+ * widths and floor_ms < valid_until_ms <= LIBIDGEN_MS_MAX + 1; without
+ * one, region, worker, floor_ms and valid_until_ms all 0.  1 or 0.
+ */
+int idgen_device_state_valid(const struct idgen_device_state *st);
+
+/*
+ * Whether fd is idgen's device, told by what it is, never by its path:
+ * a character device (-ENOTTY for a regular file, whose every reader
+ * would read the same IDs, a FIFO, a socket, a directory), of the number
+ * /sys/class/misc/idgen/dev gives when that is readable (-ENOTTY for
+ * another: /dev/zero would mint ID 0 for ever; with sysfs mounted and no
+ * idgen there, no device is idgen's), that answers IDGEN_IOC_GET_STATE
+ * (-ENOTTY if not; asked only once the number is checked, so that no
+ * device sysfs says is another driver's receives the request) with a
+ * state idgen_device_state_valid() accepts (-EIO if not).  0, or -errno
+ * from fstat(), or from the ioctl on a device sysfs vouches for.  *out,
+ * when out is not NULL, gets the state on success.
+ */
+int idgen_device_verify(int fd, struct idgen_device_state *out);
 
 /*
  * Set the lease, or renew it when region and worker are those held

@@ -55,6 +55,15 @@ tap_step "public IDs and codes from the installed library: shared, and static as
 
 # C unit tests (kselftest harness).
 tap_run unit "$user/unit"
+# What is not idgen's device where sysfs cannot tell (a container without
+# /sys): the state request decides.  A tmpfs over /sys in a mount
+# namespace of its own, as root only.
+if [ "$(id -u)" -eq 0 ] && unshare -m true 2>/dev/null; then
+	# shellcheck disable=SC2016 # $1 is sh -c's
+	tap_run "unit, no sysfs" unshare -m sh -c 'mount -t tmpfs none /sys && exec "$1" -r not_idgen.verify_fd -r not_idgen.open_verify' sh "$user/unit"
+else
+	tap_skip "unit, no sysfs: not idgen's device, told by the state request" "needs root and unshare -m"
+fi
 # The buffer across fork(), _Fork(), clone(), clone3() and PID namespaces
 # (those skipped without CAP_SYS_ADMIN).
 tap_run buffer_fork "$user/buffer_fork"

@@ -1,12 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * libidgen unit tests: decode, compose, min_id_at, IDs and times as
- * strings, layouts files, JSON; every edge.  No device needed.
+ * strings, layouts files, JSON; every edge; what is not idgen's device.
+ * No device needed.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "decimal.h"
 #include "idgen.h"
@@ -624,6 +628,180 @@ TEST(device_absent)
 {
 	EXPECT_EQ(-ENOENT, idgen_open("/nonexistent/idgen", 0));
 	EXPECT_EQ(-EINVAL, idgen_open(NULL, 1U << 5));
+}
+
+/* A state such as the module reports: no lease, then one. */
+static struct idgen_device_state state_unleased(void)
+{
+	struct idgen_device_state st = {
+		.now_ms = 1000, .wall_ms = 1000, .last_ms = 900, .next_ms = 1000,
+		.max_lead_ms = 1000, .max_step_ms = 100,
+		.region_bits = 3, .worker_bits = 7, .seq_bits = 12,
+	};
+
+	return st;
+}
+
+static struct idgen_device_state state_leased(void)
+{
+	struct idgen_device_state st = state_unleased();
+
+	st.flags = LIBIDGEN_STATE_LEASED;
+	st.region = 7;
+	st.worker = 127;
+	st.floor_ms = 500;
+	st.valid_until_ms = 60000;
+	return st;
+}
+
+TEST(device_state_valid)
+{
+	struct idgen_device_state st, zero = { 0 };
+
+	st = state_unleased();
+	EXPECT_EQ(1, idgen_device_state_valid(&st));
+	st = state_leased();
+	EXPECT_EQ(1, idgen_device_state_valid(&st));
+	st.region_bits = 8, st.worker_bits = 8, st.seq_bits = 6, st.region = 255, st.worker = 255;
+	EXPECT_EQ(1, idgen_device_state_valid(&st));
+	st = state_leased();
+	st.valid_until_ms = MS_MAX + 1;
+	EXPECT_EQ(1, idgen_device_state_valid(&st));
+	st = state_leased();
+	st.flags |= LIBIDGEN_STATE_CLOCK_HELD, st.held_step_ms = -5000;
+	EXPECT_EQ(1, idgen_device_state_valid(&st));
+
+	/* What a driver that wrote nothing leaves: widths 0/0/0. */
+	EXPECT_EQ(0, idgen_device_state_valid(&zero));
+	st = state_unleased();
+	st.seq_bits = 11;
+	EXPECT_EQ(0, idgen_device_state_valid(&st));
+	st = state_leased();
+	st.region = 8;
+	EXPECT_EQ(0, idgen_device_state_valid(&st));
+	st = state_leased();
+	st.worker = 128;
+	EXPECT_EQ(0, idgen_device_state_valid(&st));
+	st = state_leased();
+	st.floor_ms = st.valid_until_ms;
+	EXPECT_EQ(0, idgen_device_state_valid(&st));
+	st = state_leased();
+	st.valid_until_ms = MS_MAX + 2;
+	EXPECT_EQ(0, idgen_device_state_valid(&st));
+	st = state_leased();
+	st.flags |= LIBIDGEN_STATE_CLOCK_HELD;
+	EXPECT_EQ(0, idgen_device_state_valid(&st));
+	st = state_leased();
+	st.held_step_ms = 5000;
+	EXPECT_EQ(0, idgen_device_state_valid(&st));
+	/* No lease, and yet a node or a fence. */
+	st = state_unleased();
+	st.worker = 1;
+	EXPECT_EQ(0, idgen_device_state_valid(&st));
+	st = state_unleased();
+	st.valid_until_ms = 60000;
+	EXPECT_EQ(0, idgen_device_state_valid(&st));
+	st = state_unleased();
+	st.floor_ms = 1;
+	EXPECT_EQ(0, idgen_device_state_valid(&st));
+}
+
+/* Files that are not idgen's device, made in a directory of their own. */
+FIXTURE(not_idgen) {
+	char dir[64];
+	char file[96], fifo[96], link_file[96], link_zero[96];
+};
+
+FIXTURE_SETUP(not_idgen)
+{
+	static const uint64_t ids[4] = { 1ULL << 22, 2ULL << 22, 3ULL << 22, 4ULL << 22 };
+	int fd;
+
+	strcpy(self->dir, "/tmp/idgen-unit.XXXXXX");
+	ASSERT_NE(NULL, mkdtemp(self->dir));
+	snprintf(self->file, sizeof(self->file), "%s/ids", self->dir);
+	snprintf(self->fifo, sizeof(self->fifo), "%s/fifo", self->dir);
+	snprintf(self->link_file, sizeof(self->link_file), "%s/link-ids", self->dir);
+	snprintf(self->link_zero, sizeof(self->link_zero), "%s/link-zero", self->dir);
+	/* Whole IDs, as a read of the device gives them. */
+	fd = open(self->file, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ((ssize_t)sizeof(ids), write(fd, ids, sizeof(ids)));
+	close(fd);
+	ASSERT_EQ(0, mkfifo(self->fifo, 0644));
+	ASSERT_EQ(0, symlink(self->file, self->link_file));
+	ASSERT_EQ(0, symlink("/dev/zero", self->link_zero));
+}
+
+FIXTURE_TEARDOWN(not_idgen)
+{
+	unlink(self->file);
+	unlink(self->fifo);
+	unlink(self->link_file);
+	unlink(self->link_zero);
+	rmdir(self->dir);
+}
+
+/* idgen_device_verify() on descriptors: -ENOTTY for each, file left open. */
+TEST_F(not_idgen, verify_fd)
+{
+	struct idgen_device_state st;
+	const char *paths[] = { "/dev/zero", "/dev/null", self->file, self->link_file,
+				self->link_zero, self->dir };
+	int fds[2], fd;
+	size_t i;
+
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+		ASSERT_LE(0, fd) TH_LOG("%s: %s", paths[i], strerror(errno));
+		memset(&st, 0x5a, sizeof(st));
+		EXPECT_EQ(-ENOTTY, idgen_device_verify(fd, &st)) TH_LOG("%s", paths[i]);
+		EXPECT_EQ(0x5a5a5a5a, st.worker) TH_LOG("%s: state written", paths[i]);
+		EXPECT_LE(0, fcntl(fd, F_GETFD)) TH_LOG("%s: closed", paths[i]);
+		close(fd);
+	}
+	/* A pipe, both ends, and the FIFO's read end (opened non-blocking). */
+	ASSERT_EQ(0, pipe(fds));
+	EXPECT_EQ(-ENOTTY, idgen_device_verify(fds[0], NULL));
+	EXPECT_EQ(-ENOTTY, idgen_device_verify(fds[1], NULL));
+	close(fds[0]);
+	close(fds[1]);
+	fd = open(self->fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-ENOTTY, idgen_device_verify(fd, NULL));
+	close(fd);
+	EXPECT_EQ(-EBADF, idgen_device_verify(-1, NULL));
+}
+
+/*
+ * idgen_open(LIBIDGEN_VERIFY) refuses each, the FIFO without waiting for
+ * a writer (the harness's timeout would end a blocked open), and leaves
+ * no descriptor behind; without the flag it opens what it is given.
+ */
+TEST_F(not_idgen, open_verify)
+{
+	const char *paths[] = { "/dev/zero", "/dev/null", self->file, self->link_file,
+				self->link_zero, self->fifo, self->dir };
+	int fd, before;
+	size_t i;
+
+	before = dup(0);
+	ASSERT_LE(0, before);
+	close(before);
+	for (i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		EXPECT_EQ(-ENOTTY, idgen_open(paths[i], LIBIDGEN_VERIFY)) TH_LOG("%s", paths[i]);
+		EXPECT_EQ(-ENOTTY, idgen_open(paths[i], LIBIDGEN_VERIFY | LIBIDGEN_NONBLOCK))
+			TH_LOG("%s", paths[i]);
+	}
+	/* Nothing left open: the next descriptor is the one free before. */
+	fd = dup(0);
+	EXPECT_EQ(before, fd);
+	close(fd);
+	EXPECT_EQ(-ENOENT, idgen_open("/nonexistent/idgen", LIBIDGEN_VERIFY));
+	EXPECT_EQ(-EINVAL, idgen_open(self->file, LIBIDGEN_VERIFY | 1U << 5));
+	fd = idgen_open(self->file, 0);
+	EXPECT_LE(0, fd);
+	idgen_close(fd);
 }
 
 TEST(buffer_bad_args)
