@@ -10,6 +10,11 @@
  * were a process ever to fork after opening, the PID check below and the
  * buffer's own fork guard both drop what the parent held.
  *
+ * idgen.device must prove it is idgen's device (libidgen's LIBIDGEN_VERIFY,
+ * by what it is and not by its path) before a single ID is read from it: a
+ * regular file would hand every session the same IDs, /dev/zero ID 0 for
+ * ever; anything else is refused naming the setting.
+ *
  * For benchmarks and tests on a host without the module, idgen.device may
  * name libidgen's simulated generator, "sim:WORKER" (idgen_sim_open()):
  * each backend then opens its own, and the simulation's lock lets only one
@@ -84,6 +89,40 @@ PG_FUNCTION_INFO_V1(pg_idgen_min_id_at);
 PG_FUNCTION_INFO_V1(pg_idgen_time);
 PG_FUNCTION_INFO_V1(pg_idgen_decode);
 
+/*
+ * idgen.device names something other than idgen's device (libidgen's
+ * -ENOTTY, told by what it is and how it answers, never by its path): the
+ * setting is wrong, and the detail says what it names.
+ */
+static void pg_attribute_noreturn()
+report_not_idgen(void)
+{
+	struct stat st;
+	const char *what = "not idgen's device";
+	bool link = !lstat(device_path, &st) && S_ISLNK(st.st_mode);
+
+	if (!stat(device_path, &st)) {
+		if (S_ISREG(st.st_mode))
+			what = "a regular file, which every session would read from its start, getting the same IDs";
+		else if (S_ISFIFO(st.st_mode))
+			what = "a FIFO";
+		else if (S_ISDIR(st.st_mode))
+			what = "a directory";
+		else if (S_ISSOCK(st.st_mode))
+			what = "a socket";
+		else if (S_ISBLK(st.st_mode))
+			what = "a block device";
+		else if (S_ISCHR(st.st_mode))
+			what = "a character device other than idgen's";
+	}
+	ereport(ERROR,
+		(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+		 errmsg("idgen.device \"%s\" is not an idgen device", device_path),
+		 errdetail("It is %s%s.", link ? "a symbolic link to " : "", what),
+		 errhint("Set idgen.device to the device of idgen.ko, /dev/idgen, or to sim:WORKER for tests and benchmarks.")));
+	pg_unreachable();
+}
+
 /* A refusal of the device (a negative errno from libidgen) as an ERROR. */
 static void pg_attribute_noreturn()
 report_device(int err)
@@ -100,6 +139,9 @@ report_device(int err)
 			 errmsg("no idgen device at \"%s\"", device_path),
 			 errdetail("open: %s.", strerror(err)),
 			 errhint("Load the kernel module (modprobe idgen), or set idgen.device to the device's path.")));
+		break;
+	case ENOTTY:
+		report_not_idgen();
 		break;
 	case ENOKEY:
 		ereport(ERROR,
@@ -141,7 +183,7 @@ report_device(int err)
 		ereport(ERROR,
 			(errcode(ERRCODE_IDGEN_DEVICE_ERROR),
 			 errmsg("idgen device \"%s\" returned no ID", device_path),
-			 errdetail("A read gave nothing, or not whole 8-byte IDs: is idgen.device an idgen device?")));
+			 errdetail("A read gave nothing, or not whole 8-byte IDs.")));
 		break;
 	default:
 		errno = err;
@@ -168,21 +210,6 @@ static void device_release(void)
 	dev.pid = 0;
 	free(dev.path);
 	dev.path = NULL;
-}
-
-/*
- * Whether a path names what idgen.device may be: the character device, or
- * (for tests) a regular file of IDs.  Anything else (a FIFO, a socket)
- * could block open() or read() beyond any cancel: refused before opening.
- */
-static void
-device_kind_check(const struct stat *st)
-{
-	if (!S_ISCHR(st->st_mode) && !S_ISREG(st->st_mode))
-		ereport(ERROR,
-			(errcode(ERRCODE_IDGEN_DEVICE_ERROR),
-			 errmsg("idgen.device \"%s\" is not a character device", device_path),
-			 errhint("Set idgen.device to the device's path, /dev/idgen by default.")));
 }
 
 /*
@@ -228,7 +255,6 @@ static void sim_open(void)
 /* This process's descriptor for idgen.device, opened now if need be. */
 static void device_open(void)
 {
-	struct stat st;
 	int fd;
 
 	if (dev.pid && (dev.pid != getpid() || strcmp(dev.path, device_path)))
@@ -239,19 +265,20 @@ static void device_open(void)
 		sim_open();
 		return;
 	}
-	if (!stat(device_path, &st))
-		device_kind_check(&st);
-	fd = idgen_open(device_path, 0);
+	/*
+	 * Only idgen's device, and an open that cannot block (a FIFO's would
+	 * wait for a writer, beyond any cancel): libidgen looks at what the
+	 * path names before it opens it, and at the descriptor after.
+	 */
+	fd = idgen_open(device_path, LIBIDGEN_VERIFY);
+	if (fd == -EIO)
+		ereport(ERROR,
+			(errcode(ERRCODE_IDGEN_DEVICE_ERROR),
+			 errmsg("idgen device \"%s\" reports an impossible state", device_path),
+			 errdetail("Its answer to the state request (IDGEN_IOC_GET_STATE) holds layout widths, a lease or a held clock step that the module never reports."),
+			 errhint("Check that idgen.device is the device of idgen.ko, and that the module and this extension come from the same idgen release.")));
 	if (fd < 0)
 		report_device(fd);
-	if (fstat(fd, &st)) {
-		idgen_close(fd);
-		report_device(-errno);
-	}
-	if (!S_ISCHR(st.st_mode) && !S_ISREG(st.st_mode)) {
-		idgen_close(fd);
-		device_kind_check(&st);
-	}
 	dev.path = strdup(device_path);
 	if (!dev.path) {
 		idgen_close(fd);

@@ -32,11 +32,12 @@ SELECT count(*) FROM t;
 -- Another path, named in the message.
 SET idgen.device = '/nonexistent/idgen';
 SELECT idgen_next();
--- Not a device that mints: a read of nothing is a device error, IG000.
+-- Not idgen's device: the setting is wrong, 22023, before any read
+-- (device.sql: every kind of file that is not).
 SET idgen.device = '/dev/null';
 SELECT idgen_next();
-SELECT pg_temp.sqlstate_of('SELECT idgen_next()') AS device_error;
-SELECT pg_temp.sqlstate_of('SELECT idgen_next_n(2)') AS device_error;
+SELECT pg_temp.sqlstate_of('SELECT idgen_next()') AS not_idgen;
+SELECT pg_temp.sqlstate_of('SELECT idgen_next_n(2)') AS not_idgen;
 RESET idgen.device;
 
 -- Negative IDs: never idgen IDs.

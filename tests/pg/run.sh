@@ -130,6 +130,34 @@ else
 		test "$sim_out" = "10000 10000 t t"
 fi
 
+# A session's buffer follows its settings: the column default mints
+# through it; a new idgen.buffer_size makes a new one, above the IDs
+# before; another idgen.device lets go of the first generator, and the
+# next ID is the new one's (pg/sql/device.sql has what may not be one).
+buf_sql="SET client_min_messages = warning;
+CREATE EXTENSION IF NOT EXISTS idgen;
+SET idgen.device = 'sim:120';
+SET idgen.buffer_size = 8;
+CREATE TEMP TABLE minted (id bigint PRIMARY KEY DEFAULT idgen_next(), n integer);
+INSERT INTO minted (n) SELECT g FROM generate_series(1, 20) g;
+SET idgen.buffer_size = 1;
+INSERT INTO minted (n) SELECT g FROM generate_series(21, 25) g;
+SET idgen.device = 'sim:121';
+INSERT INTO minted (n) SELECT g FROM generate_series(26, 30) g;
+SELECT count(*), bool_and(w = CASE WHEN n <= 25 THEN 120 ELSE 121 END),
+       bool_and(id > prev OR prev IS NULL)
+  FROM (SELECT n, id, (idgen_decode(id)).worker AS w,
+               lag(id) OVER (PARTITION BY (idgen_decode(id)).worker ORDER BY n) AS prev
+          FROM minted) m;"
+buf_out=$("$bindir/psql" -X -q -h "$tmp" -U postgres -d postgres -tA -F' ' -c "$buf_sql" 2>&1)
+if grep -q "another simulated generator" <<<"$buf_out"; then
+	tap_skip "a session's buffer follows idgen.buffer_size and idgen.device" \
+		"worker 120 or 121 is held by another process of this host"
+else
+	check "a session's buffer follows idgen.buffer_size and idgen.device: the column default's IDs increasing, each of its generator ($buf_out)" \
+		test "$buf_out" = "30 t t"
+fi
+
 # Only sim:WORKER: the file form has no lock (two sessions on one file
 # repeated IDs), and a value that is neither is named, not taken for a
 # file and refused later as a missing lease (IG002).
