@@ -618,6 +618,13 @@ void api_deferred_drop(struct api_deferred *d)
 	free(d);
 }
 
+void api_deferred_cancel(struct api_deferred *d)
+{
+	free(d->job.ids);
+	give_back(d);
+	free(d);
+}
+
 static int ids_next(struct api *api, const struct api_request *rq,
 		    struct api_response *out)
 {

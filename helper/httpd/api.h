@@ -109,8 +109,9 @@ int api_handle(struct api *api, const struct api_request *rq,
  * Mint a deferred request's IDs on the lane and make its answer; then
  * resume(arg), once, from the lane's thread or this one.  The connection
  * must be set aside before: resume() may come before this returns.  fd,
- * the client's socket (or -1), is watched meanwhile: a client gone gets
- * no more IDs minted, and no answer.
+ * the client's socket (or -1), is watched meanwhile: a client that can
+ * no longer read gets no more IDs minted, and no answer; one that only
+ * shut its sending side is answered.
  */
 void api_defer(struct api_deferred *d, int fd, void (*resume)(void *arg), void *arg);
 
@@ -122,9 +123,15 @@ int api_deferred_answer(struct api_deferred *d, struct api_response *out);
 
 /*
  * After resume(), when the answer cannot be sent (the connection closed
- * first, e.g. by a client that shut its side after the request): d freed.
- * The IDs minted for it are holes, charged to the caller's quota.
+ * first): d freed.  The IDs minted for it are holes, charged to the
+ * caller's quota.
  */
 void api_deferred_drop(struct api_deferred *d);
+
+/*
+ * Instead of api_defer(), when the connection closed first: nothing was
+ * minted, and the caller's quota gets back what it took.  d freed.
+ */
+void api_deferred_cancel(struct api_deferred *d);
 
 #endif /* HTTPD_API_H */

@@ -48,12 +48,20 @@ static void keep_pace(struct minter *m, uint64_t last_ms)
 	}
 }
 
-/* Whether a request's client has hung up: no answer can reach it. */
+/*
+ * Whether a request's client can no longer read: no answer can reach it.
+ * Not whether it stopped writing (POLLRDHUP, its FIN): a client may shut
+ * its sending side once its request is out (nc -N, shutdown(SHUT_WR)) and
+ * still read the answer.  Only POLLHUP (both directions shut: a unix
+ * peer closed) or POLLERR (a TCP peer's reset) says it is gone.  A TCP
+ * peer that closed without a reset looks half-closed until something is
+ * written to it; its answer is then written, and lost (api.h).
+ */
 static bool client_gone(int fd)
 {
-	struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+	struct pollfd p = { .fd = fd };
 
-	return fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR));
+	return fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & (POLLHUP | POLLERR));
 }
 
 /* One turn of a job: a chunk of its IDs.  True when the job is done. */

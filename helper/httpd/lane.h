@@ -25,8 +25,10 @@
  *     for another reason (the clock stepped back) the lane waits too, up
  *     to LANE_MAX_WAIT_MS: large requests are slowed, small ones go on;
  *   - it stops minting for a request whose client has gone (its socket
- *     hung up, or its stream was cancelled), and answers it with
- *     ECONNRESET; and for one whose deadline has passed, with ETIMEDOUT;
+ *     can no longer be written to, or its stream was cancelled), and
+ *     answers it with ECONNRESET; and for one whose deadline has passed,
+ *     with ETIMEDOUT.  A client that only shut its sending side still
+ *     reads, and is minted for;
  *   - it formats the answer itself, so the connection's thread only
  *     sends it.
  *

@@ -153,6 +153,7 @@ struct request {
 	bool too_large;
 	bool answered;
 	struct api_deferred *deferred;	/* set aside for the lane (lane.h) */
+	bool on_lane;			/* ... and handed to it (set_aside()) */
 	char body[API_MAX_BODY + 1];	/* and a NUL, for api.h */
 };
 
@@ -248,18 +249,38 @@ static enum MHD_Result answer(struct server *s, struct MHD_Connection *c,
 		return MHD_NO;		/* out of memory: close the connection */
 	if (out.deferred) {
 		/*
-		 * Set aside before the lane may finish: handle() is called
-		 * again once it has, and sends the answer (deferred()).
+		 * No answer yet: libmicrohttpd calls again at once, and the
+		 * request is set aside then (set_aside()).
 		 */
-		const union MHD_ConnectionInfo *i =
-			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-
 		rq->deferred = out.deferred;
-		MHD_suspend_connection(c);
-		api_defer(out.deferred, i ? i->connect_fd : -1, resume, c);
 		return MHD_YES;
 	}
 	return send_answer(s, c, rq, &out);
+}
+
+/*
+ * A request for the lane, on handle()'s second call after its body:
+ * set aside before the lane may finish; handle() is called again once it
+ * has, and sends the answer (deferred()).
+ *
+ * Not on the first: libmicrohttpd (0.9.75) sets a connection aside with
+ * the events it last waited for, which on the first call are still the
+ * request's bytes, and resumed, it reads before anything else.  A client
+ * that shut its sending side after the request (nc -N) has left an end
+ * of stream there, and that read drops the request unanswered.  Once a
+ * call has answered nothing, the connection waits for its answer and
+ * reads no more, and so it stays when set aside now: resumed, it sends
+ * the answer first.
+ */
+static enum MHD_Result set_aside(struct MHD_Connection *c, struct request *rq)
+{
+	const union MHD_ConnectionInfo *i =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
+
+	rq->on_lane = true;
+	MHD_suspend_connection(c);
+	api_defer(rq->deferred, i ? i->connect_fd : -1, resume, c);
+	return MHD_YES;
 }
 
 /*
@@ -417,6 +438,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		rq->dropped = 0;
 		rq->too_large = rq->answered = false;
 		rq->deferred = NULL;
+		rq->on_lane = false;
 		*con_cls = rq;
 		atomic_fetch_add(&in_flight, 1);	/* until completed() */
 		/* Over a limit at its opening (notify_connection()). */
@@ -451,7 +473,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		return MHD_YES;
 	}
 	if (rq->deferred)
-		return deferred(s, c, rq);
+		return rq->on_lane ? deferred(s, c, rq) : set_aside(c, rq);
 	if (*upload_size) {
 		if (!rq->too_large && *upload_size <= API_MAX_BODY - rq->len) {
 			memcpy(rq->body + rq->len, upload, *upload_size);
@@ -527,8 +549,11 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 	if (rq) {
 		atomic_fetch_sub(&in_flight, 1);
 		/* Resumed, and closed before its answer was sent. */
-		if (rq->deferred)
+		if (rq->deferred && rq->on_lane)
 			api_deferred_drop(rq->deferred);
+		/* ... or closed before it was handed to the lane. */
+		else if (rq->deferred)
+			api_deferred_cancel(rq->deferred);
 	}
 	free(rq);
 	*con_cls = NULL;

@@ -16,6 +16,8 @@ source address it is to be counted under):
     the JSON error shape, the connection closed, nothing minted
   - the refusals libmicrohttpd writes itself (431, 400, 413, 505): their
     status, and the connection closed (their body is its HTML)
+  - a client that shuts its sending side after its request (nc -N) still
+    reads: answered, on the bulk lane (256 IDs and more) as off it
 With "ipv6", in a network namespace of its own (unshare -n: run.sh),
 with addresses it adds to its loopback: IPv6 clients counted by their
 /64, or whole with ipv6_prefix_per_ip = 128, or by another prefix.
@@ -376,12 +378,46 @@ def framing_tests():
        "the refused requests minted nothing (2 IDs for the 2 served)", srv.text())
 
 
+def post_next(count):
+    body = b'{"count":%d}' % count
+    return (b"POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+
+def ids_of(body):
+    """The IDs of a POST /v1/ids:next answer, as ints ([] if none)."""
+    m = re.match(rb'\{"ids":\[([^\]]*)\]', body)
+    return [int(x) for x in re.findall(rb'"(\d+)"', m.group(1))] if m else []
+
+
+def half_close_tests():
+    srv = Server("127.0.0.1:0")
+    # 255 is minted on the connection's thread, 256 and more on the lane;
+    # each 5 times, as the end of stream may come before the request is
+    # read, or after.
+    for count in (1, 255, 256, 10000):
+        bad = []
+        for _ in range(5):
+            c = Conn("127.0.0.1", srv.port, "127.0.0.1")
+            c.send(post_next(count))
+            c.s.shutdown(socket.SHUT_WR)
+            r = c.response()
+            ids = ids_of(r[2]) if r[0] == 200 else []
+            if len(ids) != count or ids != sorted(set(ids)):
+                bad.append(f"status {r[0]}, {len(ids)} IDs: {r[2][:200]!r}")
+            c.close()
+        ok(not bad, f"count {count}, then shutdown(SHUT_WR), 5 times: 200 with its "
+           f"{count} IDs, increasing", "\n".join(bad))
+    srv.stop()
+
+
 try:
     if ipv6:
         ipv6_tests()
     else:
         limit_tests()
         framing_tests()
+        half_close_tests()
 except Exception as e:  # a harness failure is a failed test, not a crash
     ok(False, "the tests ran to their end", repr(e))
 finally:

@@ -7,14 +7,16 @@
  * it is minted by its submitter, the lane never mints again while its
  * last ID runs more than LANE_AHEAD_MS ahead of the generator's clock
  * and never waits for the clock before answering a finished request, and
- * a client that hung up, a stream cancelled or a deadline passed gets no
- * more IDs.
+ * a client that hung up (closed, or reset over TCP), a stream cancelled or
+ * a deadline passed gets no more IDs, while one that only shut its sending
+ * side (it still reads) gets them all.
  */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
@@ -352,6 +354,100 @@ TEST_F(lane, a_client_gone_gets_no_more_ids)
 	EXPECT_EQ(LANE_CHUNK, self->jobs[0].job.got);
 	EXPECT_EQ(1, self->f.calls);
 	close(sv[0]);
+}
+
+/* A client that shut its sending side (nc -N) still reads: minted for. */
+TEST_F(lane, a_half_closed_client_gets_every_id)
+{
+	struct timespec ms = { 0, 1000000 };
+	char c;
+	int sv[2];
+
+	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
+	job_init(&self->jobs[0], 2000);
+	self->jobs[0].job.fd = sv[0];
+	lane_submit(self->l, &self->jobs[0].job);
+	while (!self->f.entered)
+		nanosleep(&ms, NULL);
+	ASSERT_EQ(0, shutdown(sv[1], SHUT_WR));
+	fake_open(&self->f);
+	wait_done(&self->jobs[0]);
+	EXPECT_EQ(0, self->jobs[0].job.err);
+	EXPECT_EQ(2000, self->jobs[0].job.got);
+	/* ... and the answer would reach it. */
+	EXPECT_EQ(1, write(sv[0], "x", 1));
+	EXPECT_EQ(1, read(sv[1], &c, 1));
+	close(sv[0]);
+	close(sv[1]);
+}
+
+/* A loopback TCP connection: *client and *server, or -1s. */
+static void tcp_pair(int *client, int *server)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET,
+				 .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int l = socket(AF_INET, SOCK_STREAM, 0);
+
+	*client = *server = -1;
+	if (l < 0 || bind(l, (struct sockaddr *)&a, sizeof(a)) || listen(l, 1) ||
+	    getsockname(l, (struct sockaddr *)&a, &len))
+		goto out;
+	*client = socket(AF_INET, SOCK_STREAM, 0);
+	if (*client < 0 || connect(*client, (struct sockaddr *)&a, sizeof(a)))
+		goto out;
+	*server = accept(l, NULL, NULL);
+out:
+	if (l >= 0)
+		close(l);
+}
+
+/* Over TCP the same: its FIN is no hang-up. */
+TEST_F(lane, a_half_closed_tcp_client_gets_every_id)
+{
+	struct timespec ms = { 0, 1000000 };
+	int cl, sv;
+
+	tcp_pair(&cl, &sv);
+	ASSERT_LE(0, sv);
+	job_init(&self->jobs[0], 2000);
+	self->jobs[0].job.fd = sv;
+	lane_submit(self->l, &self->jobs[0].job);
+	while (!self->f.entered)
+		nanosleep(&ms, NULL);
+	ASSERT_EQ(0, shutdown(cl, SHUT_WR));
+	nanosleep(&ms, NULL);		/* the FIN is in before the lane looks */
+	fake_open(&self->f);
+	wait_done(&self->jobs[0]);
+	EXPECT_EQ(0, self->jobs[0].job.err);
+	EXPECT_EQ(2000, self->jobs[0].job.got);
+	close(cl);
+	close(sv);
+}
+
+/* A TCP client that reset its connection (closed with SO_LINGER 0) is gone. */
+TEST_F(lane, a_reset_tcp_client_gets_no_more_ids)
+{
+	struct timespec ms = { 0, 1000000 };
+	struct linger lg = { .l_onoff = 1, .l_linger = 0 };
+	int cl, sv;
+
+	tcp_pair(&cl, &sv);
+	ASSERT_LE(0, sv);
+	job_init(&self->jobs[0], 2000);
+	self->jobs[0].job.fd = sv;
+	lane_submit(self->l, &self->jobs[0].job);
+	while (!self->f.entered)
+		nanosleep(&ms, NULL);
+	ASSERT_EQ(0, setsockopt(cl, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
+	close(cl);
+	nanosleep(&ms, NULL);		/* the reset is in before the lane looks */
+	fake_open(&self->f);
+	wait_done(&self->jobs[0]);
+	EXPECT_EQ(-ECONNRESET, self->jobs[0].job.err);
+	EXPECT_EQ(LANE_CHUNK, self->jobs[0].job.got);
+	EXPECT_EQ(1, self->f.calls);
+	close(sv);
 }
 
 TEST_F(lane, a_cancelled_stream_gets_no_more_ids)
