@@ -565,6 +565,7 @@ static int next_answer(struct api_deferred *d, int err, struct api_response *out
 	p += sprintf(p, ",\"layout_version\":%u}", dec.version);
 	out->len = p - out->body;
 	out->status = 200;
+	out->ids = count;
 	free(d->job.ids);
 	if (api->metrics)
 		metrics_issued(api->metrics, d->caller[0] ? d->caller : NULL, count);
@@ -585,6 +586,7 @@ static void deferred_done(struct lane_job *job)
 		 */
 		free(job->ids);
 		give_back_n(d, job->count - job->got);
+		metrics_ids_lost(d->api->metrics, job->got);
 	} else {
 		/* Out of memory, the body stays NULL: the connection is closed. */
 		next_answer(d, job->err, &d->out);
@@ -614,6 +616,7 @@ void api_deferred_drop(struct api_deferred *d)
 	 * caller, who took the node's time (or a client could mint on and
 	 * on for free by closing before each answer).
 	 */
+	metrics_ids_lost(d->api->metrics, d->out.ids);
 	free(d->out.body);
 	free(d);
 }

@@ -69,6 +69,8 @@ struct api_response {
 	unsigned int retry_after;	/* seconds, 0 for no Retry-After */
 	const char *content_type;	/* application/json unless /metrics */
 	enum metrics_route route;	/* for idgen_requests_total */
+	/* The IDs body carries: idgen_ids_lost_total's if never sent. */
+	size_t ids;
 	/*
 	 * Not NULL: no answer yet (status 0, body NULL).  A POST
 	 * /v1/ids:next of LANE_MIN_COUNT IDs or more, to be minted on the
@@ -110,8 +112,9 @@ int api_handle(struct api *api, const struct api_request *rq,
  * resume(arg), once, from the lane's thread or this one.  The connection
  * must be set aside before: resume() may come before this returns.  fd,
  * the client's socket (or -1), is watched meanwhile: a client that can
- * no longer read gets no more IDs minted, and no answer; one that only
- * shut its sending side is answered.
+ * no longer read gets no more IDs minted, and no answer, and the IDs
+ * minted for it count as lost; one that only shut its sending side is
+ * answered.
  */
 void api_defer(struct api_deferred *d, int fd, void (*resume)(void *arg), void *arg);
 
@@ -124,7 +127,7 @@ int api_deferred_answer(struct api_deferred *d, struct api_response *out);
 /*
  * After resume(), when the answer cannot be sent (the connection closed
  * first): d freed.  The IDs minted for it are holes, charged to the
- * caller's quota.
+ * caller's quota, and counted as lost.
  */
 void api_deferred_drop(struct api_deferred *d);
 

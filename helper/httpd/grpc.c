@@ -394,6 +394,8 @@ static void take_done(struct grpc_server *s)
 	s->done = NULL;
 	pthread_mutex_unlock(&s->lock);
 	for (; p; p = next) {
+		size_t n = grpc_next_count(p->next);
+
 		next = p->qnext;
 		grpc_next_finish(p->next, &r);
 		/* The stream's connection may be closed, not yet freed: no
@@ -409,6 +411,9 @@ static void take_done(struct grpc_server *s)
 				c->failed = true;	/* closed at its next event or tick */
 			conn_watch(s, c);
 		} else {
+			/* Its IDs made an answer (a message) the peer never gets. */
+			if (r.msg)
+				metrics_ids_lost(s->api->metrics, n);
 			free(r.msg);
 		}
 		free(p);

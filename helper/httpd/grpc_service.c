@@ -214,8 +214,10 @@ void grpc_next_finish(struct grpc_next *d, struct grpc_reply *out)
 	memset(out, 0, sizeof(*out));
 	out->pushback_ms = -1;
 	if (atomic_load(&d->job.cancelled)) {
+		/* A reset stream: those minted are lost, the rest given back. */
 		free(d->job.ids);
 		give_back(d, d->job.count - d->job.got);
+		metrics_ids_lost(d->api->metrics, d->job.got);
 	} else if (next_reply(d, d->job.err, out)) {
 		status(out, GRPC_RESOURCE_EXHAUSTED, "out of memory");
 	}

@@ -118,6 +118,12 @@ void metrics_issued(struct metrics *m, const char *caller, size_t count)
 	ADD(m->batch_sum, count);
 }
 
+void metrics_ids_lost(struct metrics *m, size_t count)
+{
+	if (m && count)
+		ADD(m->ids_lost, count);
+}
+
 static void help(FILE *f, const char *name, const char *type, const char *text)
 {
 	fprintf(f, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
@@ -185,6 +191,9 @@ static void write_counters(struct metrics *m, FILE *f)
 			m->callers[i], GET(m->issued[i]));
 	fprintf(f, "idgen_ids_issued_total{caller=\"other\"} %" PRIu64 "\n",
 		GET(m->issued[m->nr_callers]));
+	help(f, "idgen_ids_lost_total", "counter", "IDs minted for requests whose client "
+	     "went away before the answer reached it (never handed out).");
+	fprintf(f, "idgen_ids_lost_total %" PRIu64 "\n", GET(m->ids_lost));
 
 	help(f, "idgen_batch_size", "histogram", "IDs per answered request for IDs "
 	     "(POST /v1/ids:next, NextIds).");

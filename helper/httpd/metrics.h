@@ -6,6 +6,8 @@
  *   idgen_requests_total{route,code}          answers given, by route and status
  *   idgen_request_duration_seconds            histogram, 25 us to 10 ms
  *   idgen_ids_issued_total{caller}            configured callers, the rest "other"
+ *   idgen_ids_lost_total                      minted for a client gone before
+ *                                             its answer reached it
  *   idgen_batch_size                          histogram of counts answered
  *   idgen_generator_*                         the generator's own counters
  *                                             (the module's, with its state;
@@ -71,6 +73,7 @@ struct metrics {
 	char **callers;
 	unsigned int nr_callers;
 	_Atomic uint64_t *issued;	/* per caller, then "other" */
+	_Atomic uint64_t ids_lost;
 	/* Connections, counted by server.c. */
 	_Atomic int64_t conn_open;
 	_Atomic uint64_t conn_refused[NR_REFUSED];	/* at a connection limit */
@@ -89,6 +92,11 @@ void metrics_request(struct metrics *m, enum metrics_route route,
 void metrics_grpc(struct metrics *m, enum metrics_grpc_method method,
 		  unsigned int code, uint64_t ns);
 void metrics_issued(struct metrics *m, const char *caller, size_t count);
+/*
+ * count IDs minted for a request whose client went away before its
+ * answer reached it: holes, never handed out.  m may be NULL.
+ */
+void metrics_ids_lost(struct metrics *m, size_t count);
 
 /*
  * The whole exposition into a malloc()ed *body: the counters above, and

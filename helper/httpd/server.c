@@ -154,6 +154,7 @@ struct request {
 	bool answered;
 	struct api_deferred *deferred;	/* set aside for the lane (lane.h) */
 	bool on_lane;			/* ... and handed to it (set_aside()) */
+	size_t ids_queued;		/* in the answer queued, until it is sent */
 	char body[API_MAX_BODY + 1];	/* and a NUL, for api.h */
 };
 
@@ -197,6 +198,7 @@ static enum MHD_Result send_answer(struct server *s, struct MHD_Connection *c,
 				   struct request *rq, struct api_response *out)
 {
 	struct timespec now;
+	enum MHD_Result ret;
 
 	if (!out->body)
 		return MHD_NO;		/* out of memory: close the connection */
@@ -206,7 +208,10 @@ static enum MHD_Result send_answer(struct server *s, struct MHD_Connection *c,
 				(now.tv_sec - rq->start.tv_sec) * 1000000000ULL +
 				now.tv_nsec - rq->start.tv_nsec);
 	}
-	return queue(c, out, false);
+	ret = queue(c, out, false);
+	if (ret == MHD_YES)
+		rq->ids_queued = out->ids;
+	return ret;
 }
 
 /* The lane made a set-aside request's answer: back to libmicrohttpd. */
@@ -439,6 +444,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		rq->too_large = rq->answered = false;
 		rq->deferred = NULL;
 		rq->on_lane = false;
+		rq->ids_queued = 0;
 		*con_cls = rq;
 		atomic_fetch_add(&in_flight, 1);	/* until completed() */
 		/* Over a limit at its opening (notify_connection()). */
@@ -545,7 +551,6 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 
 	struct request *rq = *con_cls;
 
-	(void)toe;
 	if (rq) {
 		atomic_fetch_sub(&in_flight, 1);
 		/* Resumed, and closed before its answer was sent. */
@@ -554,6 +559,14 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		/* ... or closed before it was handed to the lane. */
 		else if (rq->deferred)
 			api_deferred_cancel(rq->deferred);
+		/*
+		 * The answer was queued, and the connection failed before all
+		 * of it went out (the client reset it, or a stop's deadline):
+		 * its IDs are lost.  What the kernel took counts as delivered:
+		 * past that, nothing here can tell.
+		 */
+		if (rq->ids_queued && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
+			metrics_ids_lost(s->api->metrics, rq->ids_queued);
 	}
 	free(rq);
 	*con_cls = NULL;
