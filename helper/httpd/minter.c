@@ -160,7 +160,6 @@ static const struct minter_ops device_ops = {
 int minter_open(struct minter *m, const char *spec, uint64_t sim_lease_ms,
 		char *err, size_t errlen)
 {
-	struct idgen_device_state st;
 	struct device *d;
 	uint64_t worker = 0;
 	char why[512];
@@ -178,8 +177,20 @@ int minter_open(struct minter *m, const char *spec, uint64_t sim_lease_ms,
 			snprintf(err, errlen, "device '%s': %s", spec, why);
 		return ret;
 	}
-	/* Blocking: the generator sleeps only for short, bounded waits. */
-	fd = idgen_open(spec, 0);
+	/*
+	 * Only idgen's device, told by what it is and not by its path
+	 * (libidgen's one rule), and found now, not at the first request.
+	 * Blocking once open: the generator sleeps only for short, bounded
+	 * waits.
+	 */
+	fd = idgen_open(spec, LIBIDGEN_VERIFY);
+	if (fd == -ENOTTY || fd == -EIO) {
+		snprintf(err, errlen, "device '%s': not an idgen device (%s)",
+			 spec ? spec : LIBIDGEN_DEVICE, fd == -EIO ?
+			 "its state is one no idgen module reports" :
+			 "not idgen's character device, or no answer to its state request");
+		return fd;
+	}
 	if (fd < 0) {
 		/* Only /dev/idgen missing says the module is not loaded. */
 		if (fd == -ENOENT && spec && strcmp(spec, LIBIDGEN_DEVICE))
@@ -189,14 +200,6 @@ int minter_open(struct minter *m, const char *spec, uint64_t sim_lease_ms,
 				 spec ? spec : LIBIDGEN_DEVICE,
 				 idgen_strerror(fd) ? idgen_strerror(fd) : strerror(-fd));
 		return fd;
-	}
-	/* Not an idgen device is found now, not at the first request. */
-	ret = idgen_device_get_state(fd, &st);
-	if (ret) {
-		snprintf(err, errlen, "device '%s': not an idgen device (%s)",
-			 spec ? spec : LIBIDGEN_DEVICE, strerror(-ret));
-		idgen_close(fd);
-		return ret;
 	}
 	d = malloc(sizeof(*d));
 	if (!d) {

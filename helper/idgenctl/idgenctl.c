@@ -121,9 +121,10 @@ int no_args(const char *usage, int argc, char *argv[])
 	return 1;
 }
 
+/* Only idgen's device, told by what it is: requests go to nothing else. */
 int device_open(void)
 {
-	int fd = idgen_open(device_path, 0);
+	int fd = idgen_open(device_path, LIBIDGEN_VERIFY);
 
 	if (fd < 0) {
 		report_errno(device_path, -fd);

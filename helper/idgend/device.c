@@ -121,12 +121,18 @@ int device_open(struct device *dev, const char *spec,
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
-	d->fd = idgen_open(spec, 0);
+	/* Leases go only to idgen's device, by what it is, not its path. */
+	d->fd = idgen_open(spec, LIBIDGEN_VERIFY);
 	if (d->fd < 0) {
 		err = d->fd;
-		log_err("cannot open the generator %s: %s%s", spec,
-			strerror(-err), err == -ENOENT ?
-			" (is idgen.ko loaded? 'modprobe idgen')" : "");
+		if (err == -ENOTTY || err == -EIO)
+			log_err("cannot use the generator %s: not an idgen device (%s)", spec,
+				err == -EIO ? "its state is one no idgen module reports" :
+				"not idgen's character device, or no answer to its state request");
+		else
+			log_err("cannot open the generator %s: %s%s", spec,
+				strerror(-err), err == -ENOENT ?
+				" (is idgen.ko loaded? 'modprobe idgen')" : "");
 		free(d);
 		return err;
 	}
