@@ -179,11 +179,13 @@ done
 # of the clock: refused with IG004 and the simulation's own hint.
 step_worker=123
 step_mark=/dev/shm/idgen-sim-r0-w$step_worker
-/usr/bin/python3 -c '
+# The mark is the server's user's own, mode 0600: the simulation uses no
+# other (lib/sim.c).
+"${as_pg[@]}" /usr/bin/python3 -c '
 import struct, sys, time, os
 ms = int(time.time() * 1000) - 1767225600000 + int(sys.argv[2])
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o666)
-os.fchmod(fd, 0o666)
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
+os.fchmod(fd, 0o600)
 os.pwrite(fd, b"idgensim" + struct.pack("=Q", ms << 22 | (1 << 22) - 1), 0)
 os.close(fd)' "$step_mark" 60000
 step_out=$("$bindir/psql" -X -q -h "$tmp" -U postgres -d postgres -tA -v VERBOSITY=verbose \
@@ -200,7 +202,7 @@ else
 	fi
 fi
 # Back to the clock, for the worker's next user (no ID was minted above it).
-/usr/bin/python3 -c '
+"${as_pg[@]}" /usr/bin/python3 -c '
 import struct, sys, time, os
 ms = int(time.time() * 1000) - 1767225600000 + int(sys.argv[2])
 fd = os.open(sys.argv[1], os.O_RDWR)
