@@ -415,9 +415,11 @@ void idgen_buffer_free(struct idgen_buffer *b);
  *       O_NOFOLLOW (-ELOOP for a link), and refused (-EPERM) when another
  *       user owns it or anyone but its owner may open it.  Only one
  *       process per worker on the host: it holds flock(2) on the file
- *       for its life, seen from every network namespace, and a second
- *       open of the worker fails with -EBUSY (a container with a /dev/shm
- *       of its own is another host).  A systemd dynamic user (uid 61184
+ *       for its life, seen from every network namespace, and binds the
+ *       abstract unix socket "@" LIBIDGEN_SIM_LOCK_NAME "WORKER", which
+ *       holds even when the file is removed under it; a second open of
+ *       the worker fails with -EBUSY on either (a container with a
+ *       /dev/shm and a network namespace of its own is another host).  A systemd dynamic user (uid 61184
  *       to 65519: DynamicUser=, which implies RemoveIPC=, removing the
  *       file whenever its service stops) is refused (-EPERM).  It refuses
  *       (-EEXIST) to run beside a real generator (/dev/idgen or the

@@ -22,6 +22,8 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -111,6 +113,7 @@ struct idgen_sim {
 	struct idgen_forkguard_stamp stamp;
 	uint32_t node;			/* the node form's worker */
 	int lock_fd;			/* the node's lock; -1: none (file) */
+	int name_fd;			/* its second lock, the name; -1: none */
 	struct sim_mark *mark;		/* the node's mark: last is in it */
 	char *file, *tmp, *log;		/* the file form's; NULL otherwise */
 };
@@ -692,9 +695,55 @@ static void sim_init(struct idgen_sim *s)
 	struct lease none = default_lease();
 
 	s->last = &s->word;
+	s->name_fd = -1;
 	pthread_mutex_init(&s->change, NULL);
 	install(s, &none, 0);
 	s->stamp = idgen_forkguard_stamp();
+}
+
+/*
+ * A second lock, a name in the abstract socket namespace
+ * ("@idgen-sim-r0-wWORKER", unix(7)), bound for the process's life: the
+ * state file's flock holds only while the file keeps its name, and a file
+ * removed under a running process (by its owner, or by logind's
+ * RemoveIPC= at the owner's last logout) would let the next opener make a
+ * new one and lock that.  The name cannot be removed; it is one per
+ * network namespace, which the flock covers.  Either lock refuses a
+ * second opener.
+ */
+static int lock_node(uint32_t worker, char *err, size_t errlen)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	socklen_t len;
+	int fd, ret;
+
+	/* sun_path[0] stays 0: the abstract namespace. */
+	len = offsetof(struct sockaddr_un, sun_path) + 1 +
+	      snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
+		       LIBIDGEN_SIM_LOCK_NAME "%u", worker);
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "the simulated generator of region 0, worker %u "
+			 "cannot make its lock (a unix socket): %s", worker, strerror(-ret));
+		return ret;
+	}
+	if (bind(fd, (struct sockaddr *)&sa, len)) {
+		ret = -errno;
+		close(fd);
+		if (ret == -EADDRINUSE) {
+			snprintf(err, errlen, "another simulated generator of region 0, "
+				 "worker %u runs on this host (it holds @" LIBIDGEN_SIM_LOCK_NAME
+				 "%u): two would mint the same IDs; give each its own worker",
+				 worker, worker);
+			return -EBUSY;
+		}
+		snprintf(err, errlen, "the simulated generator of region 0, worker %u "
+			 "cannot take its lock @" LIBIDGEN_SIM_LOCK_NAME "%u: %s", worker,
+			 worker, strerror(-ret));
+		return ret;
+	}
+	return fd;
 }
 
 static void say(char *err, size_t errlen, const char *what)
@@ -915,6 +964,13 @@ static int open_node(uint32_t worker, uint64_t lease_ms, struct idgen_sim **out,
 	sim_init(s);
 	s->lock_fd = fd;
 	s->node = worker;
+	s->name_fd = lock_node(worker, why, sizeof(why));
+	if (s->name_fd < 0) {
+		ret = s->name_fd;
+		say(err, errlen, why);
+		idgen_sim_close(s);
+		return ret;
+	}
 	ret = map_mark(fd, worker, mark_path, &s->mark, err, errlen);
 	if (ret) {
 		idgen_sim_close(s);
@@ -974,6 +1030,7 @@ static int open_file(const char *file, struct idgen_sim **out, char *err,
 	}
 	sim_init(s);
 	s->lock_fd = -1;
+	s->name_fd = -1;
 	s->file = strdup(file);
 	if (!s->file || asprintf(&s->tmp, "%s.tmp", file) < 0 ||
 	    asprintf(&s->log, "%s.log", file) < 0) {
@@ -1039,6 +1096,8 @@ IDGEN_EXPORT void idgen_sim_close(struct idgen_sim *s)
 		return;
 	if (s->mark)
 		munmap(s->mark, sizeof(*s->mark));
+	if (s->name_fd >= 0)
+		close(s->name_fd);
 	if (s->lock_fd >= 0)
 		close(s->lock_fd);
 	pthread_mutex_destroy(&s->change);

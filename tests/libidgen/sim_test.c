@@ -876,4 +876,21 @@ TEST(foreign_file_state_refused)
 	rmdir(dir);
 }
 
+/*
+ * The state file removed under a running process (its owner, or logind's
+ * RemoveIPC= at a logout): a second opener makes a new file and locks it,
+ * and only the name the process holds refuses it.
+ */
+TEST(one_per_worker_when_its_file_is_removed)
+{
+	struct idgen_sim *m, *other;
+
+	ASSERT_EQ(0, sim_open(&m, 106, 0));
+	ASSERT_EQ(0, unlink(state_path(106)));
+	EXPECT_EQ(-EBUSY, sim_open(&other, 106, 0));
+	TH_LOG("%s", err);
+	idgen_sim_close(m);
+	unlink(state_path(106));
+}
+
 TEST_HARNESS_MAIN
