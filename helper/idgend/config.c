@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "conf.h"
@@ -47,6 +48,11 @@ static const struct conf_item items[] = {
 	O("etcd", timeout_ms, conf_u64, 100, 600000),
 	O("etcd", start_timeout_ms, conf_u64, 0, 86400000),
 	O("etcd", claim_retry_ms, conf_u64, 100, 3600000),
+	O("etcd", ca_file, conf_string_or_empty, 0, 0),
+	O("etcd", cert_file, conf_string_or_empty, 0, 0),
+	O("etcd", key_file, conf_string_or_empty, 0, 0),
+	O("etcd", user, conf_string_or_empty, 0, 0),
+	O("etcd", password_file, conf_string_or_empty, 0, 0),
 };
 
 #define NR_ITEMS	(sizeof(items) / sizeof(items[0]))
@@ -65,7 +71,8 @@ static const char usage[] =
 	"                runtime_dir, lease_ms, renew_ms, require_clock_sync (yes|no)\n"
 	"  [standalone]  worker, state_file\n"
 	"  [etcd]        endpoints, prefix, timeout_ms, start_timeout_ms,\n"
-	"                claim_retry_ms\n"
+	"                claim_retry_ms, ca_file, cert_file, key_file, user,\n"
+	"                password_file\n"
 	"\n"
 	"--fresh-state: in standalone mode, start even though the state file\n"
 	"is missing from its directory (this host never minted as its worker).\n"
@@ -156,6 +163,11 @@ static void set_defaults(struct config *cfg)
 	cfg->timeout_ms = 2000;
 	cfg->start_timeout_ms = 30000;
 	cfg->claim_retry_ms = 5000;
+	cfg->ca_file = strdup("");
+	cfg->cert_file = strdup("");
+	cfg->key_file = strdup("");
+	cfg->user = strdup("");
+	cfg->password_file = strdup("");
 }
 
 /* Defaults that depend on the mode, for keys not given. */
@@ -195,6 +207,63 @@ static const char *bad_owner(const char *owner)
 	if (!utf8_valid(owner, strlen(owner)))
 		return "must be UTF-8";
 	return NULL;
+}
+
+/*
+ * TLS and authentication: both halves of a pair, and every endpoint
+ * https:// once any of them is set.  A plaintext endpoint among TLS ones
+ * would hand the token (and, authenticating there, the password) to
+ * whoever is on the path, and take its answers from them: a list that
+ * mixes the two, or TLS files or a user with a plaintext list, is a
+ * mistake to name, not a configuration to run.
+ */
+static int check_security(const struct config *cfg, const char *where)
+{
+	unsigned int i, tls = 0;
+	const char *need = NULL;
+
+	if (!*cfg->cert_file != !*cfg->key_file) {
+		fprintf(stderr, "idgend: %s: cert_file and key_file go together: "
+			"%s is given without %s\n", where,
+			*cfg->cert_file ? "cert_file" : "key_file",
+			*cfg->cert_file ? "key_file" : "cert_file");
+		return -1;
+	}
+	if (!*cfg->user != !*cfg->password_file) {
+		fprintf(stderr, "idgend: %s: user and password_file go together: "
+			"%s is given without %s (the password is read from a file "
+			"only)\n", where, *cfg->user ? "user" : "password_file",
+			*cfg->user ? "password_file" : "user");
+		return -1;
+	}
+	if (*cfg->user && bad_owner(cfg->user)) {
+		fprintf(stderr, "idgend: %s: user '%.128s' %s\n", where, cfg->user,
+			bad_owner(cfg->user));
+		return -1;
+	}
+	for (i = 0; i < cfg->nr_endpoints; i++)
+		tls += !strncasecmp(cfg->endpoints[i], "https://", 8);
+	if (tls && tls != cfg->nr_endpoints) {
+		fprintf(stderr, "idgend: %s: endpoints: %u of %u are https:// and the "
+			"others http://: every endpoint must be the one or the other "
+			"(a plaintext member would see the token and could answer for "
+			"etcd)\n", where, tls, cfg->nr_endpoints);
+		return -1;
+	}
+	if (*cfg->ca_file)
+		need = "ca_file";
+	else if (*cfg->cert_file)
+		need = "cert_file";
+	else if (*cfg->user)
+		need = "user";
+	if (need && !tls) {
+		fprintf(stderr, "idgend: %s: %s is given, but the endpoints are "
+			"http://: TLS files and etcd users need https:// endpoints "
+			"(the password and token would cross the network in plain "
+			"text)\n", where, need);
+		return -1;
+	}
+	return 0;
 }
 
 static int check(struct config *cfg)
@@ -249,6 +318,8 @@ static int check(struct config *cfg)
 			"end with one\n", where, cfg->prefix);
 		return -1;
 	}
+	if (check_security(cfg, where))
+		return -1;
 	if (cfg->mode == MODE_ETCD && cfg->timeout_ms * 2 > cfg->renew_ms) {
 		fprintf(stderr, "idgend: %s: timeout_ms (%" PRIu64 ") must be at most "
 			"half of renew_ms (%" PRIu64 ")\n", where, cfg->timeout_ms,
@@ -264,7 +335,9 @@ int config_load_text(struct config *cfg, const char *name, const char *text,
 	struct conf c;
 
 	set_defaults(cfg);
-	if (!cfg->device || !cfg->owner || !cfg->state_file || !cfg->prefix)
+	if (!cfg->device || !cfg->owner || !cfg->state_file || !cfg->prefix ||
+	    !cfg->layout_name || !cfg->runtime_dir || !cfg->ca_file ||
+	    !cfg->cert_file || !cfg->key_file || !cfg->user || !cfg->password_file)
 		return -1;
 	conf_init(&c, "idgend", items, NR_ITEMS, cfg);
 	if (conf_apply_text(&c, name, text, len))
@@ -322,7 +395,8 @@ int config_load(struct config *cfg, int argc, char *argv[])
 
 	set_defaults(cfg);
 	if (!cfg->device || !cfg->owner || !cfg->state_file || !cfg->prefix ||
-	    !cfg->layout_name || !cfg->runtime_dir) {
+	    !cfg->layout_name || !cfg->runtime_dir || !cfg->ca_file ||
+	    !cfg->cert_file || !cfg->key_file || !cfg->user || !cfg->password_file) {
 		fprintf(stderr, "idgend: out of memory\n");
 		return -1;
 	}
@@ -376,7 +450,7 @@ void config_print(const struct config *cfg, FILE *f)
 			fprintf(f, "%s[%s]\n", i ? "\n" : "", section);
 		}
 		fprintf(f, "%s = ", it->key);
-		if (it->parse == conf_string)
+		if (it->parse == conf_string || it->parse == conf_string_or_empty)
 			fputs(*(char *const *)p, f);
 		else if (it->parse == conf_u32)
 			fprintf(f, "%" PRIu32, *(const uint32_t *)p);
@@ -401,6 +475,11 @@ void config_free(struct config *cfg)
 	free(cfg->prefix);
 	free(cfg->layout_name);
 	free(cfg->runtime_dir);
+	free(cfg->ca_file);
+	free(cfg->cert_file);
+	free(cfg->key_file);
+	free(cfg->user);
+	free(cfg->password_file);
 	while (cfg->nr_endpoints)
 		free(cfg->endpoints[--cfg->nr_endpoints]);
 }

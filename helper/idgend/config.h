@@ -40,6 +40,12 @@ struct config {
 	uint64_t timeout_ms;		/* one etcd request */
 	uint64_t start_timeout_ms;	/* etcd unreachable at start: give up */
 	uint64_t claim_retry_ms;	/* pool exhausted: try again */
+	/* TLS and etcd's authentication ("": not given): etcd_creds.h */
+	char *ca_file;
+	char *cert_file;
+	char *key_file;
+	char *user;
+	char *password_file;
 	bool check_only;		/* --check-config */
 	bool fresh_state;		/* --fresh-state (standalone) */
 	bool cut_over;			/* --cut-over-layout R/W/S */

@@ -24,6 +24,7 @@
 
 #include <stdint.h>
 
+#include "etcd_creds.h"
 #include "store.h"
 
 struct etcd;
@@ -37,6 +38,20 @@ struct etcd;
 struct etcd *etcd_new(const char *const *endpoints, unsigned int n,
 		      const char *prefix, unsigned int timeout_ms);
 void etcd_free(struct etcd *e);
+
+/*
+ * TLS with s's files (etcd_creds.h), and authentication as s's user: 0,
+ * or -1 with err naming the file and what is wrong with it.  Hostname and
+ * IP verification are always on; with no ca_file, the system's CAs.
+ */
+int etcd_secure(struct etcd *e, const struct etcd_security *s, char *err,
+		size_t errlen);
+
+/*
+ * SIGHUP: read every file again (a set that fails keeps the one in
+ * force, logged), and open a new connection for the next request.
+ */
+void etcd_reload(struct etcd *e);
 
 /* The store operations; ctx is the struct etcd. */
 extern const struct store_ops etcd_store_ops;

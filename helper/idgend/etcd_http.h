@@ -14,6 +14,7 @@
 #include <curl/curl.h>
 #include <json.h>
 
+#include "etcd_creds.h"
 #include "http_body.h"
 
 /*
@@ -34,6 +35,19 @@ struct etcd {
 	size_t key_size;
 
 	struct idgen_http_body body;	/* the response */
+
+	/*
+	 * TLS files and etcd's authentication (etcd_secure()); creds NULL:
+	 * neither.  token: etcd's for the user, sent as the raw
+	 * Authorization header of every request (auth_headers); NULL until
+	 * authenticated, and after etcd called it invalid or stale.
+	 */
+	struct etcd_creds *creds;
+	unsigned int tls_gen, password_gen;	/* what curl was given */
+	bool fresh;			/* the next request on a new connection */
+	char *token;
+	struct curl_slist *auth_headers;
+	bool auth_off;			/* etcd said auth is not enabled */
 
 	char curl_err[CURL_ERROR_SIZE];
 	char err[512];
@@ -70,8 +84,17 @@ typedef int (*etcd_answer_fn)(struct etcd *e, const char *ep,
  * tell) and is -ETIMEDOUT; the next call then starts at the next
  * endpoint, so that the re-read does not ask the one that failed.
  *
+ * A request etcd answers with an invalid or stale token is sent again
+ * once, after authenticating anew; one that etcd refuses (a wrong
+ * password, no permission on the prefix, a client certificate etcd's
+ * gateway does not take) is -EACCES at once, nothing applied: every member
+ * would say the same.  A TLS handshake that fails (the member's
+ * certificate does not verify, or the member refuses ours) is that
+ * endpoint's failure, and the next one is tried.
+ *
  * When every endpoint failed: -EPROTO if one of them answered garbage,
- * else -ETIMEDOUT if one of them may have received the request, else
+ * else -EACCES if a TLS handshake failed (e->err saying why), else
+ * -ETIMEDOUT if one of them may have received the request, else
  * -ECONNREFUSED.  With ETCD_CALL_PAGE or ETCD_CALL_SHRINK, -ESTALE or
  * -EMSGSIZE as said at the flags, at once: every member would answer the
  * same.

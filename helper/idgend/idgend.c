@@ -59,6 +59,7 @@ struct daemon {
 	struct system_clock clock;
 	int sig_fd;
 	struct idgen_nl *nl;
+	struct etcd *etcd;	/* etcd mode: SIGHUP re-reads its files */
 	bool renew_now;
 	uint64_t renewed_at;	/* monotonic ms of the last renewal */
 
@@ -102,8 +103,15 @@ static bool read_signals(struct daemon *d)
 
 	while (read(d->sig_fd, &si, sizeof(si)) == sizeof(si)) {
 		if (si.ssi_signo == SIGHUP) {
-			log_info("SIGHUP: the configuration is read at start only; "
-				 "restart idgend to apply changes");
+			if (d->etcd) {
+				log_info("SIGHUP: reading etcd's TLS files and password "
+					 "file again; the rest of the configuration is "
+					 "read at start only");
+				etcd_reload(d->etcd);
+			} else {
+				log_info("SIGHUP: the configuration is read at start "
+					 "only; restart idgend to apply changes");
+			}
 			continue;
 		}
 		log_info("%s: stopping", strsignal(si.ssi_signo));
@@ -267,6 +275,12 @@ static int run_standalone(struct daemon *d)
 	return standalone_stop(s) ? EXIT_FATAL : 0;
 }
 
+static const char *start_why(int err)
+{
+	return err == -EPROTO ? "is answering garbage" :
+	       err == -EACCES ? "refuses this host" : "is unreachable";
+}
+
 /*
  * Claim or adopt at start, retrying for a while an etcd that cannot be
  * reached or whose answers make no sense (a proxy in the way, a member
@@ -291,21 +305,25 @@ static int etcd_start(struct daemon *d)
 			return 0;	/* the main loop retries */
 		if (err == -EMEDIUMTYPE)
 			return err;
-		if (err != -ECONNREFUSED && err != -ETIMEDOUT && err != -EPROTO)
+		/*
+		 * -EACCES: TLS or etcd refused this host (etcd_http.h); a
+		 * role may be granted or a certificate rotated in a moment,
+		 * and nothing was claimed.
+		 */
+		if (err != -ECONNREFUSED && err != -ETIMEDOUT && err != -EPROTO &&
+		    err != -EACCES)
 			return err;
 		if (mono_ms() >= give_up) {
-			log_err("etcd is %s (%s); giving up after %" PRIu64
-				" ms (start_timeout_ms)",
-				err == -EPROTO ? "answering garbage" : "unreachable",
+			log_err("etcd %s (%s); giving up after %" PRIu64
+				" ms (start_timeout_ms)", start_why(err),
 				l->store->error(l->store_ctx),
 				d->cfg.start_timeout_ms);
 			return err;
 		}
 		if (!said) {
-			log_warn("etcd is %s (%s); retrying every %d ms for up to %"
-				 PRIu64 " ms (start_timeout_ms)",
-				 err == -EPROTO ? "answering garbage" : "unreachable",
-				 l->store->error(l->store_ctx), RETRY_MS,
+			log_warn("etcd %s (%s); nothing claimed; retrying every %d ms "
+				 "for up to %" PRIu64 " ms (start_timeout_ms)",
+				 start_why(err), l->store->error(l->store_ctx), RETRY_MS,
 				 d->cfg.start_timeout_ms);
 			said = true;
 		}
@@ -316,6 +334,14 @@ static int etcd_start(struct daemon *d)
 
 static struct etcd *etcd_open(const struct config *cfg)
 {
+	const struct etcd_security sec = {
+		.ca_file = cfg->ca_file,
+		.cert_file = cfg->cert_file,
+		.key_file = cfg->key_file,
+		.user = cfg->user,
+		.password_file = cfg->password_file,
+	};
+	char err[512];
 	struct etcd *e;
 
 	if (curl_global_init(CURL_GLOBAL_DEFAULT)) {
@@ -327,6 +353,13 @@ static struct etcd *etcd_open(const struct config *cfg)
 	if (!e) {
 		log_err("out of memory");
 		curl_global_cleanup();
+		return NULL;
+	}
+	if (etcd_secure(e, &sec, err, sizeof(err))) {
+		log_err("%s; nothing claimed", err);
+		etcd_free(e);
+		curl_global_cleanup();
+		return NULL;
 	}
 	return e;
 }
@@ -367,6 +400,7 @@ static int run_etcd(struct daemon *d)
 	e = etcd_open(&d->cfg);
 	if (!e)
 		return EXIT_FATAL;
+	d->etcd = e;
 
 	lc->owner = d->cfg.owner;
 	lc->token = d->token;
@@ -431,6 +465,7 @@ static int run_etcd(struct daemon *d)
 	if (l->held && lease_release(l))
 		status = EXIT_FATAL;
 out:
+	d->etcd = NULL;
 	etcd_free(e);
 	curl_global_cleanup();
 	return status;

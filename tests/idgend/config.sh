@@ -128,8 +128,39 @@ for url in http:// https:// http://:2379 http://h:0 http://h:65536 http://h:2379
 		flag_refused "endpoint '${url%% *}'" --endpoints "$url"
 done
 tap_step "endpoints: a name, IPv4, [IPv6], a port, a path" \
-	valid urls "[etcd]\nendpoints = http://etcd.example:2379,https://10.1.2.3,http://[::1]:2379/x\n" \
-	"endpoints = http://etcd.example:2379,https://10.1.2.3,http://[::1]:2379/x"
+	valid urls "[etcd]\nendpoints = http://etcd.example:2379,http://10.1.2.3,http://[::1]:2379/x\n" \
+	"endpoints = http://etcd.example:2379,http://10.1.2.3,http://[::1]:2379/x"
+tap_step "endpoints: https:// ones" \
+	valid urls-tls "[etcd]\nendpoints = https://etcd.example:2379,HTTPS://10.1.2.3\n" \
+	"endpoints = https://etcd.example:2379,HTTPS://10.1.2.3"
+
+# TLS and etcd users: pairs, and https:// endpoints only.
+tls=(--mode etcd --endpoints https://10.0.0.1:2379)
+tap_step "endpoints mixing https:// and http:// are refused" \
+	flag_refused "endpoints: 1 of 2 are https:// and the others http://" \
+	--endpoints https://10.0.0.1:2379,http://10.0.0.2:2379
+tap_step "cert_file without key_file is refused" \
+	flag_refused "cert_file and key_file go together: cert_file is given without key_file" \
+	"${tls[@]}" --cert-file /etc/idgen/etcd.pem
+tap_step "key_file without cert_file is refused" \
+	flag_refused "cert_file and key_file go together: key_file is given without cert_file" \
+	"${tls[@]}" --key-file /etc/idgen/etcd.key
+tap_step "user without password_file is refused" \
+	flag_refused "user and password_file go together: user is given without password_file" \
+	"${tls[@]}" --user idgend
+tap_step "there is no password key or flag: only password_file" \
+	flag_refused "unknown option '--password'" "${tls[@]}" --password secret
+for key in ca-file cert-file user; do
+	extra=()
+	[ "$key" = cert-file ] && extra=(--key-file k)
+	[ "$key" = user ] && extra=(--password-file p)
+	tap_step "--$key with http:// endpoints is refused" \
+		flag_refused "${key//-/_} is given, but the endpoints are http://" \
+		--mode etcd --"$key" x "${extra[@]}"
+done
+tap_step "the TLS and user keys print and read back" \
+	valid tls-keys "[etcd]\nendpoints = https://10.0.0.1:2379\nca_file = /etc/idgen/ca.pem\ncert_file = etcd.pem\nkey_file = etcd.key\nuser = idgend\npassword_file = etcd-password\n" \
+	"password_file = etcd-password"
 
 # The owner: the message says what is wrong with it.
 tap_step "an owner with '\"' is refused as such" \
