@@ -73,11 +73,13 @@ packages=(
 	postgresql-server-dev-all
 	# idgend: etcd's JSON gateway through libcurl and json-c, base64 from
 	# libcrypto; a real etcd to test against, valgrind over the etcd
-	# client, and libfaketime for a wall clock before the epoch;
+	# client, and libfaketime for a wall clock before the epoch (and for
+	# certificates whose time is past); openssl makes the certificates of
+	# the TLS test (tests/idgend/secure.sh);
 	# libidgen-client (lib/client/) takes the same libcurl and json-c,
 	# and valgrind runs its tests too
 	libcurl4-openssl-dev libjson-c-dev libssl-dev
-	etcd-server etcd-client curl valgrind faketime
+	etcd-server etcd-client curl valgrind faketime openssl
 	# the etcd client's tests against Debian 13's json-c 0.18, built from
 	# its source (tests/idgend/json-c-0.18.sh)
 	cmake

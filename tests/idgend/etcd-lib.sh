@@ -11,12 +11,21 @@
 #   etcdctl_ ARGS...         etcdctl against the running members
 #   etcd_cleanup             kill every member (also on EXIT)
 #
+# With ETCD_TLS set to a directory (secure.sh's certificates), members serve clients
+# over TLS only, with its server.pem and server.key, and require client
+# certificates signed by its ca.pem (--client-cert-auth); etcdctl_ then
+# speaks as admin.pem (CN root: etcd takes a gRPC client's CN as its
+# user).
+#
 # Ports are probed free below the kernel's ephemeral range, distinct
 # within a cluster.  ETCD_BIN
 # names the etcd to run (default the machine's, /usr/bin/etcd); etcdctl is
 # always the machine's, which speaks the same v3 API to 3.4 and 3.5.
 
 ETCD_BIN=${ETCD_BIN:-/usr/bin/etcd}
+ETCD_TLS=${ETCD_TLS:-}
+# More flags for every member.
+ETCD_EXTRA=${ETCD_EXTRA:-}
 
 ETCD_URLS=()
 ETCD_PIDS=()
@@ -51,7 +60,7 @@ etcd_free_port_but() {
 }
 
 etcd_cluster() {
-	local name=$1 count=$2 i cluster="" peers=() clients=()
+	local name=$1 count=$2 i cluster="" peers=() clients=() scheme=http tls=""
 	ETCD_URLS=()
 	ETCD_PIDS=()
 	ETCD_ARGS=()
@@ -60,15 +69,20 @@ etcd_cluster() {
 		peers[i]=$(etcd_free_port_but "${clients[@]}" "${peers[@]}")
 		cluster+="${cluster:+,}$name$i=http://127.0.0.1:${peers[i]}"
 	done
+	if [ -n "$ETCD_TLS" ]; then
+		scheme=https
+		tls="--cert-file $ETCD_TLS/server.pem --key-file $ETCD_TLS/server.key
+			--trusted-ca-file $ETCD_TLS/ca.pem --client-cert-auth"
+	fi
 	for ((i = 0; i < count; i++)); do
-		ETCD_URLS[i]=http://127.0.0.1:${clients[i]}
+		ETCD_URLS[i]=$scheme://127.0.0.1:${clients[i]}
 		ETCD_ARGS[i]="--name $name$i --data-dir $work/etcd-$name$i
 			--listen-client-urls ${ETCD_URLS[i]}
 			--advertise-client-urls ${ETCD_URLS[i]}
 			--listen-peer-urls http://127.0.0.1:${peers[i]}
 			--initial-advertise-peer-urls http://127.0.0.1:${peers[i]}
 			--initial-cluster $cluster --initial-cluster-token $name
-			--initial-cluster-state new"
+			--initial-cluster-state new $tls $ETCD_EXTRA"
 		etcd_start "$i"
 	done
 	for ((i = 0; i < count; i++)); do
@@ -83,11 +97,21 @@ etcd_start() {
 	ETCD_PIDS[i]=$!
 }
 
-# Until the member answers a serialised read (no quorum needed).
+# Until the member answers a serialised read (no quorum needed); over
+# TLS, until it answers at all (with auth enabled, a read without a token
+# is refused).
 etcd_wait() {
-	local i=$1 t
+	local i=$1 t code
 	for ((t = 0; t < 300; t++)); do
-		if curl -sf -m 1 -X POST "${ETCD_URLS[i]}/v3/kv/range" \
+		if [ -n "$ETCD_TLS" ]; then
+			# -k: a member whose certificate is expired on purpose
+			# must come up too; this only waits for it.
+			code=$(curl -s -k -m 1 -o /dev/null -w '%{http_code}' \
+				--cert "$ETCD_TLS/admin.pem" \
+				--key "$ETCD_TLS/admin.key" -X POST "${ETCD_URLS[i]}/v3/kv/range" \
+				-d '{"key":"AA==","serializable":true}')
+			[ "$code" != 000 ] && return 0
+		elif curl -sf -m 1 -X POST "${ETCD_URLS[i]}/v3/kv/range" \
 			-d '{"key":"AA==","serializable":true}' >/dev/null; then
 			return 0
 		fi
@@ -111,7 +135,10 @@ etcd_endpoints() {
 }
 
 etcdctl_() {
-	ETCDCTL_API=3 /usr/bin/etcdctl --endpoints "$(etcd_endpoints)" \
+	local tls=()
+	[ -n "$ETCD_TLS" ] && tls=(--cacert "$ETCD_TLS/ca.pem" --cert "$ETCD_TLS/admin.pem"
+		--key "$ETCD_TLS/admin.key")
+	ETCDCTL_API=3 /usr/bin/etcdctl --endpoints "$(etcd_endpoints)" "${tls[@]}" \
 		--dial-timeout 2s --command-timeout 5s "$@"
 }
 

@@ -14,7 +14,9 @@
 #     state file and the decimal parser
 #   - the daemon's configuration (config.sh) and standalone mode's start:
 #     state file, layout, a clock before the epoch (standalone.sh)
-#   - the daemon itself against real etcd members (daemon.sh)
+#   - the daemon itself against real etcd members (daemon.sh), and
+#     against one that requires TLS client certificates and an etcd user
+#     (secure.sh)
 # The guest test (tests/vm/idgend-suite.sh) drives the real module.
 set -uo pipefail
 
@@ -137,6 +139,7 @@ fi
 tap_run config "$here/config.sh" "$top/helper/idgend/idgend"
 tap_run standalone "$here/standalone.sh" "$top/helper/idgend/idgend"
 tap_run daemon "$here/daemon.sh" "$top/helper/idgend/idgend"
+tap_run secure "$here/secure.sh" "$top/helper/idgend/idgend"
 
 echo "1..$n"
 exit "$status"
