@@ -91,6 +91,10 @@ struct store_width {
  *                  compacted away before its last page, every time it
  *                  started over.
  *   -ECONNREFUSED  no endpoint could be reached; nothing was sent.
+ *   -EACCES        the store refused this host: a TLS handshake that failed,
+ *                  a wrong password, no permission on the prefix; nothing
+ *                  was applied.  The operator has to act; a held lease
+ *                  treats it as a failed renewal (its fence stays).
  *   -EPROTO        reads only: no endpoint gave a usable answer, and one
  *                  gave a response that is not what the protocol says
  *                  (garbage, truncated, wrong types); nothing is known to

@@ -148,7 +148,7 @@ static void unknown(const struct store_record *r, uint32_t worker)
 static void read_error(struct etcd *e, int ret)
 {
 	if (ret != -EPROTO && ret != -ETIMEDOUT && ret != -ECONNREFUSED &&
-	    ret != -ENOMEM)
+	    ret != -EACCES && ret != -ENOMEM)
 		abort();
 	if (!*etcd_store_ops.error(e))
 		abort();	/* every failure says why */
@@ -213,7 +213,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		unknown(&now, 3);
 	/* A garbled answer to a write is an unknown outcome, not -EPROTO. */
 	if (ret && ret != -ECANCELED && ret != -ETIMEDOUT &&
-	    ret != -ECONNREFUSED && ret != -ENOMEM)
+	    ret != -ECONNREFUSED && ret != -EACCES && ret != -ENOMEM)
 		abort();
 	if (ret && !*etcd_store_ops.error(e))
 		abort();
@@ -232,7 +232,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	else if (ret)
 		unknown(&now, 3);
 	if (ret && ret != -ECANCELED && ret != -ETIMEDOUT &&
-	    ret != -ECONNREFUSED && ret != -ENOMEM)
+	    ret != -ECONNREFUSED && ret != -EACCES && ret != -ENOMEM)
 		abort();
 	if (ret && !*etcd_store_ops.error(e))
 		abort();
@@ -256,7 +256,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 	if (ret && rev)
 		abort();
 	if (ret && ret != -ECANCELED && ret != -ETIMEDOUT &&
-	    ret != -ECONNREFUSED && ret != -ENOMEM)
+	    ret != -ECONNREFUSED && ret != -EACCES && ret != -ENOMEM)
 		abort();
 	if (ret && !*etcd_store_ops.error(e))
 		abort();
