@@ -32,7 +32,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,9 +41,8 @@
 #include <json-c/json.h>
 
 #include "api.h"
-#include "lane.h"
 #include "log.h"
-#include "monotonic.h"
+#include "next.h"
 
 #define JSON_DEPTH	8	/* the body is one flat object */
 
@@ -254,12 +252,15 @@ static bool count_beyond_int64(const char *body, size_t len)
 }
 
 /*
- * The body of POST /v1/ids:next: 0 with *count set, or an error answered
- * (a positive return).
+ * The body of POST /v1/ids:next into ask (its caller's name in caller,
+ * as given: next.c checks it): 0, or an error answered (a positive
+ * return).  The JSON's shape and types are checked here, the values by
+ * the pipeline (next.h).
  */
 static int parse_next(const struct api_request *rq, struct api_response *out,
-		      size_t *count, char caller[API_MAX_CALLER + 1], bool *public)
+		      struct next_ask *ask, char caller[API_MAX_CALLER + 1])
 {
+	const struct next_status_text *count_text = next_text(NEXT_INVALID_COUNT);
 	struct json_tokener *tok;
 	struct json_object *obj;
 	enum json_tokener_error jerr;
@@ -267,9 +268,9 @@ static int parse_next(const struct api_request *rq, struct api_response *out,
 	bool escaped_key;
 	int ret = 1;
 
-	*count = 1;
-	caller[0] = '\0';
-	*public = false;
+	ask->count = 1;
+	ask->caller = NULL;
+	ask->public = false;
 	if (!rq->body_len)
 		return 0;		/* no body: every default */
 	if (!is_json(rq->content_type))
@@ -278,7 +279,7 @@ static int parse_next(const struct api_request *rq, struct api_response *out,
 	if (memchr(rq->body, '\0', rq->body_len))
 		return reject(out, 400, "invalid_json", "the body is not JSON");
 	if (count_beyond_int64(rq->body, rq->body_len))
-		return reject(out, 400, "invalid_count", "count must be from 1 to 10000");
+		return reject(out, count_text->http, count_text->code, count_text->message);
 	tok = json_tokener_new_ex(JSON_DEPTH);
 	if (!tok)
 		return -ENOMEM;
@@ -315,39 +316,39 @@ static int parse_next(const struct api_request *rq, struct api_response *out,
 		const char *name = escaped_key ? "" : key;
 
 		if (!strcmp(name, "count")) {
-			int64_t c;
-
 			if (!json_object_is_type(val, json_type_int)) {
-				ret = reject(out, 400, "invalid_count",
+				ret = reject(out, count_text->http, count_text->code,
 					    "count must be an integer (not a string, "
 					    "a fraction or an exponent)");
 				goto out;
 			}
-			c = json_object_get_int64(val);
-			/* Past INT64_MAX json-c 0.16 gives INT64_MAX: out of range too. */
-			if (c < 1 || c > API_MAX_COUNT) {
-				ret = reject(out, 400, "invalid_count",
-					    "count must be from 1 to 10000");
-				goto out;
-			}
-			*count = c;
+			/*
+			 * Past INT64_MAX json-c 0.16 gives INT64_MAX, and a
+			 * negative count is past API_MAX_COUNT as a uint64_t:
+			 * both out of range for the pipeline's check.
+			 */
+			ask->count = (uint64_t)json_object_get_int64(val);
 		} else if (!strcmp(name, "caller")) {
-			if (!json_object_is_type(val, json_type_string) ||
-			    !api_caller_valid(json_object_get_string(val),
-					  json_object_get_string_len(val))) {
-				ret = reject(out, 400, "invalid_caller",
-					    "caller must be a string of 1 to 64 letters, "
-					    "digits, '.', '_', ':' or '-'");
+			if (!json_object_is_type(val, json_type_string)) {
+				const struct next_status_text *t =
+					next_text(NEXT_INVALID_CALLER);
+
+				ret = reject(out, t->http, t->code, t->message);
 				goto out;
 			}
-			strcpy(caller, json_object_get_string(val));
+			/* Past API_MAX_CALLER bytes the length alone refuses it. */
+			ask->caller_len = json_object_get_string_len(val);
+			memcpy(caller, json_object_get_string(val),
+			       ask->caller_len < API_MAX_CALLER ? ask->caller_len :
+			       API_MAX_CALLER);
+			ask->caller = caller;
 		} else if (!strcmp(name, "public")) {
 			if (!json_object_is_type(val, json_type_boolean)) {
 				ret = reject(out, 400, "invalid_public",
 					    "public must be true or false (a JSON boolean)");
 				goto out;
 			}
-			*public = json_object_get_boolean(val);
+			ask->public = json_object_get_boolean(val);
 		} else {
 			ret = reject(out, 400, "invalid_request",
 				    "unknown field: the body takes count, caller and public only");
@@ -358,101 +359,6 @@ static int parse_next(const struct api_request *rq, struct api_response *out,
 out:
 	json_object_put(obj);
 	return ret;
-}
-
-/* Refusals come in floods: one log line per class and LOG_EVERY_S. */
-#define LOG_EVERY_S	10
-
-enum refusal { R_NO_LEASE, R_FENCE, R_CLOCK, R_RANGE, R_DEVICE, NR_REFUSALS };
-
-static void log_refusal(enum refusal r, int err)
-{
-	static _Atomic int64_t last[NR_REFUSALS] = { 0 };
-	struct timespec now;
-	int64_t then;
-
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	then = atomic_load(&last[r]);
-	if (then && now.tv_sec - then < LOG_EVERY_S)
-		return;
-	if (!atomic_compare_exchange_strong(&last[r], &then, now.tv_sec ?: 1))
-		return;		/* another thread logs it */
-	log_warn("the generator refuses to mint: %s (logged at most every %d s)",
-		 idgen_strerror(err) ? idgen_strerror(err) : strerror(-err), LOG_EVERY_S);
-}
-
-void api_refusal(int err, struct api_refusal *r)
-{
-	enum refusal class;
-
-	r->retry_after_s = 1;
-	switch (-err) {
-	case ENOKEY:
-		class = R_NO_LEASE;
-		r->code = "no_lease";
-		r->message = "the generator holds no lease";
-		break;
-	case EKEYEXPIRED:
-		class = R_FENCE;
-		r->code = "fence_reached";
-		r->message = "the generator's lease has reached its fence";
-		break;
-	case ETIME:
-	case EAGAIN:
-		class = R_CLOCK;
-		r->code = "clock_behind";
-		r->message = "the clock is behind the generator: retry shortly";
-		break;
-	case EOVERFLOW:
-		class = R_RANGE;
-		r->code = "time_range_exhausted";
-		r->message = "no millisecond after 2095-09-07T15:47:35.551Z fits in an ID";
-		r->retry_after_s = 3600;
-		break;
-	default:
-		class = R_DEVICE;
-		r->code = "device_error";
-		r->message = "the generator cannot be read";
-	}
-	log_refusal(class, err);
-}
-
-/* A refusal of the generator, as a 503 a load balancer retries elsewhere. */
-static int refused(struct api_response *out, int err)
-{
-	struct api_refusal r;
-
-	api_refusal(err, &r);
-	out->retry_after = r.retry_after_s;
-	return error(out, 503, r.code, r.message);
-}
-
-/*
- * Take count IDs from the caller's quota: 0, or an error answered (a
- * positive return).  *qi is the caller's bucket and *tat what the take
- * stored, for a refund.
- */
-static int take_quota(struct api *api, const char *caller, size_t count,
-		      unsigned int *qi, uint64_t *tat, struct api_response *out)
-{
-	uint64_t wait_ns, burst;
-
-	*qi = quota_caller_index(api->quota, caller[0] ? caller : NULL);
-	switch (quota_take(api->quota, *qi, count, monotonic_ns(), &wait_ns,
-			   &burst, tat)) {
-	case QUOTA_TAKEN:
-		return 0;
-	case QUOTA_OVER_BURST:
-		return respond(out, 400, "{\"error\":{\"code\":\"count_over_burst\","
-			       "\"message\":\"count exceeds this caller's burst of %" PRIu64
-			       " IDs: ask for at most that many at once\"}}", burst) ?: 1;
-	case QUOTA_WAIT:
-		break;
-	}
-	/* Seconds, rounded up: a client that waits as told is let through. */
-	out->retry_after = wait_ns / 1000000000 + !!(wait_ns % 1000000000);
-	return reject(out, 429, "quota_exceeded", "this caller's quota of IDs is used "
-		      "up for now: retry after Retry-After seconds");
 }
 
 /*
@@ -482,62 +388,45 @@ static ssize_t public_array(const struct idgen_keyring *kr, const uint64_t *ids,
 	return p - start;
 }
 
-/* A POST /v1/ids:next past its checks: what its answer needs. */
-struct api_deferred {
-	struct lane_job job;		/* the IDs: job.ids, job.count */
-	struct api *api;
-	char caller[API_MAX_CALLER + 1];
-	bool public;
-	unsigned int qi;		/* the caller's bucket, and what the */
-	uint64_t tat;			/* take stored, for a refund */
-	struct api_response out;	/* made by deferred_done() */
-	void (*resume)(void *arg);
-	void *arg;
-};
-
-/* n of the IDs taken from the caller's quota never minted: back to it. */
-static void give_back_n(struct api_deferred *d, size_t n)
+/* A refusal of n, as its status says it: 0, or -ENOMEM. */
+static int next_refused(const struct next *n, struct api_response *out)
 {
-	if (d->api->quota && n)
-		quota_refund(d->api->quota, d->qi, n, d->tat, monotonic_ns());
-}
+	const struct next_status_text *t = next_text(n->status);
 
-/* No ID answered: the caller keeps its quota. */
-static void give_back(struct api_deferred *d)
-{
-	give_back_n(d, d->job.count);
+	if (n->status == NEXT_NO_MEMORY || n->status == NEXT_CLIENT_GONE)
+		return -ENOMEM;		/* no answer: the connection is closed */
+	/* Seconds, rounded up: a client that waits as told is let through. */
+	out->retry_after = (n->retry_after_ms + 999) / 1000;
+	if (n->status == NEXT_COUNT_OVER_BURST)
+		return respond(out, t->http, "{\"error\":{\"code\":\"%s\",\"message\":"
+			       "\"%s (a burst of %" PRIu64 " IDs)\"}}", t->code,
+			       t->message, n->burst);
+	return error(out, t->http, t->code, t->message);
 }
 
 /*
- * The answer to d, its IDs minted (err 0) or refused (a negative errno):
- * 0, or -ENOMEM.  Frees d->job.ids.
+ * The answer to n, its status final: 0, or -ENOMEM when none could be
+ * made (the connection is then closed).
  */
-static int next_answer(struct api_deferred *d, int err, struct api_response *out)
+static int next_answer(const struct next *n, struct api_response *out)
 {
-	struct api *api = d->api;
-	const uint64_t *ids = d->job.ids;
-	size_t count = d->job.count, i, size;
+	struct api *api = n->api;
+	const uint64_t *ids = n->job.ids;
+	size_t count = n->job.count, i, size;
 	struct idgen_decoded dec;
 	char *p;
 
-	if (err) {
-		free(d->job.ids);
-		/* Those minted before the refusal took the node's time. */
-		give_back_n(d, d->job.count - d->job.got);
-		return refused(out, err);
-	}
+	if (n->status != NEXT_OK)
+		return next_refused(n, out);
 	/*
 	 * "{"ids":[" + count * ""id"," + "],"layout_version":N}", and
 	 * ","public":[" + count * ""pub"," with public.
 	 */
 	size = 64 + count * (LIBIDGEN_ID_STRLEN + 3) +
-	       (d->public ? 16 + count * (LIBIDGEN_PUBLIC_STRLEN + 3) : 0);
+	       (n->public ? 16 + count * (LIBIDGEN_PUBLIC_STRLEN + 3) : 0);
 	out->body = malloc(size);
-	if (!out->body) {
-		free(d->job.ids);
-		give_back(d);
+	if (!out->body)
 		return -ENOMEM;
-	}
 	p = out->body;
 	p += sprintf(p, "{\"ids\":[");
 	for (i = 0; i < count; i++) {
@@ -548,49 +437,45 @@ static int next_answer(struct api_deferred *d, int err, struct api_response *out
 		*p++ = '"';
 	}
 	*p++ = ']';
-	if (d->public) {
-		ssize_t n = public_array(api->keyring, ids, count, p);
+	if (n->public) {
+		ssize_t len = public_array(api->keyring, ids, count, p);
 
-		if (n < 0) {
-			free(d->job.ids);
+		if (len < 0) {
 			free(out->body);
 			out->body = NULL;
-			log_err("public ID of a minted ID: %s", strerror((int)-n));
+			log_err("public ID of a minted ID: %s", strerror((int)-len));
 			return error(out, 500, "internal_error", "a public ID could not "
 				     "be made");
 		}
-		p += n;
+		p += len;
 	}
 	idgen_decode(ids[0], api->layouts, &dec);
 	p += sprintf(p, ",\"layout_version\":%u}", dec.version);
 	out->len = p - out->body;
 	out->status = 200;
 	out->ids = count;
-	free(d->job.ids);
-	if (api->metrics)
-		metrics_issued(api->metrics, d->caller[0] ? d->caller : NULL, count);
 	return 0;
 }
 
-/* The lane's word that d's IDs are minted: its answer, then the server's turn. */
-static void deferred_done(struct lane_job *job)
+/* A POST /v1/ids:next for the lane. */
+struct api_deferred {
+	struct next n;			/* first: the lane's done finds d by it */
+	struct api_response out;	/* made by deferred_done() */
+	void (*resume)(void *arg);
+	void *arg;
+};
+
+/* On the lane's thread, n's IDs minted: its answer, then the server's turn. */
+static void deferred_done(struct next *n)
 {
-	struct api_deferred *d = (struct api_deferred *)job;
+	struct api_deferred *d = (struct api_deferred *)n;
 
 	d->out.content_type = "application/json";
 	d->out.route = ROUTE_NEXT;
-	if (job->err == -ECONNRESET) {
-		/*
-		 * The client went away: no answer, and back to its quota only
-		 * the IDs not minted (those minted took the node's time).
-		 */
-		free(job->ids);
-		give_back_n(d, job->count - job->got);
-		metrics_ids_lost(d->api->metrics, job->got);
-	} else {
-		/* Out of memory, the body stays NULL: the connection is closed. */
-		next_answer(d, job->err, &d->out);
-	}
+	/* Out of memory, the body stays NULL: the connection is closed. */
+	next_answer(n, &d->out);
+	free(n->job.ids);
+	n->job.ids = NULL;
 	d->resume(d->arg);
 }
 
@@ -598,78 +483,64 @@ void api_defer(struct api_deferred *d, int fd, void (*resume)(void *arg), void *
 {
 	d->resume = resume;
 	d->arg = arg;
-	d->job.fd = fd;
-	lane_submit(d->api->lane, &d->job);
+	d->n.job.fd = fd;
+	next_submit(&d->n, deferred_done);
 }
 
 int api_deferred_answer(struct api_deferred *d, struct api_response *out)
 {
+	bool answered = d->out.body && d->out.status == 200;
+
 	*out = d->out;
+	next_end(&d->n, answered);
 	free(d);
 	return out->body ? 0 : -ENOMEM;
 }
 
 void api_deferred_drop(struct api_deferred *d)
 {
-	/*
-	 * Its IDs were minted and never delivered: holes, and charged to the
-	 * caller, who took the node's time (or a client could mint on and
-	 * on for free by closing before each answer).
-	 */
-	metrics_ids_lost(d->api->metrics, d->out.ids);
 	free(d->out.body);
+	next_end(&d->n, false);
 	free(d);
 }
 
 void api_deferred_cancel(struct api_deferred *d)
 {
-	free(d->job.ids);
-	give_back(d);
+	next_end(&d->n, false);
 	free(d);
 }
 
 static int ids_next(struct api *api, const struct api_request *rq,
 		    struct api_response *out)
 {
-	struct api_deferred next = { .api = api }, *d;
+	struct next_ask ask = { .fd = -1 };
+	char caller[API_MAX_CALLER + 1];
+	struct api_deferred *d;
+	struct next n;
 	int ret;
 
 	if (strcmp(rq->method, "POST"))
 		return method_not_allowed(out, "POST");
 	if (rq->body_too_large)
 		return error(out, 413, "body_too_large", "the body exceeds 4096 bytes");
-	ret = parse_next(rq, out, &next.job.count, next.caller, &next.public);
+	ret = parse_next(rq, out, &ask, caller);
 	if (ret)
 		return ret < 0 ? ret : 0;
-	/* Refused before the quota and the generator: nothing is taken. */
-	if (next.public && !api->keyring)
-		return error(out, 400, "no_public_keys", "public IDs were asked for, but "
-			     "no public-ID keys are configured (public_keys)");
-	if (api->quota) {
-		ret = take_quota(api, next.caller, next.job.count, &next.qi, &next.tat, out);
-		if (ret)
-			return ret < 0 ? ret : 0;
-	}
-	next.job.ids = malloc(next.job.count * sizeof(*next.job.ids));
-	if (!next.job.ids) {
-		give_back(&next);
-		return -ENOMEM;
-	}
-	/* A large request is minted on the lane, off this thread (lane.h). */
-	if (api->lane && next.job.count >= LANE_MIN_COUNT) {
+	if (next_start(api, &ask, &n) == NEXT_PENDING) {
+		/* Set aside by the server, then api_defer() (api.h). */
 		d = malloc(sizeof(*d));
 		if (!d) {
-			free(next.job.ids);
-			give_back(&next);
+			next_end(&n, false);
 			return -ENOMEM;
 		}
-		*d = next;
-		d->job.done = deferred_done;
+		memset(d, 0, sizeof(*d));
+		d->n = n;
 		out->deferred = d;
 		return 0;
 	}
-	return next_answer(&next, minter_mint_all(api->minter, next.job.ids,
-						  next.job.count), out);
+	ret = next_answer(&n, out);
+	next_end(&n, !ret && out->status == 200);
+	return ret;
 }
 
 /* 200 with the decoded ID, the one body of GET /v1/ids/{id}. */

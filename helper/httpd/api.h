@@ -86,20 +86,6 @@ struct api_response {
  */
 bool api_caller_valid(const char *s, size_t len);
 
-/* A refusal of the generator as the service says it, in either protocol. */
-struct api_refusal {
-	const char *code;		/* no_lease, fence_reached, clock_behind,
-					 * time_range_exhausted, device_error */
-	const char *message;		/* fixed text, for the caller */
-	unsigned int retry_after_s;	/* when to ask again */
-};
-
-/*
- * What to answer for err, a negative errno the generator refused with;
- * logged, at most once per kind every 10 s (refusals come in floods).
- */
-void api_refusal(int err, struct api_refusal *r);
-
 /*
  * Answer a request.  Returns 0, or -ENOMEM when even the error answer
  * could not be built (the caller then closes the connection).

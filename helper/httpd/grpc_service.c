@@ -13,9 +13,8 @@
 
 #include "grpc_service.h"
 #include "idgen.h"
-#include "lane.h"
 #include "monotonic.h"
-#include "quota.h"
+#include "next.h"
 #include "readiness.h"
 
 #define SERVING		GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING
@@ -62,130 +61,73 @@ static int pack(const ProtobufCMessage *m, struct grpc_reply *out)
 	return status(out, GRPC_OK, NULL);
 }
 
-/* A NextIds past its checks, on the lane or minted inline. */
+/* A NextIds for the lane. */
 struct grpc_next {
-	struct lane_job job;		/* the IDs: job.ids, job.count */
-	struct api *api;
-	char caller[API_MAX_CALLER + 1];
-	unsigned int qi;		/* the caller's bucket, and what the */
-	uint64_t tat;			/* take stored, for a refund */
+	struct next n;			/* first: the lane's done finds d by it */
 	void (*done)(struct grpc_next *d, void *arg);
 	void *arg;
 };
 
-/* n of the IDs taken from the caller's quota, never minted: back to it. */
-static void give_back(struct grpc_next *d, size_t n)
-{
-	if (d->api->quota && n)
-		quota_refund(d->api->quota, d->qi, n, d->tat, monotonic_ns());
-}
-
-/*
- * The reply to d, its IDs minted (err 0) or not (a negative errno); frees
- * d->job.ids.  0, or -ENOMEM.
- */
-static int next_reply(struct grpc_next *d, int err, struct grpc_reply *out)
+/* The reply to n, its status final: 0, or -ENOMEM. */
+static int next_reply(const struct next *n, struct grpc_reply *out)
 {
 	Idgen__V1__NextIdsResponse resp = IDGEN__V1__NEXT_IDS_RESPONSE__INIT;
+	const struct next_status_text *t = next_text(n->status);
 	struct idgen_decoded dec;
-	struct api_refusal r;
-	int ret;
 
-	if (err) {
-		free(d->job.ids);
-		/* Those minted before the refusal took the node's time. */
-		give_back(d, d->job.count - d->job.got);
-		if (err == -ETIMEDOUT)
-			return status(out, GRPC_DEADLINE_EXCEEDED, "the deadline passed "
-				      "before the IDs were minted");
-		api_refusal(err, &r);
-		out->pushback_ms = r.retry_after_s * 1000ULL;
-		return status(out, GRPC_UNAVAILABLE, r.message);
+	if (n->status != NEXT_OK) {
+		if (n->retry_after_ms)
+			out->pushback_ms = n->retry_after_ms;
+		return status(out, t->grpc, t->message);
 	}
 	/* An ID is sfixed64 on the wire: a generator's ID is below 2^63. */
-	resp.n_ids = d->job.count;
-	resp.ids = (int64_t *)d->job.ids;
-	idgen_decode(d->job.ids[0], d->api->layouts, &dec);
+	resp.n_ids = n->job.count;
+	resp.ids = (int64_t *)n->job.ids;
+	idgen_decode(n->job.ids[0], n->api->layouts, &dec);
 	resp.layout_version = dec.version;
-	ret = pack(&resp.base, out);
-	free(d->job.ids);
-	if (ret) {
-		give_back(d, d->job.count);
-		return ret;
-	}
-	if (d->api->metrics)
-		metrics_issued(d->api->metrics, d->caller[0] ? d->caller : NULL,
-			       d->job.count);
-	return 0;
+	return pack(&resp.base, out);
 }
 
 static int next_ids(struct api *api, const uint8_t *req, size_t len,
 		    uint64_t deadline_ns, struct grpc_reply *out, struct grpc_next **deferred)
 {
+	struct next_ask ask = { .deadline_ns = deadline_ns, .fd = -1 };
 	Idgen__V1__NextIdsRequest *rq;
-	struct grpc_next next = { .api = api }, *d;
-	uint64_t wait_ns, burst;
-	size_t count;
+	struct grpc_next *d;
+	enum next_status st;
+	struct next n;
+	int ret;
 
 	rq = idgen__v1__next_ids_request__unpack(NULL, len, req);
 	if (!rq)
 		return status(out, GRPC_INVALID_ARGUMENT, "the request is not a "
 			      "NextIdsRequest message");
-	count = rq->count ? rq->count : 1;
-	if (count > API_MAX_COUNT) {
-		idgen__v1__next_ids_request__free_unpacked(rq, NULL);
-		return status(out, GRPC_INVALID_ARGUMENT, "count must be from 1 to 10000 "
-			      "(0 means 1)");
+	/* proto3: 0 is the field left out, and means 1; so does "" for none. */
+	ask.count = rq->count ? rq->count : 1;
+	if (rq->caller[0]) {
+		ask.caller = rq->caller;
+		ask.caller_len = strlen(rq->caller);
 	}
-	if (rq->caller[0] && !api_caller_valid(rq->caller, strlen(rq->caller))) {
-		idgen__v1__next_ids_request__free_unpacked(rq, NULL);
-		return status(out, GRPC_INVALID_ARGUMENT, "caller must be empty, or 1 to 64 "
-			      "letters, digits, '.', '_', ':' or '-'");
-	}
-	strcpy(next.caller, rq->caller);
+	st = next_start(api, &ask, &n);
 	idgen__v1__next_ids_request__free_unpacked(rq, NULL);
-	next.job.count = count;
-
-	if (api->quota) {
-		next.qi = quota_caller_index(api->quota, next.caller[0] ? next.caller : NULL);
-		switch (quota_take(api->quota, next.qi, count, monotonic_ns(), &wait_ns,
-				   &burst, &next.tat)) {
-		case QUOTA_TAKEN:
-			break;
-		case QUOTA_OVER_BURST:
-			return status(out, GRPC_INVALID_ARGUMENT, "count exceeds this "
-				      "caller's burst: ask for fewer IDs at once");
-		case QUOTA_WAIT:
-			/* In ms, rounded up: a client that waits as told gets in. */
-			out->pushback_ms = (wait_ns + 999999) / 1000000;
-			return status(out, GRPC_RESOURCE_EXHAUSTED, "this caller's quota "
-				      "of IDs is used up for now");
-		}
-	}
-	next.job.ids = malloc(count * sizeof(*next.job.ids));
-	if (!next.job.ids) {
-		give_back(&next, count);
-		return -ENOMEM;
-	}
-	if (api->lane && count >= LANE_MIN_COUNT) {
+	if (st == NEXT_PENDING) {
 		d = malloc(sizeof(*d));
 		if (!d) {
-			free(next.job.ids);
-			give_back(&next, count);
+			next_end(&n, false);
 			return -ENOMEM;
 		}
-		*d = next;
-		d->job.fd = -1;		/* a stream, not a socket: cancelled instead */
-		d->job.deadline_ns = deadline_ns;
+		d->n = n;
 		*deferred = d;
 		return 1;
 	}
-	return next_reply(&next, minter_mint_all(api->minter, next.job.ids, count), out);
+	ret = next_reply(&n, out);
+	next_end(&n, !ret && n.status == NEXT_OK);
+	return ret;
 }
 
-static void lane_done(struct lane_job *job)
+static void lane_done(struct next *n)
 {
-	struct grpc_next *d = (struct grpc_next *)job;
+	struct grpc_next *d = (struct grpc_next *)n;
 
 	d->done(d, d->arg);
 }
@@ -195,31 +137,33 @@ void grpc_next_submit(struct grpc_next *d, void (*done)(struct grpc_next *d, voi
 {
 	d->done = done;
 	d->arg = arg;
-	d->job.done = lane_done;
-	lane_submit(d->api->lane, &d->job);
+	next_submit(&d->n, lane_done);
 }
 
 size_t grpc_next_count(const struct grpc_next *d)
 {
-	return d->job.count;
+	return d->n.job.count;
 }
 
 void grpc_next_cancel(struct grpc_next *d)
 {
-	atomic_store(&d->job.cancelled, true);
+	next_cancel(&d->n);
 }
 
 void grpc_next_finish(struct grpc_next *d, struct grpc_reply *out)
 {
 	memset(out, 0, sizeof(*out));
 	out->pushback_ms = -1;
-	if (atomic_load(&d->job.cancelled)) {
-		/* A reset stream: those minted are lost, the rest given back. */
-		free(d->job.ids);
-		give_back(d, d->job.count - d->job.got);
-		metrics_ids_lost(d->api->metrics, d->job.got);
-	} else if (next_reply(d, d->job.err, out)) {
+	/* Cancelled after the lane was done, or before it began: gone too. */
+	if (atomic_load(&d->n.job.cancelled))
+		d->n.status = NEXT_CLIENT_GONE;
+	if (d->n.status == NEXT_CLIENT_GONE) {
+		next_end(&d->n, false);		/* nothing is answered */
+	} else if (next_reply(&d->n, out)) {
+		next_end(&d->n, false);
 		status(out, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+	} else {
+		next_end(&d->n, d->n.status == NEXT_OK);
 	}
 	free(d);
 }
