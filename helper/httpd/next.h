@@ -8,7 +8,9 @@
  *   check     count from 1 to API_MAX_COUNT, a caller's name, public IDs
  *             only with keys: refused before anything is taken
  *   quota     the caller's bucket (quota.h): over its burst, or to wait
- *   mint      inline, or on the bulk lane (lane.h) from LANE_MIN_COUNT
+ *   mint      inline while the generator has the IDs at once; on the
+ *             bulk lane (lane.h) from LANE_MIN_COUNT, and for the rest of
+ *             a request that would wait for the clock
  *   answer    the face's, from the IDs
  *   refund    what was taken from the quota and never minted goes back;
  *             what was minted and never delivered is a hole, charged

@@ -124,6 +124,7 @@ J=(-H 'Content-Type: application/json')
 
 tap_run "quotas" "$out/quota_test"
 tap_run "bulk lane" "$out/lane_test"
+tap_run "one path for a request for IDs" "$out/next_test"
 tap_run "gRPC wire rules" "$out/grpc_wire_test"
 
 # ---- a live simulated generator, worker 37 ----------------------------
