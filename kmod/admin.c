@@ -8,8 +8,6 @@
  * the last tick it returns; readers that meet the closed word wait on
  * switch_lock for the successor (mint.c).
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/slab.h>
 #include <uapi/linux/idgen.h>
 

@@ -9,8 +9,6 @@
  * is written in place; other iterators get IDs built on the stack and
  * copied.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/capability.h>
 #include <linux/fs.h>
 #include <linux/miscdevice.h>

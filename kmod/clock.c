@@ -21,8 +21,6 @@
  * idgen_clock_advance() is the whole rule as a pure function of the state
  * and one reading, so tests can drive it with any sequence of readings.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/log2.h>
 #include <linux/math64.h>
 #include <linux/ktime.h>

@@ -21,7 +21,7 @@
 /*
  * CLOCK_REALTIME and CLOCK_MONOTONIC_RAW read together.  7.x replaced
  * ktime_get_snapshot() by ktime_get_snapshot_id(), which names the clock
- * and its fields differently (IDGEN_HAVE_* come from compat.mk).
+ * and its fields differently (IDGEN_HAVE_* come from ccflags.mk).
  */
 struct idgen_time_snapshot {
 	ktime_t real;

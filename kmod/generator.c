@@ -6,8 +6,6 @@
  * clock's changed hook and the state it reports.  Minting is in mint.c,
  * lease changes in admin.c, the fairness policy in fair.c.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/math64.h>
 #include <linux/slab.h>
 #include <uapi/linux/idgen.h>

@@ -4,13 +4,12 @@
  *
  * Copyright (C) 2026 The idgen authors.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/module.h>
 
 #include "chardev.h"
 #include "generator.h"
 #include "netlink.h"
+#include "version.h"
 
 static unsigned int region_bits = IDGEN_V1_REGION_BITS;
 module_param(region_bits, uint, 0444);

@@ -9,8 +9,6 @@
  * last tick the exchange returns) or fails and looks the lease up again;
  * the successor starts above that last tick.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/hrtimer.h>
 #include <linux/sched/signal.h>
 #include <uapi/linux/idgen.h>

@@ -9,8 +9,6 @@
  * Plain genl_ops with per-op policies: they build the same on 6.1, which
  * has no split ops, and on later kernels.
  */
-#define pr_fmt(fmt) KBUILD_MODNAME ": " fmt
-
 #include <linux/module.h>
 #include <net/genetlink.h>
 #include <uapi/linux/idgen.h>

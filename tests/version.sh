@@ -2,11 +2,12 @@
 # SPDX-License-Identifier: GPL-2.0
 #
 # version.sh: the tree has one version, VERSION, and every place that
-# states one agrees with it: dkms.conf's PACKAGE_VERSION, debian/changelog,
-# `idgenctl --version`, `idgend --version`, `idgen-httpd --version` and
-# its /metrics' idgen_build_info, libidgen's idgen.pc and
-# libidgen-client's idgen-client.pc, and the MODULE_VERSION of
-# every idgen.ko built under build/ (scripts/build/build-module.sh).  Prints TAP.
+# states one agrees with it: dkms.conf's PACKAGE_VERSION, kmod/version.h,
+# debian/changelog, `idgenctl --version`, `idgend --version`,
+# `idgen-httpd --version` and its /metrics' idgen_build_info, libidgen's
+# idgen.pc and libidgen-client's idgen-client.pc, and the MODULE_VERSION
+# of every idgen.ko built under build/ (scripts/build/build-module.sh).
+# Prints TAP.
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -29,6 +30,10 @@ same() {
 }
 
 same "dkms.conf PACKAGE_VERSION" "$(sed -n 's/^PACKAGE_VERSION="\(.*\)"$/\1/p' dkms.conf)"
+# The module's own copy, which every copy of kmod/ carries (DKMS, a kernel
+# tree's drivers/misc/idgen/).
+same "kmod/version.h IDGEN_VERSION" \
+	"$(sed -n 's/^#define IDGEN_VERSION "\(.*\)"$/\1/p' kmod/version.h)"
 same "debian/changelog" "$(dpkg-parsechangelog -S Version 2>/dev/null)"
 make -s -C helper/idgenctl >/dev/null 2>&1
 same "idgenctl --version" "$(helper/idgenctl/idgenctl --version 2>/dev/null | sed -n 's/^idgenctl //p')"

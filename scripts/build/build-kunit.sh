@@ -16,7 +16,7 @@ out=$top/build/debug${1:+-$1}
 rm -rf "$out"
 mkdir -p "$out/module" "$out/kunit"
 # The module, as a host would build it.
-cp -r "$top/Kbuild" "$top/VERSION" "$top/kmod" "$top/include" "$out/module/"
+cp -r "$top/Kbuild" "$top/kmod" "$top/include" "$out/module/"
 # The tests: the suites and the module's objects side by side.
 cp "$top/tests/kunit/Kbuild" "$out/kunit/"
 cp -r "$top/kmod" "$top/include" "$out/kunit/"

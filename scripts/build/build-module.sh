@@ -16,8 +16,8 @@ for kver in "$@"; do
 	out=$top/build/$kver
 	"$top/scripts/build/kernel-env.sh" "$kver" >/dev/null || exit 1
 	mkdir -p "$out"
-	rm -rf "$out/kmod" "$out/include"
-	cp -r "$top/Kbuild" "$top/VERSION" "$top/kmod" "$top/include" "$out/"
+	rm -rf "$out/kmod" "$out/include" "$out/VERSION"
+	cp -r "$top/Kbuild" "$top/kmod" "$top/include" "$out/"
 	log=$out/build.log
 	if ! "$top/scripts/build/kmake.sh" "$kver" "$out" W=1 modules >"$log" 2>&1; then
 		cat "$log" >&2

@@ -27,7 +27,7 @@ if dkms status "idgen/$version" 2>/dev/null | grep -q .; then
 fi
 rm -rf "$src"
 mkdir -p "$src"
-cp -r "$top/dkms.conf" "$top/Makefile" "$top/Kbuild" "$top/VERSION" "$top/kmod" "$top/include" "$src/"
+cp -r "$top/dkms.conf" "$top/Makefile" "$top/Kbuild" "$top/kmod" "$top/include" "$src/"
 find "$src" \( -name '*.o' -o -name '*.ko' -o -name '*.cmd' -o -name '*.mod*' \) -delete
 dkms add "idgen/$version"
 

@@ -12,7 +12,7 @@ out=$top/build/sparse-$kver
 
 rm -rf "$out"
 mkdir -p "$out"
-cp -r "$top/Kbuild" "$top/VERSION" "$top/kmod" "$top/include" "$out/"
+cp -r "$top/Kbuild" "$top/kmod" "$top/include" "$out/"
 log=$out/sparse.log
 eval "$("$top/scripts/build/kernel-env.sh" "$kver")"
 # Debian's headers keep the kernel's source tree (scripts/ among it) in a

@@ -153,6 +153,7 @@ build_debs() {
 			{ echo "debian/changelog has no entry for $v"; return 1; }
 		echo "$v" >"$dir/src/VERSION"
 		sed -i "s/^PACKAGE_VERSION=.*/PACKAGE_VERSION=\"$v\"/" "$dir/src/dkms.conf"
+		sed -i "s/^#define IDGEN_VERSION .*/#define IDGEN_VERSION \"$v\"/" "$dir/src/kmod/version.h"
 		sed -i -n "/^idgen ($v)/,\$p" "$dir/src/debian/changelog"
 	fi
 	if [ -n "$build_root" ]; then
