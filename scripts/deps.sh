@@ -131,3 +131,11 @@ apt-get install -y -q "${packages[@]}"
 # some builds of Node (NodeSource's), a package of its own beside
 # Debian's nodejs.
 command -v npm >/dev/null || apt-get install -y -q npm
+# ... and that client, exactly the versions its lock file pins (npm ci),
+# now rather than in its suite: the suites that run simulated workers
+# have no network but their own loopback (tests/lib/own-namespaces.sh).
+grpc_node=$(cd "$(dirname "$0")/.." && pwd)/tests/httpd/grpc-node
+if [ ! -e "$grpc_node/node_modules/.package-lock.json" ] ||
+	[ "$grpc_node/package-lock.json" -nt "$grpc_node/node_modules/.package-lock.json" ]; then
+	npm ci --prefix "$grpc_node" --ignore-scripts --no-audit --no-fund
+fi

@@ -30,8 +30,8 @@
 #     ThreadSanitizer
 set -uo pipefail
 # Its simulated workers are its own: a /dev/shm of its own.
-# shellcheck source=../lib/private-shm.sh
-. "$(dirname "$0")/../lib/private-shm.sh"
+# shellcheck source=../lib/own-namespaces.sh
+. "$(dirname "$0")/../lib/own-namespaces.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)

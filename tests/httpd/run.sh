@@ -33,8 +33,8 @@
 #     HTTP/2 (grpc.c) under libFuzzer
 set -uo pipefail
 # Its simulated workers are its own: a /dev/shm of its own.
-# shellcheck source=../lib/private-shm.sh
-. "$(dirname "$0")/../lib/private-shm.sh"
+# shellcheck source=../lib/own-namespaces.sh
+. "$(dirname "$0")/../lib/own-namespaces.sh"
 
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
@@ -640,9 +640,10 @@ if tap_step "build idgen-httpd under ASan and UBSan" make -s -C "$here" OUT="$ou
 	tap_run grpc-race /usr/bin/python3 "$here/grpc_race.py" "$out/idgen-httpd-asan" "$work"
 fi
 # ... and through Node's @grpc/grpc-js, its versions pinned in
-# grpc-node/package-lock.json (npm ci: exactly those).
-if tap_step "install @grpc/grpc-js and @grpc/proto-loader from grpc-node/package-lock.json" \
-	npm ci --prefix "$here/grpc-node" --ignore-scripts --no-audit --no-fund; then
+# grpc-node/package-lock.json, installed by scripts/deps.sh (npm ci:
+# exactly those; this suite has no network) and checked here.
+if tap_step "@grpc/grpc-js and @grpc/proto-loader as grpc-node/package-lock.json pins them (scripts/deps.sh installs them)" \
+	npm ls --prefix "$here/grpc-node" --offline --all; then
 	# The gRPC listener's line comes after the HTTP one start() waits for.
 	grpc_port() {
 		local t p

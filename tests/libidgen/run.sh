@@ -9,8 +9,8 @@
 # them; exits non-zero if anything failed.
 set -uo pipefail
 # Its simulated workers are its own: a /dev/shm of its own.
-# shellcheck source=../lib/private-shm.sh
-. "$(dirname "$0")/../lib/private-shm.sh"
+# shellcheck source=../lib/own-namespaces.sh
+. "$(dirname "$0")/../lib/own-namespaces.sh"
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 user=$top/tests/libidgen

@@ -19,8 +19,8 @@
 # the tests expect idgen_next() to fail with IG001, "no device".
 set -uo pipefail
 # Its simulated workers are its own: a /dev/shm of its own.
-# shellcheck source=../lib/private-shm.sh
-. "$(dirname "$0")/../lib/private-shm.sh"
+# shellcheck source=../lib/own-namespaces.sh
+. "$(dirname "$0")/../lib/own-namespaces.sh"
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../lib/tap.sh disable=SC2154 # n and status are tap.sh's
