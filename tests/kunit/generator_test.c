@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * idgen_generator: the generator as the device drives it, on the real
- * clock: its state right after init, and the events minting sends.
+ * idgen_generator: the generator (generator.h's idgen_gen_*: generator.c,
+ * and minting in mint.c) as the device drives it, on the real clock: its
+ * state right after init, and the events minting sends.
  */
 #include <kunit/test.h>
 #include <linux/delay.h>

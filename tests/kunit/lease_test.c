@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * idgen_mint: reserving IDs under a lease, with the clock held still, so
- * every bound is hit exactly: sequence overflow, the lead bound, the fence
- * on the stamped millisecond, the floor, and the end of the time field.
+ * idgen_lease: reserving IDs on a lease's state word (lease.c), with the
+ * clock held still, so every bound is hit exactly: sequence overflow, the
+ * lead bound, the fence on the stamped millisecond, the floor, and the end
+ * of the time field.
  */
 #include <kunit/test.h>
 #include <linux/prandom.h>
@@ -35,7 +36,7 @@ static int reserve(struct idgen_lease *l, u64 now, u32 want,
 	return idgen_lease_reserve(l, now, LEAD, IDGEN_BORROW_ANY, want, r, wait, borrowed);
 }
 
-static void idgen_mint_test_overflow_borrows(struct kunit *test)
+static void idgen_lease_test_overflow_borrows(struct kunit *test)
 {
 	struct idgen_lease *l = mint_lease(test, 99, 1000000);
 	struct idgen_range r;
@@ -59,7 +60,7 @@ static void idgen_mint_test_overflow_borrows(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, borrowed, 0ULL);
 }
 
-static void idgen_mint_test_batch_crosses_ms(struct kunit *test)
+static void idgen_lease_test_batch_crosses_ms(struct kunit *test)
 {
 	struct idgen_lease *l = mint_lease(test, 99, 1000000);
 	struct idgen_range r;
@@ -79,7 +80,7 @@ static void idgen_mint_test_batch_crosses_ms(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, prev >> IDGEN_NODE_SEQ_BITS, 103ULL);
 }
 
-static void idgen_mint_test_max_lead(struct kunit *test)
+static void idgen_lease_test_max_lead(struct kunit *test)
 {
 	struct idgen_lease *l = mint_lease(test, 99, 1000000);
 	struct idgen_range r;
@@ -104,7 +105,7 @@ static void idgen_mint_test_max_lead(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, wait, 1102ULL - (50 + LEAD));
 }
 
-static void idgen_mint_test_fence_on_stamped_ms(struct kunit *test)
+static void idgen_lease_test_fence_on_stamped_ms(struct kunit *test)
 {
 	struct idgen_lease *l = mint_lease(test, 99, 103);
 	struct idgen_range r;
@@ -124,7 +125,7 @@ static void idgen_mint_test_fence_on_stamped_ms(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, idgen_tick_ms(r.first, SEQ_BITS), 150ULL);
 }
 
-static void idgen_mint_test_short_batch_at_fence(struct kunit *test)
+static void idgen_lease_test_short_batch_at_fence(struct kunit *test)
 {
 	struct idgen_lease *l = mint_lease(test, 99, 101);
 	struct idgen_range r;
@@ -136,7 +137,7 @@ static void idgen_mint_test_short_batch_at_fence(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, reserve(l, 100, 512, &r, &wait, &borrowed), -EKEYEXPIRED);
 }
 
-static void idgen_mint_test_floor(struct kunit *test)
+static void idgen_lease_test_floor(struct kunit *test)
 {
 	/* A floor ahead of the clock, within the lead: minted above it. */
 	struct idgen_lease *l = mint_lease(test, 600, 100000);
@@ -154,7 +155,7 @@ static void idgen_mint_test_floor(struct kunit *test)
 	KUNIT_EXPECT_EQ(test, idgen_tick_ms(r.first, SEQ_BITS), 5001ULL);
 }
 
-static void idgen_mint_test_time_exhausted(struct kunit *test)
+static void idgen_lease_test_time_exhausted(struct kunit *test)
 {
 	struct idgen_lease *l = mint_lease(test, IDGEN_MS_MAX - 2, IDGEN_MS_MAX + 1);
 	struct idgen_range r;
@@ -183,7 +184,7 @@ static void idgen_mint_test_time_exhausted(struct kunit *test)
 				      &borrowed), -EOVERFLOW);
 }
 
-static void idgen_mint_test_closed(struct kunit *test)
+static void idgen_lease_test_closed(struct kunit *test)
 {
 	struct idgen_lease *l = mint_lease(test, 99, 1000);
 	struct idgen_range r;
@@ -209,7 +210,7 @@ static void idgen_mint_test_closed(struct kunit *test)
  * the time field), the bounds and the size, every run the fast one takes
  * the full one takes too, the same run, leaving the same state word.
  */
-static void idgen_mint_test_fast_is_full(struct kunit *test)
+static void idgen_lease_test_fast_is_full(struct kunit *test)
 {
 	struct idgen_lease *a = mint_lease(test, 0, 1), *b = mint_lease(test, 0, 1);
 	static const u32 borrows[] = { 0, 1, 10, IDGEN_BORROW_ANY };
@@ -276,22 +277,22 @@ static void idgen_mint_test_fast_is_full(struct kunit *test)
 	KUNIT_EXPECT_GT(test, borrows_seen, 1000);
 }
 
-static struct kunit_case idgen_mint_test_cases[] = {
-	KUNIT_CASE(idgen_mint_test_overflow_borrows),
-	KUNIT_CASE(idgen_mint_test_batch_crosses_ms),
-	KUNIT_CASE(idgen_mint_test_max_lead),
-	KUNIT_CASE(idgen_mint_test_fence_on_stamped_ms),
-	KUNIT_CASE(idgen_mint_test_short_batch_at_fence),
-	KUNIT_CASE(idgen_mint_test_floor),
-	KUNIT_CASE(idgen_mint_test_time_exhausted),
-	KUNIT_CASE(idgen_mint_test_closed),
-	KUNIT_CASE(idgen_mint_test_fast_is_full),
+static struct kunit_case idgen_lease_test_cases[] = {
+	KUNIT_CASE(idgen_lease_test_overflow_borrows),
+	KUNIT_CASE(idgen_lease_test_batch_crosses_ms),
+	KUNIT_CASE(idgen_lease_test_max_lead),
+	KUNIT_CASE(idgen_lease_test_fence_on_stamped_ms),
+	KUNIT_CASE(idgen_lease_test_short_batch_at_fence),
+	KUNIT_CASE(idgen_lease_test_floor),
+	KUNIT_CASE(idgen_lease_test_time_exhausted),
+	KUNIT_CASE(idgen_lease_test_closed),
+	KUNIT_CASE(idgen_lease_test_fast_is_full),
 	{}
 };
 
-static struct kunit_suite idgen_mint_suite = {
-	.name = "idgen_mint",
-	.test_cases = idgen_mint_test_cases,
+static struct kunit_suite idgen_lease_suite = {
+	.name = "idgen_lease",
+	.test_cases = idgen_lease_test_cases,
 };
 
-kunit_test_suite(idgen_mint_suite);
+kunit_test_suite(idgen_lease_suite);

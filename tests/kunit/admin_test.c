@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * idgen_concurrency: a kthread on every CPU mints batches through the real
- * generator while the test renews, switches and revokes leases under them.
+ * idgen_admin: lease changes (admin.c) against concurrent readers.  A
+ * kthread on every CPU mints batches through the real generator while the
+ * test renews, switches and revokes leases under them.
  * Afterwards: every ID is unique, every thread's IDs increase, every lease's
  * IDs lie at or below the last ms its close reported (F3), and each lease's
  * IDs are all above the previous lease's (G2).
@@ -77,7 +78,7 @@ static void stop_clock_refresh(void *gen)
 	idgen_clock_stop(&((struct idgen_gen *)gen)->clock);
 }
 
-static void idgen_concurrency_test_leases_under_load(struct kunit *test)
+static void idgen_admin_test_leases_under_load(struct kunit *test)
 {
 	static const struct idgen_bits v1 = { 3, 7, 12 };
 	struct idgen_gen *gen = kunit_kzalloc(test, sizeof(*gen), GFP_KERNEL);
@@ -235,7 +236,7 @@ static int inflight_fn(void *data)
 	return 0;
 }
 
-static void idgen_concurrency_run_inflight(struct kunit *test, bool revoke)
+static void idgen_admin_run_inflight(struct kunit *test, bool revoke)
 {
 	static const struct idgen_bits v1 = { 3, 7, 12 };
 	struct idgen_gen *gen = kunit_kzalloc(test, sizeof(*gen), GFP_KERNEL);
@@ -281,26 +282,26 @@ static void idgen_concurrency_run_inflight(struct kunit *test, bool revoke)
 	rcu_barrier();
 }
 
-static void idgen_concurrency_test_inflight_revoke(struct kunit *test)
+static void idgen_admin_test_inflight_revoke(struct kunit *test)
 {
-	idgen_concurrency_run_inflight(test, true);
+	idgen_admin_run_inflight(test, true);
 }
 
-static void idgen_concurrency_test_inflight_switch(struct kunit *test)
+static void idgen_admin_test_inflight_switch(struct kunit *test)
 {
-	idgen_concurrency_run_inflight(test, false);
+	idgen_admin_run_inflight(test, false);
 }
 
-static struct kunit_case idgen_concurrency_test_cases[] = {
-	KUNIT_CASE(idgen_concurrency_test_inflight_revoke),
-	KUNIT_CASE(idgen_concurrency_test_inflight_switch),
-	KUNIT_CASE_SLOW(idgen_concurrency_test_leases_under_load),
+static struct kunit_case idgen_admin_test_cases[] = {
+	KUNIT_CASE(idgen_admin_test_inflight_revoke),
+	KUNIT_CASE(idgen_admin_test_inflight_switch),
+	KUNIT_CASE_SLOW(idgen_admin_test_leases_under_load),
 	{}
 };
 
-static struct kunit_suite idgen_concurrency_suite = {
-	.name = "idgen_concurrency",
-	.test_cases = idgen_concurrency_test_cases,
+static struct kunit_suite idgen_admin_suite = {
+	.name = "idgen_admin",
+	.test_cases = idgen_admin_test_cases,
 };
 
-kunit_test_suite(idgen_concurrency_suite);
+kunit_test_suite(idgen_admin_suite);
