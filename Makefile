@@ -34,7 +34,7 @@ sparse:
 	$(MAKE) -C $(KDIR) M=$(CURDIR) C=2 CF="-D__CHECK_ENDIAN__" W=1 modules
 
 style:
-	scripts/lint/checkpatch.sh $(KERNEL_SOURCES)
+	scripts/lint/checkpatch.sh $(KERNEL_SOURCES) kmod/Kconfig
 	scripts/lint/kernel-doc.sh $(filter-out tests/%,$(KERNEL_SOURCES))
 
 check:
