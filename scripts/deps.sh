@@ -87,6 +87,10 @@ packages=(
 	# promtool (in prometheus) checks its /metrics and alerting rules,
 	# systemd-analyze (in systemd) its unit
 	libmicrohttpd-dev prometheus systemd
+	# its TLS, on both listeners: GnuTLS, libmicrohttpd's own TLS library
+	# (Documentation/design.md section 9.3); the tests make their
+	# certificates with openssl (above)
+	libgnutls28-dev
 	# its gRPC face: HTTP/2 on libnghttp2, messages by protobuf-c from
 	# the .proto at build time (with libprotobuf-dev's timestamp.proto);
 	# tested with Python's grpcio (stubs by protoc and grpc_python_plugin,

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "grpc_wire.h"
 #include "idgen.h"
@@ -39,7 +40,7 @@ static const char *const grpc_method_label[NR_GRPC_METHODS] = {
 
 /* Every status api.c answers; the last slot takes any other. */
 static const unsigned int codes[METRICS_NR_CODES] = {
-	200, 400, 404, 405, 413, 415, 429, 500, 503, 0
+	200, 400, 403, 404, 405, 413, 415, 429, 500, 503, 0
 };
 
 /* Upper bounds, in ns and as written. */
@@ -226,6 +227,34 @@ static void write_connections(struct metrics *m, FILE *f)
 		"request was not complete by its deadline", GET(m->conn_cut));
 }
 
+/* Only with TLS: a plaintext service's exposition stays as it was. */
+static void write_tls(struct metrics *m, FILE *f)
+{
+	int64_t not_after = atomic_load(&m->tls_not_after);
+	struct timespec now;
+
+	if (!not_after)
+		return;
+	clock_gettime(CLOCK_REALTIME, &now);
+	help(f, "idgen_tls_certificate_expiry_seconds", "gauge", "Seconds until the "
+	     "TLS certificate in force expires (the earliest of its chain); "
+	     "negative once it has");
+	fprintf(f, "idgen_tls_certificate_expiry_seconds %" PRId64 "\n",
+		not_after - (int64_t)now.tv_sec);
+	help(f, "idgen_tls_reloads_total", "counter", "Reloads of the TLS files "
+	     "(SIGHUP), by result: a failed one keeps the files in force");
+	fprintf(f, "idgen_tls_reloads_total{result=\"ok\"} %" PRIu64 "\n"
+		"idgen_tls_reloads_total{result=\"failed\"} %" PRIu64 "\n",
+		GET(m->tls_reloads[0]), GET(m->tls_reloads[1]));
+	counter(f, "idgen_tls_client_certificates_refused_total", "Client "
+		"certificates refused at the handshake (not of the client CA, expired, "
+		"not for client authentication, several URI SANs, unmapped under "
+		"tls_unmapped = refuse)", GET(m->tls_peers_refused));
+	counter(f, "idgen_tls_handshakes_timed_out_total", "TLS connections closed "
+		"because their handshake was not done within tls_handshake_timeout_s",
+		GET(m->tls_handshake_timeouts));
+}
+
 static void write_generator(struct minter *minter, FILE *f)
 {
 	struct idgen_device_state c;
@@ -324,6 +353,7 @@ int metrics_render(struct metrics *m, struct minter *minter,
 		return -ENOMEM;
 	write_counters(m, f);
 	write_connections(m, f);
+	write_tls(m, f);
 	write_generator(minter, f);
 	write_state(minter, ready, layouts, f);
 	if (fclose(f) || !*body) {

@@ -19,6 +19,11 @@
  *   idgen_build_info{version,layout_version}
  *   idgen_connections_open, idgen_connections_refused_total{reason},
  *   idgen_connections_cut_total               the listeners' connections
+ *   idgen_tls_certificate_expiry_seconds      with TLS (tls.h): until the
+ *                                             certificate in force expires
+ *   idgen_tls_reloads_total{result}           SIGHUP's reloads, ok or failed
+ *   idgen_tls_client_certificates_refused_total   at the handshake
+ *   idgen_tls_handshakes_timed_out_total      not done by tls_handshake_timeout_s
  *
  * Label values come only from fixed sets (routes, statuses, configured
  * callers), so the series stay bounded whatever requests come.  Counting
@@ -56,7 +61,7 @@ enum metrics_refusal {
 	REFUSED_MAX_CONNECTIONS, REFUSED_MAX_CONNECTIONS_PER_IP, NR_REFUSED
 };
 
-#define METRICS_NR_CODES	10	/* the statuses the service answers */
+#define METRICS_NR_CODES	11	/* the statuses the service answers */
 #define METRICS_NR_DURATIONS	9	/* 25 us ... 10 ms */
 #define METRICS_NR_BATCHES	5	/* 1 ... 10000 */
 
@@ -78,6 +83,11 @@ struct metrics {
 	_Atomic int64_t conn_open;
 	_Atomic uint64_t conn_refused[NR_REFUSED];	/* at a connection limit */
 	_Atomic uint64_t conn_cut;	/* a request past its deadline */
+	/* TLS, counted by tls.c and the listeners; tls_not_after 0: no TLS. */
+	_Atomic int64_t tls_not_after;	/* Unix seconds, the certificate in force */
+	_Atomic uint64_t tls_reloads[2];	/* succeeded, failed */
+	_Atomic uint64_t tls_peers_refused;	/* client certificates */
+	_Atomic uint64_t tls_handshake_timeouts;
 };
 
 /* callers: the configured names (kept, not copied).  0 or -ENOMEM. */

@@ -29,6 +29,8 @@
 #     through Node's @grpc/grpc-js (grpc-node/); under ASan, connections
 #     closing while the lane mints for them and peers that hold what they
 #     are owed (grpc_race.py); gRPC's wire rules (grpc_wire_test.c)
+#   - TLS (tls_test.c): contexts loaded whole or refused, the caller map,
+#     client certificates at the handshake, reloads
 #   - the request handling (helper/httpd/api.c) and the gRPC face over
 #     HTTP/2 (grpc.c) under libFuzzer
 set -uo pipefail
@@ -126,6 +128,7 @@ tap_run "quotas" "$out/quota_test"
 tap_run "bulk lane" "$out/lane_test"
 tap_run "one path for a request for IDs" "$out/next_test"
 tap_run "gRPC wire rules" "$out/grpc_wire_test"
+tap_run "TLS: contexts, the caller map, handshakes, reloads" env TOP="$top" "$out/tls_test"
 
 # ---- a live simulated generator, worker 37 ----------------------------
 start "$work/sim.log" --device sim:37 --clock-check no || { not_ok "idgen-httpd --device sim:37 starts"; bail; }
