@@ -36,6 +36,7 @@
 
 struct lane;
 struct api_deferred;
+struct tls;
 
 #define API_MAX_BODY	4096	/* bytes of a request body */
 #define API_MAX_COUNT	10000	/* IDs per request */
@@ -49,6 +50,7 @@ struct api {
 	struct quota *quota;			/* NULL: no caller limited */
 	const struct idgen_keyring *keyring;	/* NULL: no public IDs */
 	struct lane *lane;			/* NULL: every request minted inline */
+	struct tls *tls;			/* NULL: plaintext listeners */
 };
 
 struct api_request {

@@ -54,6 +54,13 @@ static const char usage[] =
 	"  --public-keys 'FILE ...'  public-ID key files (mode 0600); default none: off\n"
 	"  --public-current VERSION  the key version public IDs are made with\n"
 	"                            (default: the highest loaded)\n"
+	"  --tls-cert FILE           serve TLS on every listener: the certificate\n"
+	"                            (PEM, then its chain), with --tls-key FILE\n"
+	"  --tls-client-ca FILE      require client certificates of this CA (mTLS)\n"
+	"  --caller-map FILE         SPIFFE IDs to callers' names, a line each\n"
+	"  --tls-unmapped other|refuse  a certificate mapping to no caller\n"
+	"                            (default other)\n"
+	"  --tls-handshake-timeout-s N  a handshake not done by then is cut (default 5)\n"
 	"  --check-config            print the configuration in force and exit\n";
 
 static int set_listen(const struct conf_item *it, const char *value, void *field,
@@ -66,6 +73,8 @@ static int set_quotas(const struct conf_item *it, const char *value, void *field
 		      void *cfg, char *err, size_t errlen);
 static int set_keys(const struct conf_item *it, const char *value, void *field,
 		    void *cfg, char *err, size_t errlen);
+static int set_unmapped(const struct conf_item *it, const char *value, void *field,
+			void *cfg, char *err, size_t errlen);
 
 #define O(k, parser, lo, hi) \
 	{ "httpd", #k, parser, offsetof(struct httpd_config, k), lo, hi, false }
@@ -94,6 +103,13 @@ static const struct conf_item items[] = {
 	O(sim_lease_ms, conf_u64, 0, 86400000),
 	LIST(public_keys, set_keys),
 	O(public_current, conf_string_or_empty, 0, 0),
+	O(tls_cert, conf_string_or_empty, 0, 0),
+	O(tls_key, conf_string_or_empty, 0, 0),
+	O(tls_client_ca, conf_string_or_empty, 0, 0),
+	O(caller_map, conf_string_or_empty, 0, 0),
+	{ "httpd", "tls_unmapped", set_unmapped,
+	  offsetof(struct httpd_config, tls_unmapped_refuse), 0, 0, false },
+	O(tls_handshake_timeout_s, conf_u32, 1, 60),
 };
 
 #define NR_ITEMS	(sizeof(items) / sizeof(items[0]))
@@ -286,6 +302,20 @@ static int set_quotas(const struct conf_item *it, const char *value, void *field
 	}
 }
 
+/* tls_unmapped: other (served as the caller other) or refuse. */
+static int set_unmapped(const struct conf_item *it, const char *value, void *field,
+			void *cfg, char *err, size_t errlen)
+{
+	(void)it;
+	(void)cfg;
+	if (strcmp(value, "other") && strcmp(value, "refuse")) {
+		snprintf(err, errlen, "'%.32s': want other or refuse", value);
+		return -1;
+	}
+	*(bool *)field = !strcmp(value, "refuse");
+	return 0;
+}
+
 /* Every quota's caller is one /metrics names: configured, or other. */
 static int check_quotas(const struct httpd_config *cfg)
 {
@@ -323,7 +353,13 @@ static int set_defaults(struct httpd_config *cfg)
 	cfg->clock_check = true;
 	cfg->clock_max_offset_us = 5000;
 	cfg->public_current = strdup("");
-	return cfg->listen[0] && cfg->device && cfg->layouts && cfg->public_current ?
+	cfg->tls_cert = strdup("");
+	cfg->tls_key = strdup("");
+	cfg->tls_client_ca = strdup("");
+	cfg->caller_map = strdup("");
+	cfg->tls_handshake_timeout_s = 5;
+	return cfg->listen[0] && cfg->device && cfg->layouts && cfg->public_current &&
+	       cfg->tls_cert && cfg->tls_key && cfg->tls_client_ca && cfg->caller_map ?
 	       0 : -1;
 }
 
@@ -479,6 +515,17 @@ void httpd_config_print(const struct httpd_config *cfg, FILE *f)
 	}
 	if (*cfg->public_current)
 		fprintf(f, "public_current = %s\n", cfg->public_current);
+	/* TLS's keys only when it is on: a plaintext service prints as before. */
+	if (*cfg->tls_cert || *cfg->tls_key) {
+		fprintf(f, "tls_cert = %s\ntls_key = %s\n", cfg->tls_cert, cfg->tls_key);
+		if (*cfg->tls_client_ca)
+			fprintf(f, "tls_client_ca = %s\n", cfg->tls_client_ca);
+		if (*cfg->caller_map)
+			fprintf(f, "caller_map = %s\n", cfg->caller_map);
+		fprintf(f, "tls_unmapped = %s\ntls_handshake_timeout_s = %" PRIu32 "\n",
+			cfg->tls_unmapped_refuse ? "refuse" : "other",
+			cfg->tls_handshake_timeout_s);
+	}
 }
 
 void httpd_config_free(struct httpd_config *cfg)
@@ -492,4 +539,9 @@ void httpd_config_free(struct httpd_config *cfg)
 	free(cfg->layouts);
 	free(cfg->public_current);
 	cfg->device = cfg->layouts = cfg->public_current = NULL;
+	free(cfg->tls_cert);
+	free(cfg->tls_key);
+	free(cfg->tls_client_ca);
+	free(cfg->caller_map);
+	cfg->tls_cert = cfg->tls_key = cfg->tls_client_ca = cfg->caller_map = NULL;
 }

@@ -59,6 +59,15 @@ struct httpd_config {
 	char *public_keys[HTTPD_MAX_KEYS];
 	unsigned int nr_public_keys;
 	char *public_current;		/* a key version, or "": the highest */
+	/*
+	 * TLS on every listener (tls.h), with tls_cert and tls_key; "": none,
+	 * plaintext.  With tls_client_ca, mTLS: the caller is the client
+	 * certificate's (caller_map for SPIFFE IDs); tls_unmapped says what a
+	 * certificate mapping to no caller gets.
+	 */
+	char *tls_cert, *tls_key, *tls_client_ca, *caller_map;
+	bool tls_unmapped_refuse;	/* tls_unmapped = refuse; else other */
+	uint32_t tls_handshake_timeout_s;
 	bool check_only;		/* --check-config */
 };
 

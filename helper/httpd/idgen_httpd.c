@@ -8,6 +8,7 @@
  * The main thread reads the configuration, opens the generator, starts a
  * server per listen address and waits for SIGTERM or SIGINT; then it
  * stops accepting, lets the requests in flight finish and exits 0.
+ * SIGHUP reloads the TLS files (tls.h) for the connections from then on.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,6 +31,7 @@
 #include "minter.h"
 #include "quota.h"
 #include "server.h"
+#include "tls.h"
 
 /* How long a stop waits for the requests in flight. */
 #define DRAIN_MS	5000
@@ -138,6 +140,49 @@ static int load_keys(const struct httpd_config *cfg, struct idgen_keyring **out)
 }
 
 /*
+ * The TLS files of cfg, checked as a set: 0 with *f filled (f->cert NULL:
+ * no TLS), or 1 after saying what is missing.
+ */
+static int tls_files(const struct httpd_config *cfg, struct tls_files *f)
+{
+	memset(f, 0, sizeof(*f));
+	if (!*cfg->tls_cert != !*cfg->tls_key) {
+		fprintf(stderr, "idgen-httpd: %s is given without %s: TLS takes both\n",
+			*cfg->tls_cert ? "tls_cert" : "tls_key",
+			*cfg->tls_cert ? "tls_key" : "tls_cert");
+		return 1;
+	}
+	if (!*cfg->tls_cert && (*cfg->tls_client_ca || *cfg->caller_map)) {
+		fprintf(stderr, "idgen-httpd: %s is given without tls_cert and tls_key: "
+			"client certificates are asked for only over TLS\n",
+			*cfg->tls_client_ca ? "tls_client_ca" : "caller_map");
+		return 1;
+	}
+	if (*cfg->caller_map && !*cfg->tls_client_ca) {
+		fprintf(stderr, "idgen-httpd: caller_map is given without tls_client_ca: "
+			"without client certificates there is no identity to map\n");
+		return 1;
+	}
+	if (!*cfg->tls_cert)
+		return 0;
+	/* Not yet: TLS must never leave a listener plaintext unsaid. */
+	if (cfg->nr_grpc_listen) {
+		fprintf(stderr, "idgen-httpd: grpc_listen with tls_cert: gRPC over TLS "
+			"is not built yet, and it will not serve h2c in its place\n");
+		return 1;
+	}
+	*f = (struct tls_files){
+		.cert = cfg->tls_cert,
+		.key = cfg->tls_key,
+		.client_ca = *cfg->tls_client_ca ? cfg->tls_client_ca : NULL,
+		.caller_map = *cfg->caller_map ? cfg->caller_map : NULL,
+		.unmapped = cfg->tls_unmapped_refuse ? TLS_UNMAPPED_REFUSE :
+			    TLS_UNMAPPED_OTHER,
+	};
+	return 0;
+}
+
+/*
  * Every listener may hold max_connections + SERVER_REFUSE_ROOM sockets,
  * and each of its threads an epoll and a wake-up descriptor.  systemd's
  * default soft limit, 1024, is below the default max_connections' need:
@@ -173,6 +218,8 @@ int main(int argc, char *argv[])
 	struct grpc_server *grpc[HTTPD_MAX_LISTEN] = { 0 };
 	struct idgen_layouts *layouts = NULL;
 	struct idgen_keyring *keyring = NULL;
+	struct tls_files tlsf;
+	struct tls *tls = NULL;
 	struct httpd_config cfg;
 	struct metrics metrics;
 	struct server_limits lim;
@@ -201,6 +248,12 @@ int main(int argc, char *argv[])
 		httpd_config_free(&cfg);
 		return 1;
 	}
+	if (tls_files(&cfg, &tlsf)) {
+		idgen_keyring_free(keyring);
+		idgen_layouts_free(layouts);
+		httpd_config_free(&cfg);
+		return 1;
+	}
 	if (cfg.check_only) {
 		httpd_config_print(&cfg, stdout);
 		idgen_keyring_free(keyring);
@@ -213,6 +266,8 @@ int main(int argc, char *argv[])
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGINT);
+	if (tlsf.cert)
+		sigaddset(&stop, SIGHUP);	/* a reload: TLS's files */
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -244,12 +299,26 @@ int main(int argc, char *argv[])
 			 PRIu64, q->caller, q->rate_milli / 1000, q->rate_milli % 1000,
 			 q->burst);
 	}
+	if (tlsf.cert) {
+		char what[1024];
+
+		if (tls_open(&tls, &tlsf, &metrics, err, sizeof(err))) {
+			log_err("TLS: %s", err);
+			goto err_tls;
+		}
+		struct tls_ctx *ctx = tls_current(tls);
+
+		tls_ctx_describe(ctx, what, sizeof(what));
+		tls_ctx_put(ctx);
+		log_info("TLS on every listener: %s", what);
+	}
 	api = (struct api){
 		.minter = &minter,
 		.metrics = &metrics,
 		.quota = cfg.nr_quotas ? &quota : NULL,
 		.layouts = layouts,
 		.keyring = keyring,
+		.tls = tls,
 		.ready = {
 			.margin_ms = cfg.ready_margin_ms,
 			.max_ahead_ms = cfg.ready_max_ahead_ms,
@@ -271,6 +340,7 @@ int main(int argc, char *argv[])
 		.max_connections_per_ip = cfg.max_connections_per_ip,
 		.ipv6_prefix_per_ip = cfg.ipv6_prefix_per_ip,
 		.timeout_s = cfg.timeout_s,
+		.handshake_timeout_s = cfg.tls_handshake_timeout_s,
 	};
 	raise_nofile(&cfg);
 	ret = 0;
@@ -300,14 +370,19 @@ int main(int argc, char *argv[])
 		log_info("serving gRPC (idgen.v1.IdGen, h2c) on %s (port %u)",
 			 cfg.grpc_listen[i], grpc_server_port(grpc[i]));
 	}
-	if (!ret) {
+	while (!ret) {
 		do {
 			ret = sigwait(&stop, &sig);
 		} while (ret == EINTR);
+		if (sig == SIGHUP) {
+			tls_reload(tls);
+			continue;
+		}
 		log_info("%s: stopping once the requests in flight are answered",
 			 strsignal(sig));
-		ret = 0;
+		break;
 	}
+	ret = ret > 0 ? 1 : 0;
 	/* Both faces drain at once. */
 	grpc_servers_stop(grpc, cfg.nr_grpc_listen, DRAIN_MS);
 	servers_stop(servers, cfg.nr_listen, DRAIN_MS);
@@ -317,6 +392,8 @@ int main(int argc, char *argv[])
 	for (i = 0; i < cfg.nr_grpc_listen; i++)
 		grpc_server_free(grpc[i]);
 err_lane:
+	tls_close(tls);
+err_tls:
 	quota_free(&quota);
 err_metrics:
 	metrics_free(&metrics);

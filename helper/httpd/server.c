@@ -19,12 +19,15 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
 #include <microhttpd.h>
 
 #include "decimal.h"
 #include "lane.h"
 #include "log.h"
 #include "server.h"
+#include "tls.h"
 
 /*
  * Per connection, libmicrohttpd's: the request headers and its buffers
@@ -64,6 +67,13 @@ struct conn {
 	 */
 	int refused;
 	bool busy;			/* opened or a request begun, not answered */
+	/*
+	 * With TLS: the context it began with, held until it closes, and
+	 * whether its handshake is done (set on libmicrohttpd's thread, read
+	 * by the watch: one not done by handshake_ms is cut).
+	 */
+	struct tls_ctx *tls;
+	_Atomic bool tls_done;
 	struct conn *prev, *next;
 };
 
@@ -80,6 +90,8 @@ struct server {
 	_Atomic bool quit;
 	unsigned int max_connections, max_connections_per_ip;	/* 0: none */
 	unsigned int ipv6_prefix;	/* bits of an IPv6 address that key it */
+	struct tls *tls;		/* NULL: plaintext */
+	unsigned int handshake_ms;	/* with TLS: the handshake's bound */
 };
 
 /* Shared by every listener: what a stop waits for. */
@@ -657,6 +669,54 @@ static void client_address(const struct sockaddr *sa, char *buf, size_t len)
 		snprintf(buf, len, "?");
 }
 
+/*
+ * GnuTLS's hook on a Finished message: the client's ends the handshake.
+ * libmicrohttpd sets each session's pointer to its connection (0.9.75,
+ * as every version since TLS came), checked before the hook is set.
+ */
+static int handshake_done(gnutls_session_t session, unsigned int htype,
+			  unsigned int when, unsigned int incoming,
+			  const gnutls_datum_t *msg)
+{
+	const union MHD_ConnectionInfo *i;
+	struct conn *cn;
+
+	(void)htype;
+	(void)when;
+	(void)msg;
+	if (!incoming)
+		return 0;
+	i = MHD_get_connection_info(gnutls_session_get_ptr(session),
+				    MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+	cn = i ? i->socket_context : NULL;
+	if (cn)
+		atomic_store(&cn->tls_done, true);
+	return 0;
+}
+
+/*
+ * A TLS connection just accepted, its handshake not begun: the context in
+ * force now is its own for its life (a reload does not touch it), its
+ * credentials replace libmicrohttpd's, and with a client CA it must show
+ * a client certificate.  A failure leaves libmicrohttpd's credentials,
+ * which have no certificate (refuse_cert()): the handshake fails.
+ */
+static void tls_begin(struct server *s, struct MHD_Connection *c, struct conn *cn)
+{
+	const union MHD_ConnectionInfo *i =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	gnutls_session_t session = i ? i->tls_session : NULL;
+
+	if (!session)
+		return;
+	cn->tls = tls_current(s->tls);
+	if (tls_session_setup(cn->tls, session, TLS_ALPN_HTTP1))
+		return;
+	if (gnutls_session_get_ptr(session) == (void *)c)
+		gnutls_handshake_set_hook_function(session, GNUTLS_HANDSHAKE_FINISHED,
+						   GNUTLS_HOOK_POST, handshake_done);
+}
+
 static void notify_connection(void *cls, struct MHD_Connection *c,
 			      void **socket_context,
 			      enum MHD_ConnectionNotificationCode toe)
@@ -681,6 +741,8 @@ static void notify_connection(void *cls, struct MHD_Connection *c,
 			return;		/* unwatched: the idle timeout only */
 		}
 		cn->fd = i->connect_fd;
+		if (s->tls)
+			tls_begin(s, c, cn);
 		i = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 		if (i && i->client_addr) {
 			server_conn_key(i->client_addr, s->ipv6_prefix, cn->ip);
@@ -749,6 +811,7 @@ static void notify_connection(void *cls, struct MHD_Connection *c,
 	if (cn->busy)
 		atomic_fetch_sub(&busy_conns, 1);
 	pthread_mutex_unlock(&s->lock);
+	tls_ctx_put(cn->tls);
 	free(cn);
 	*socket_context = NULL;
 	if (s->api->metrics)
@@ -759,18 +822,32 @@ static void *watch(void *arg)
 {
 	struct timespec pause = { 0, WATCH_MS * 1000000L };
 	struct server *s = arg;
-	unsigned int cut;
+	unsigned int cut, slow_tls;
 	struct conn *cn;
 	int64_t now;
 
 	while (!atomic_load(&s->quit)) {
 		nanosleep(&pause, NULL);
-		cut = 0;
+		cut = slow_tls = 0;
 		now = now_ms();
 		pthread_mutex_lock(&s->lock);
 		for (cn = s->conns.next; cn != &s->conns; cn = cn->next) {
 			if (cn->cut)
 				continue;
+			/*
+			 * A handshake not done in time (since_ms is the opening
+			 * until a request is answered): a client holding it
+			 * half-finished, or trickling it, has its slot no longer.
+			 */
+			if (s->tls && !atomic_load(&cn->tls_done) &&
+			    now - cn->since_ms > s->handshake_ms) {
+				shutdown(cn->fd, SHUT_RDWR);
+				cn->cut = true;
+				if (!cn->refused)
+					s->nr_conns--;
+				slow_tls++;
+				continue;
+			}
 			if (cn->refused && now - cn->since_ms > REFUSED_MS) {
 				/* Refused, and no request to answer 503 came. */
 				shutdown(cn->fd, SHUT_RDWR);
@@ -783,6 +860,8 @@ static void *watch(void *arg)
 			}
 		}
 		pthread_mutex_unlock(&s->lock);
+		if (slow_tls && s->api->metrics)
+			atomic_fetch_add(&s->api->metrics->tls_handshake_timeouts, slow_tls);
 		if (!cut)
 			continue;
 		if (s->api->metrics)
@@ -818,6 +897,26 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 		log_every(LOG_DEBUG, line, "%s: %s", s->addr, line);
 	else
 		log_every(LOG_WARNING, line, "%s: %s", s->addr, line);
+}
+
+/*
+ * libmicrohttpd's own certificate, asked for only by a session whose
+ * context could not be set (tls_begin()): none, so that handshake fails.
+ */
+static int refuse_cert(gnutls_session_t session, const gnutls_datum_t *req_ca_dn,
+		       int nreqs, const gnutls_pk_algorithm_t *pk_algos,
+		       int pk_algos_length, gnutls_pcert_st **pcert,
+		       unsigned int *pcert_length, gnutls_privkey_t *key)
+{
+	(void)session;
+	(void)req_ca_dn;
+	(void)nreqs;
+	(void)pk_algos;
+	(void)pk_algos_length;
+	(void)pcert;
+	(void)pcert_length;
+	(void)key;
+	return -1;
 }
 
 /* "HOST:PORT" or "[IPv6]:PORT" as a socket address. */
@@ -871,6 +970,12 @@ struct server *server_start(const char *addr, const struct server_limits *lim,
 	unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_TURBO |
 			     MHD_USE_ERROR_LOG | MHD_USE_ITC | MHD_ALLOW_SUSPEND_RESUME;
 	unsigned int threads = lim->threads;
+	/* With TLS: GnuTLS's, with every session's own context (tls_begin()). */
+	struct MHD_OptionItem tls_opts[] = {
+		{ MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)TLS_PRIORITY },
+		{ MHD_OPTION_HTTPS_CERT_CALLBACK, 0, (void *)refuse_cert },
+		{ MHD_OPTION_END, 0, NULL },
+	};
 	struct addrinfo *ai;
 	struct server *s;
 
@@ -890,6 +995,12 @@ struct server *server_start(const char *addr, const struct server_limits *lim,
 	s->max_connections = lim->max_connections;
 	s->max_connections_per_ip = lim->max_connections_per_ip;
 	s->ipv6_prefix = lim->ipv6_prefix_per_ip ? lim->ipv6_prefix_per_ip : 128;
+	s->tls = api->tls;
+	s->handshake_ms = lim->handshake_timeout_s * 1000;
+	if (s->tls)
+		flags |= MHD_USE_TLS;
+	else
+		tls_opts[0].option = MHD_OPTION_END;
 	if (!threads) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 
@@ -911,6 +1022,7 @@ struct server *server_start(const char *addr, const struct server_limits *lim,
 				MHD_OPTION_NOTIFY_CONNECTION, notify_connection, s,
 				MHD_OPTION_UNESCAPE_CALLBACK, unescape, s,
 				MHD_OPTION_URI_LOG_CALLBACK, request_begun, s,
+				MHD_OPTION_ARRAY, tls_opts,
 				MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!s->d) {

@@ -5,6 +5,10 @@
  * MHD_USE_TURBO), keep-alive, and limits on connections (in all and per
  * client address), idle time and memory per connection, so neither a
  * flood of connections nor a slow client ties the service up.
+ *
+ * With api->tls, HTTPS (tls.h): libmicrohttpd's GnuTLS, each connection
+ * given the context in force when it is accepted, ALPN "http/1.1", and a
+ * handshake not done within handshake_timeout_s cut off.
  */
 #ifndef HTTPD_SERVER_H
 #define HTTPD_SERVER_H
@@ -26,6 +30,7 @@ struct server_limits {
 	unsigned int max_connections_per_ip;	/* 0: no limit */
 	unsigned int ipv6_prefix_per_ip;	/* 1..128; 0: 128 */
 	unsigned int timeout_s;
+	unsigned int handshake_timeout_s;	/* with TLS (api->tls) */
 };
 
 struct server;

@@ -30,7 +30,9 @@
 #     closing while the lane mints for them and peers that hold what they
 #     are owed (grpc_race.py); gRPC's wire rules (grpc_wire_test.c)
 #   - TLS (tls_test.c): contexts loaded whole or refused, the caller map,
-#     client certificates at the handshake, reloads
+#     client certificates at the handshake, reloads; live (tls_live.sh):
+#     HTTPS through curl and openssl, its policy, SIGHUP's reloads, the
+#     configuration
 #   - the request handling (helper/httpd/api.c) and the gRPC face over
 #     HTTP/2 (grpc.c) under libFuzzer
 set -uo pipefail
@@ -633,6 +635,9 @@ if unshare -n true 2>/dev/null; then
 else
 	n=$((n + 1)); echo "ok $n IPv6 per-address limits # SKIP no network namespace (unshare -n)"
 fi
+
+# ---- TLS: HTTPS, reloads, its configuration (tls_live.sh) ---------------
+tap_run tls bash "$here/tls_live.sh" "$httpd" "$work"
 
 # ---- the gRPC face, through grpcio and raw HTTP/2 (grpc_test.py) --------
 # Debian's grpcio is for Debian's python3, whatever else is first in PATH.

@@ -1,0 +1,213 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+#
+# tls_live.sh HTTPD WORK: idgen-httpd over TLS (issue #37 items 7-10), on
+# --device sim and certificates tls-certs.sh makes in WORK, as TAP; run
+# by run.sh inside its namespaces (loopback only).
+#
+#   - HTTPS on --listen: curl's requests answered, ALPN http/1.1; TLS 1.2
+#     and 1.3 taken, 1.1, CBC and non-ECDHE suites refused; /metrics'
+#     seconds until the certificate expires
+#   - reloads on SIGHUP: a new certificate and key for new connections
+#     while a connection opened before goes on with its own; a half
+#     rotation (a key not the certificate's) refused, logged, counted,
+#     and the set in force kept
+#   - configuration: tls_cert without tls_key, a key others can read, an
+#     expired certificate: exit 1 naming the cause
+set -uo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+top=$(cd "$here/../.." && pwd)
+httpd=$1
+work=$2/tls
+# shellcheck source=../lib/tap.sh
+. "$top/tests/lib/tap.sh"
+
+mkdir -p "$work"
+certs=$work/certs
+"$here/tls-certs.sh" "$certs" || { echo "Bail out! tls-certs.sh failed"; exit 1; }
+pid=
+cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; }
+trap cleanup EXIT
+
+# start LOG ARGS...: idgen-httpd on a free loopback port; sets pid, port.
+start() {
+	local log=$1 t
+	shift
+	: >"$log"
+	"$httpd" --listen 127.0.0.1:0 --clock-check no "$@" >>"$log" 2>&1 &
+	pid=$!
+	for ((t = 0; t < 100; t++)); do
+		port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$log" | head -n 1)
+		[ -n "$port" ] && return 0
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	sed 's/^/# /' "$log"
+	return 1
+}
+stop() {
+	local rc
+	kill -TERM "$pid"
+	wait "$pid"
+	rc=$?
+	pid=
+	return $rc
+}
+
+# https NAME CURL-ARGS...: one request over TLS; NAME.status, .body, .err.
+https() {
+	local name=$1
+	shift
+	curl -s -o "$work/$name.body" -w '%{http_code}' --max-time 10 \
+		--cacert "$certs/ca.pem" "$@" >"$work/$name.status" 2>"$work/$name.err"
+}
+# served_cert: the SHA-256 fingerprint of the certificate a new connection gets.
+served_cert() {
+	openssl s_client -connect "127.0.0.1:$port" -CAfile "$certs/ca.pem" </dev/null 2>/dev/null |
+		openssl x509 -noout -fingerprint -sha256 2>/dev/null
+}
+fingerprint() { openssl x509 -in "$1" -noout -fingerprint -sha256; }
+# handshake ARGS...: whether openssl s_client completes a handshake so.
+handshake() {
+	openssl s_client -connect "127.0.0.1:$port" -CAfile "$certs/ca.pem" "$@" \
+		</dev/null >"$work/s_client.out" 2>&1 &&
+		grep -q "^ *Verify return code: 0 (ok)" "$work/s_client.out"
+}
+
+echo "TAP version 13"
+
+# ---- HTTPS -------------------------------------------------------------
+cp "$certs/server.pem" "$work/live.pem"
+cp -p "$certs/server.key" "$work/live.key"
+start "$work/https.log" --device sim:60 --tls-cert "$work/live.pem" \
+	--tls-key "$work/live.key" || { not_ok "idgen-httpd --tls-cert starts"; echo "1..$n"; exit 1; }
+ok "idgen-httpd --tls-cert --tls-key starts"
+check "its log says TLS is on, the certificate and its expiry" \
+	grep -q "TLS on every listener: certificate CN=localhost (a chain of 1), expires 20" "$work/https.log"
+https next -X POST -H 'Content-Type: application/json' -d '{"count":3}' -v \
+	"https://127.0.0.1:$port/v1/ids:next"
+check "POST /v1/ids:next over HTTPS (curl, the CA's certificate checked): 200, 3 IDs" \
+	test "$(cat "$work/next.status")" = 200 -a \
+	"$(grep -o '"[0-9]*"' "$work/next.body" | wc -l)" = 3
+check "... ALPN selected http/1.1" grep -q "ALPN: server accepted http/1.1" "$work/next.err"
+https byname "https://localhost:$port/livez"
+check "... the certificate names localhost too" test "$(cat "$work/byname.status")" = 200
+check "plain HTTP to the TLS port gets no answer" \
+	eval '! curl -s --max-time 5 "http://127.0.0.1:$port/livez" >/dev/null'
+https after "https://127.0.0.1:$port/livez"
+check "... and the service still serves over TLS" test "$(cat "$work/after.status")" = 200
+
+check "TLS 1.3 is taken" handshake -tls1_3
+check "TLS 1.2 with ECDHE and AES-GCM is taken" handshake -tls1_2 -cipher ECDHE-ECDSA-AES128-GCM-SHA256
+check "TLS 1.2 with ECDHE and ChaCha20-Poly1305 is taken" handshake -tls1_2 -cipher ECDHE-ECDSA-CHACHA20-POLY1305
+check "TLS 1.1 is refused" eval '! handshake -tls1_1 -cipher "DEFAULT:@SECLEVEL=0"'
+check "TLS 1.2 with a CBC suite is refused" eval '! handshake -tls1_2 -cipher ECDHE-ECDSA-AES128-SHA256'
+check "TLS 1.2 without ECDHE (static RSA, DHE) is refused" \
+	eval '! handshake -tls1_2 -cipher AES128-GCM-SHA256:DHE-RSA-AES128-GCM-SHA256'
+check "TLS 1.2: no compression, and secure renegotiation indicated" eval \
+	'handshake -tls1_2 && grep -q "^Compression: NONE" "$work/s_client.out" &&
+	 grep -q "Secure Renegotiation IS supported" "$work/s_client.out"'
+
+https metrics "https://127.0.0.1:$port/metrics"
+expiry=$(sed -n 's/^idgen_tls_certificate_expiry_seconds \(-\?[0-9]*\)$/\1/p' "$work/metrics.body")
+want=$(($(date -d "$(openssl x509 -in "$certs/server.pem" -noout -enddate | cut -d= -f2)" +%s) - $(date +%s)))
+check "/metrics: idgen_tls_certificate_expiry_seconds is the certificate's time left (${expiry:-none}, ~$want)" \
+	test -n "$expiry" -a "$((want - ${expiry:-0}))" -ge -5 -a "$((want - ${expiry:-0}))" -le 5
+check "/metrics: no reload yet, no certificate refused, no handshake timed out" eval \
+	'grep -qx "idgen_tls_reloads_total{result=\"ok\"} 0" "$work/metrics.body" &&
+	 grep -qx "idgen_tls_reloads_total{result=\"failed\"} 0" "$work/metrics.body" &&
+	 grep -qx "idgen_tls_client_certificates_refused_total 0" "$work/metrics.body" &&
+	 grep -qx "idgen_tls_handshakes_timed_out_total 0" "$work/metrics.body"'
+if command -v promtool >/dev/null; then
+	check "promtool check metrics accepts it" sh -c "promtool check metrics <'$work/metrics.body'"
+fi
+
+# ---- reloads --------------------------------------------------------------
+# A keep-alive connection opened now, used again after each reload.
+/usr/bin/python3 - "$port" "$certs/ca.pem" "$work/keepalive" <<'EOF' &
+import os, socket, ssl, sys, time
+port, ca, base = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+ctx = ssl.create_default_context(cafile=ca)
+s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="localhost")
+def get(name):
+    s.sendall(b"GET /livez HTTP/1.1\r\nHost: x\r\n\r\n")
+    data = b""
+    while b"\r\n\r\n" not in data or not data.endswith(b"}"):
+        chunk = s.recv(4096)
+        if not chunk:
+            break
+        data += chunk
+    open(base + "." + name, "wb").write(data)
+get("before")
+open(base + ".ready", "w").close()
+while not os.path.exists(base + ".go"):
+    time.sleep(0.05)
+get("after")
+EOF
+keepalive=$!
+for ((t = 0; t < 100; t++)); do [ -e "$work/keepalive.ready" ] && break; sleep 0.1; done
+old=$(fingerprint "$certs/server.pem")
+check "a new connection gets the certificate in force" test "$(served_cert)" = "$old"
+
+# Half a rotation: the new certificate over the old key.
+cp "$certs/server2.pem" "$work/live.pem"
+kill -HUP "$pid"
+for ((t = 0; t < 50; t++)); do grep -q "TLS files were not reloaded" "$work/https.log" && break; sleep 0.1; done
+check "SIGHUP with a certificate not of the key: a warning naming both files and why" \
+	grep -q "warning: SIGHUP: the TLS files were not reloaded, the ones in force are kept: tls_key $work/live.key with tls_cert $work/live.pem: the key is not the certificate's" "$work/https.log"
+check "... and new connections still get the certificate in force" test "$(served_cert)" = "$old"
+https m2 "https://127.0.0.1:$port/metrics"
+check "... counted: idgen_tls_reloads_total{result=\"failed\"} 1" \
+	grep -qx 'idgen_tls_reloads_total{result="failed"} 1' "$work/m2.body"
+
+cp -p "$certs/server2.key" "$work/live.key"
+kill -HUP "$pid"
+for ((t = 0; t < 50; t++)); do grep -q "SIGHUP: TLS reloaded" "$work/https.log" && break; sleep 0.1; done
+check "SIGHUP with the whole new pair: reloaded, said at info" \
+	grep -q "info: SIGHUP: TLS reloaded, for connections from now on: certificate CN=localhost" "$work/https.log"
+check "... new connections get the new certificate" test "$(served_cert)" = "$(fingerprint "$certs/server2.pem")"
+touch "$work/keepalive.go"
+wait "$keepalive"
+check "... while a connection opened before the reloads goes on, on its own context" eval \
+	'grep -q "^HTTP/1.1 200" "$work/keepalive.before" && grep -q "^HTTP/1.1 200" "$work/keepalive.after" &&
+	 grep -q "\"status\":\"ok\"" "$work/keepalive.after"'
+https m3 "https://127.0.0.1:$port/metrics"
+check "... counted: idgen_tls_reloads_total{result=\"ok\"} 1" \
+	grep -qx 'idgen_tls_reloads_total{result="ok"} 1' "$work/m3.body"
+check "SIGTERM still stops it, exit 0" stop
+
+# ---- configuration -------------------------------------------------------------
+# refused DESC WANT ARGS...: the service exits 1 at once saying WANT.
+refused() {
+	local desc=$1 want=$2 rc
+	shift 2
+	timeout 20 "$httpd" --listen 127.0.0.1:0 --device sim:61 --clock-check no "$@" \
+		>"$work/refused.out" 2>&1
+	rc=$?
+	if [ $rc = 1 ] && grep -qF -- "$want" "$work/refused.out"; then
+		ok "$desc: exit 1, saying so"
+	else
+		not_ok "$desc: exit 1 saying '$want' (got $rc)"
+		sed 's/^/# /' "$work/refused.out"
+	fi
+}
+refused "tls_cert without tls_key" "tls_cert is given without tls_key" \
+	--tls-cert "$certs/server.pem"
+refused "tls_client_ca without a certificate" "tls_client_ca is given without tls_cert and tls_key" \
+	--tls-client-ca "$certs/ca.pem"
+cp "$certs/server.key" "$work/open.key"
+chmod 644 "$work/open.key"
+refused "a key file others can read" "$work/open.key: readable by group or others (mode 0644)" \
+	--tls-cert "$certs/server.pem" --tls-key "$work/open.key"
+refused "an expired certificate" "expired at" \
+	--tls-cert "$certs/expired.pem" --tls-key "$certs/expired.key"
+refused "a bad tls_unmapped" "want other or refuse" --tls-unmapped maybe
+touch "$work/empty.conf"
+check "--check-config prints the TLS keys when TLS is on, and none when it is off" eval \
+	'"$httpd" --check-config --config "$work/empty.conf" --tls-cert c.pem --tls-key k.pem |
+	 grep -qx "tls_cert = c.pem" &&
+	 ! "$httpd" --check-config --config "$work/empty.conf" | grep -q "^tls_"'
+
+echo "1..$n"
+exit $status
