@@ -18,6 +18,8 @@
  *   400 invalid_time        "at" missing, not RFC 3339, or past 2095
  *   400 count_over_burst    count above the caller's burst: it can never
  *                           be answered at once
+ *   403 caller_mismatch     caller names another than the connection's
+ *                           client certificate proves (mTLS)
  *   404 not_found           no such route; or GET /v1/public/{pub} with
  *                           no key loaded
  *   404 unknown_key_version the public ID's key version is not loaded
@@ -526,6 +528,7 @@ static int ids_next(struct api *api, const struct api_request *rq,
 	ret = parse_next(rq, out, &ask, caller);
 	if (ret)
 		return ret < 0 ? ret : 0;
+	ask.authenticated = rq->authenticated;
 	if (next_start(api, &ask, &n) == NEXT_PENDING) {
 		/* Set aside by the server, then api_defer() (api.h). */
 		d = malloc(sizeof(*d));

@@ -61,6 +61,8 @@ struct api_request {
 	const char *body;		/* body_len bytes, then a NUL */
 	size_t body_len;
 	bool body_too_large;		/* more than API_MAX_BODY bytes came */
+	/* The client certificate's caller (next.h's next_ask), or NULL. */
+	const char *authenticated;
 };
 
 struct api_response {

@@ -4,6 +4,7 @@
  */
 #include <errno.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -24,6 +25,9 @@ static const struct next_status_text texts[NR_NEXT_STATUSES] = {
 	[NEXT_INVALID_CALLER] = { 400, "invalid_caller", GRPC_INVALID_ARGUMENT,
 				  "caller must be a string of 1 to 64 letters, "
 				  "digits, '.', '_', ':' or '-'" },
+	[NEXT_CALLER_MISMATCH] = { 403, "caller_mismatch", GRPC_PERMISSION_DENIED,
+				   "the request names a caller other than its client "
+				   "certificate's: name none, or the certificate's" },
 	[NEXT_NO_PUBLIC_KEYS] = { 400, "no_public_keys", GRPC_FAILED_PRECONDITION,
 				  "public IDs were asked for, but no public-ID keys "
 				  "are configured (public_keys)" },
@@ -113,15 +117,44 @@ static enum next_status refusal(struct next *n, int err)
 	return status;
 }
 
+/*
+ * A client that names a caller its certificate is not: one line per
+ * LOG_EVERY_S, in the authenticated name (the counter has every one).
+ */
+static void log_mismatch(const struct next_ask *ask)
+{
+	static _Atomic int64_t last;
+	struct timespec now;
+	int64_t then;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	then = atomic_load(&last);
+	if ((then && now.tv_sec - then < LOG_EVERY_S) ||
+	    !atomic_compare_exchange_strong(&last, &then, now.tv_sec ?: 1))
+		return;
+	log_notice("a client certificate of caller %s asked for IDs as '%.*s': "
+		   "refused, 403 caller_mismatch (logged at most every %d s)",
+		   *ask->authenticated ? ask->authenticated : "other (unmapped)",
+		   (int)ask->caller_len, ask->caller, LOG_EVERY_S);
+}
+
 /* The checks, before anything is taken. */
 static enum next_status check(struct api *api, const struct next_ask *ask,
 			      struct next *n)
 {
 	if (ask->count < 1 || ask->count > API_MAX_COUNT)
 		return NEXT_INVALID_COUNT;
-	if (ask->caller) {
-		if (!api_caller_valid(ask->caller, ask->caller_len))
-			return NEXT_INVALID_CALLER;
+	if (ask->caller && !api_caller_valid(ask->caller, ask->caller_len))
+		return NEXT_INVALID_CALLER;
+	if (ask->authenticated) {
+		/* The certificate's caller; the request may only repeat it. */
+		if (ask->caller && (strlen(ask->authenticated) != ask->caller_len ||
+				    memcmp(ask->authenticated, ask->caller, ask->caller_len))) {
+			log_mismatch(ask);
+			return NEXT_CALLER_MISMATCH;
+		}
+		snprintf(n->caller, sizeof(n->caller), "%s", ask->authenticated);
+	} else if (ask->caller) {
 		memcpy(n->caller, ask->caller, ask->caller_len);
 		n->caller[ask->caller_len] = '\0';
 	}

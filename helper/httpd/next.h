@@ -6,7 +6,9 @@
  * into a struct next_ask, and a request's status into their own answer.
  *
  *   check     count from 1 to API_MAX_COUNT, a caller's name, public IDs
- *             only with keys: refused before anything is taken
+ *             only with keys; with a client certificate (mTLS, tls.h)
+ *             the caller is the certificate's, and a request naming
+ *             another is refused: all before anything is taken
  *   quota     the caller's bucket (quota.h): over its burst, or to wait
  *   mint      inline while the generator has the IDs at once; on the
  *             bulk lane (lane.h) from LANE_MIN_COUNT, and for the rest of
@@ -35,6 +37,7 @@ enum next_status {
 	NEXT_PENDING,			/* to be minted on the lane: next_submit() */
 	NEXT_INVALID_COUNT,
 	NEXT_INVALID_CALLER,
+	NEXT_CALLER_MISMATCH,		/* not the client certificate's caller */
 	NEXT_NO_PUBLIC_KEYS,
 	NEXT_COUNT_OVER_BURST,		/* retry_after_ms 0: never at once */
 	NEXT_QUOTA_EXCEEDED,		/* retry_after_ms: when the bucket has them */
@@ -68,6 +71,14 @@ struct next_ask {
 	bool public;
 	uint64_t deadline_ns;		/* CLOCK_MONOTONIC; 0: none */
 	int fd;				/* the client's socket for the lane, or -1 */
+	/*
+	 * The caller the connection's client certificate proves (mTLS), or
+	 * NULL: no certificate, the caller is what the request says.  ""
+	 * for a certificate that maps to no caller: the caller "other".
+	 * Quotas, metrics and logs take it; a request naming another caller
+	 * is refused (NEXT_CALLER_MISMATCH), one naming none is its.
+	 */
+	const char *authenticated;
 };
 
 /*

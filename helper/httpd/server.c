@@ -74,6 +74,11 @@ struct conn {
 	 */
 	struct tls_ctx *tls;
 	_Atomic bool tls_done;
+	/*
+	 * With a client CA: the caller its certificate proves, read at its
+	 * first request (the handshake has checked the certificate by then).
+	 */
+	struct tls_peer *peer;
 	struct conn *prev, *next;
 };
 
@@ -164,6 +169,7 @@ struct request {
 	size_t dropped;			/* bytes past the limit, read and dropped */
 	bool too_large;
 	bool answered;
+	const char *authenticated;	/* the client certificate's caller, or NULL */
 	struct api_deferred *deferred;	/* set aside for the lane (lane.h) */
 	bool on_lane;			/* ... and handed to it (set_aside()) */
 	size_t ids_queued;		/* in the answer queued, until it is sent */
@@ -258,6 +264,7 @@ static enum MHD_Result answer(struct server *s, struct MHD_Connection *c,
 		.body = rq->body,
 		.body_len = rq->len,
 		.body_too_large = rq->too_large,
+		.authenticated = rq->authenticated,
 	};
 	struct api_response out;
 
@@ -429,6 +436,32 @@ static const char *framing(struct MHD_Connection *c)
 	return NULL;
 }
 
+/*
+ * The caller cn's client certificate proves, once a connection: 0, or -1
+ * when it proves none (no certificate came: no request is served then,
+ * whatever the handshake let through).
+ */
+static int peer_of(struct server *s, struct MHD_Connection *c, struct conn *cn)
+{
+	const union MHD_ConnectionInfo *i =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_GNUTLS_SESSION);
+	char why[512];
+
+	if (cn->peer)
+		return cn->peer->certified ? 0 : -1;
+	cn->peer = malloc(sizeof(*cn->peer));
+	if (!cn->peer || !i ||
+	    tls_peer_of(cn->tls, i->tls_session, cn->peer, why, sizeof(why)) ||
+	    !cn->peer->certified) {
+		if (cn->peer)
+			cn->peer->certified = false;
+		if (s->api->metrics)
+			atomic_fetch_add(&s->api->metrics->tls_peers_refused, 1);
+		return -1;
+	}
+	return 0;
+}
+
 static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *url,
 			      const char *method, const char *version,
 			      const char *upload, size_t *upload_size, void **con_cls)
@@ -457,6 +490,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		rq->deferred = NULL;
 		rq->on_lane = false;
 		rq->ids_queued = 0;
+		rq->authenticated = NULL;
 		*con_cls = rq;
 		atomic_fetch_add(&in_flight, 1);	/* until completed() */
 		/* Over a limit at its opening (notify_connection()). */
@@ -469,6 +503,13 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 				      "(max_connections_per_ip): try again later, "
 				      "or over a connection already open",
 				      REFUSED_RETRY_S, false);
+		if (cn && cn->tls && tls_ctx_mtls(cn->tls)) {
+			if (peer_of(s, c, cn))
+				return refuse(s, c, rq, 403, "client_certificate_required",
+					      "this service takes requests only with a "
+					      "client certificate of its client CA", 0, true);
+			rq->authenticated = cn->peer->caller;
+		}
 		why = framing(c);
 		if (why) {
 			log_every(LOG_INFO, "framing", "%s: a request with %s: answered "
@@ -812,6 +853,7 @@ static void notify_connection(void *cls, struct MHD_Connection *c,
 		atomic_fetch_sub(&busy_conns, 1);
 	pthread_mutex_unlock(&s->lock);
 	tls_ctx_put(cn->tls);
+	free(cn->peer);
 	free(cn);
 	*socket_context = NULL;
 	if (s->api->metrics)

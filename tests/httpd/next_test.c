@@ -217,6 +217,62 @@ TEST_F(next, bad_input_takes_nothing)
 	EXPECT_EQ(1000, left(&self->quota));
 }
 
+/*
+ * mTLS: the certificate's caller is the request's; naming another is
+ * refused before anything is taken, naming none or the same is its, and
+ * an unmapped certificate ("") is the caller other whatever it says.
+ */
+TEST_F(next, the_certificates_caller_is_the_requests)
+{
+	struct next_ask a;
+	struct next n;
+
+	self->f.have = 100000;
+	a = ask(5, "billing");
+	a.authenticated = "orders";
+	EXPECT_EQ(NEXT_CALLER_MISMATCH, next_start(&self->api, &a, &n));
+	next_end(&n, false);
+	EXPECT_EQ(403, next_text(NEXT_CALLER_MISMATCH)->http);
+	EXPECT_STREQ("caller_mismatch", next_text(NEXT_CALLER_MISMATCH)->code);
+	EXPECT_EQ(GRPC_PERMISSION_DENIED, next_text(NEXT_CALLER_MISMATCH)->grpc);
+	a = ask(5, "ord");		/* a prefix is another name */
+	a.authenticated = "orders";
+	EXPECT_EQ(NEXT_CALLER_MISMATCH, next_start(&self->api, &a, &n));
+	next_end(&n, false);
+	a = ask(5, "orders");		/* an unmapped certificate names one */
+	a.authenticated = "";
+	EXPECT_EQ(NEXT_CALLER_MISMATCH, next_start(&self->api, &a, &n));
+	next_end(&n, false);
+	a = ask(5, "a b");		/* bad input is bad input first */
+	a.authenticated = "orders";
+	EXPECT_EQ(NEXT_INVALID_CALLER, next_start(&self->api, &a, &n));
+	next_end(&n, false);
+	EXPECT_EQ(0, self->f.given);
+	EXPECT_EQ(1000, left(&self->quota));
+
+	/* None named: the certificate's caller, its quota and its series. */
+	a = ask(5, NULL);
+	a.authenticated = "orders";
+	ASSERT_EQ(NEXT_OK, next_start(&self->api, &a, &n));
+	EXPECT_STREQ("orders", n.caller);
+	next_end(&n, true);
+	EXPECT_EQ(995, left(&self->quota));
+	EXPECT_EQ(5, atomic_load(&self->metrics.issued[0]));
+	a = ask(5, "orders");
+	a.authenticated = "orders";
+	ASSERT_EQ(NEXT_OK, next_start(&self->api, &a, &n));
+	next_end(&n, true);
+	EXPECT_EQ(990, left(&self->quota));
+	/* Unmapped, naming none: other's. */
+	a = ask(3, NULL);
+	a.authenticated = "";
+	ASSERT_EQ(NEXT_OK, next_start(&self->api, &a, &n));
+	EXPECT_STREQ("", n.caller);
+	next_end(&n, true);
+	EXPECT_EQ(990, left(&self->quota));
+	EXPECT_EQ(3, atomic_load(&self->metrics.issued[1]));
+}
+
 TEST_F(next, what_the_generator_has_is_minted_inline)
 {
 	struct next_ask a = ask(LANE_MIN_COUNT - 1, "orders");

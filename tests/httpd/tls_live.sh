@@ -12,6 +12,13 @@
 #     while a connection opened before goes on with its own; a half
 #     rotation (a key not the certificate's) refused, logged, counted,
 #     and the set in force kept
+#   - mTLS: the caller is the client certificate's (a SPIFFE ID through
+#     the caller map, a CN, an unmapped one as other), a request naming
+#     another refused 403 caller_mismatch and minting nothing, quotas and
+#     /metrics by the certificate's caller; certificates refused at the
+#     handshake (none, another CA's, expired, two URI SANs, not for client
+#     authentication) and counted; the client CA reloaded on SIGHUP;
+#     tls_unmapped = refuse
 #   - configuration: tls_cert without tls_key, a key others can read, an
 #     expired certificate: exit 1 naming the cause
 set -uo pipefail
@@ -176,6 +183,107 @@ https m3 "https://127.0.0.1:$port/metrics"
 check "... counted: idgen_tls_reloads_total{result=\"ok\"} 1" \
 	grep -qx 'idgen_tls_reloads_total{result="ok"} 1' "$work/m3.body"
 check "SIGTERM still stops it, exit 0" stop
+
+# ---- mTLS: the caller is the certificate's --------------------------------
+cp "$certs/ca.pem" "$work/live-ca.pem"
+start "$work/mtls.log" --device sim:62 --tls-cert "$certs/server.pem" \
+	--tls-key "$certs/server.key" --tls-client-ca "$work/live-ca.pem" \
+	--caller-map "$certs/callers.map" --callers 'order-service billing' \
+	--quotas 'order-service=0.001/8 other=1000/1000' ||
+	{ not_ok "idgen-httpd --tls-client-ca starts"; echo "1..$n"; exit 1; }
+ok "idgen-httpd --tls-client-ca --caller-map starts"
+check "its log says client certificates are required, and the map's size" \
+	grep -q "client certificates required, of 1 CA(s); 1 SPIFFE ID(s) mapped to callers, unmapped ones served as the caller other" "$work/mtls.log"
+minted=0
+# as CERT NAME BODY: POST /v1/ids:next with client certificate CERT.
+as() {
+	https "$2" --cert "$certs/$1.pem" --key "$certs/$1.key" -X POST \
+		-H 'Content-Type: application/json' -d "$3" "https://127.0.0.1:$port/v1/ids:next"
+}
+status_is() { test "$(cat "$work/$1.status")" = "$2"; }
+as spiffe m1 '{"count":2}'
+minted=$((minted + 2))
+check "a SPIFFE certificate, no caller named: 200" status_is m1 200
+as spiffe m2 '{"count":1,"caller":"order-service"}'
+minted=$((minted + 1))
+check "... naming its own caller: 200" status_is m2 200
+as spiffe m3 '{"count":1,"caller":"billing"}'
+check "... naming another caller: 403 caller_mismatch" eval \
+	'status_is m3 403 && grep -q "\"code\":\"caller_mismatch\"" "$work/m3.body"'
+check "... logged in the authenticated name" \
+	grep -q "a client certificate of caller order-service asked for IDs as 'billing': refused, 403 caller_mismatch" "$work/mtls.log"
+as cn m4 '{"count":4}'
+minted=$((minted + 4))
+check "a certificate with only a CN (billing): 200, as billing" status_is m4 200
+as unmapped m5 '{"count":3}'
+minted=$((minted + 3))
+check "an unmapped SPIFFE ID naming no caller: 200, as other" status_is m5 200
+as unmapped m6 '{"count":1,"caller":"order-service"}'
+check "... naming a listed caller: 403 caller_mismatch" status_is m6 403
+https m7 --cert "$certs/spiffe.pem" --key "$certs/spiffe.key" "https://127.0.0.1:$port/metrics"
+check "/metrics counts the IDs by the certificates' callers" eval \
+	'grep -qx "idgen_ids_issued_total{caller=\"order-service\"} 3" "$work/m7.body" &&
+	 grep -qx "idgen_ids_issued_total{caller=\"billing\"} 4" "$work/m7.body" &&
+	 grep -qx "idgen_ids_issued_total{caller=\"other\"} 3" "$work/m7.body"'
+check "... and the two refusals as 403s" \
+	grep -qx 'idgen_requests_total{route="/v1/ids:next",code="403"} 2' "$work/m7.body"
+# The quota is the certificate's: order-service has 8, 3 spent.
+as spiffe q1 '{"count":5}'
+minted=$((minted + 5))
+as spiffe q2 '{"count":1}'
+as cn q3 '{"count":1,"caller":"billing"}'
+minted=$((minted + 1))
+check "order-service's quota spent through its certificate: the next request 429, billing's still 200" \
+	eval 'status_is q1 200 && status_is q2 429 && status_is q3 200'
+
+# refused_cert NAME DESC: a handshake with that certificate fails, nothing served.
+refused_cert() {
+	local args=()
+	[ -n "$1" ] && args=(--cert "$certs/$1.pem" --key "$certs/$1.key")
+	https "r-$1" "${args[@]}" "https://127.0.0.1:$port/livez"
+	check "$2: refused at the handshake" eval \
+		"! grep -q ok '$work/r-$1.body' 2>/dev/null && test \"\$(cat '$work/r-$1.status')\" = 000"
+}
+refused_cert "" "no client certificate"
+refused_cert foreign "a certificate of another CA"
+refused_cert expired "an expired certificate"
+refused_cert two-uris "a certificate with two URI SANs"
+refused_cert serveronly "a certificate not for client authentication"
+https m8 --cert "$certs/spiffe.pem" --key "$certs/spiffe.key" "https://127.0.0.1:$port/metrics"
+refusals=$(sed -n 's/^idgen_tls_client_certificates_refused_total \([0-9]*\)$/\1/p' "$work/m8.body")
+check "... those that reached the check counted in idgen_tls_client_certificates_refused_total (${refusals:-none})" \
+	test "${refusals:-0}" -ge 3
+check "... and logged with the reason" eval \
+	'grep -q "TLS: a client certificate from 127.0.0.1 refused at the handshake: " "$work/mtls.log"'
+check "/metrics too takes a client certificate: without one, nothing" eval \
+	'! curl -s --max-time 5 --cacert "$certs/ca.pem" "https://127.0.0.1:$port/metrics" | grep -q idgen_'
+
+# The client CA reloads too: another CA's clients in, the old one's out.
+cp "$certs/foreign-ca.pem" "$work/live-ca.pem"
+kill -HUP "$pid"
+for ((t = 0; t < 50; t++)); do grep -q "SIGHUP: TLS reloaded" "$work/mtls.log" && break; sleep 0.1; done
+https c0 --cert "$certs/foreign.pem" --key "$certs/foreign.key" "https://127.0.0.1:$port/livez"
+check "SIGHUP with a new client CA: its clients are taken" status_is c0 200
+as foreign c1 '{"count":1}'
+check "... as the caller the map gives: order-service, its quota spent, 429" status_is c1 429
+refused_cert spiffe "... and the old CA's clients are refused on new connections"
+check "SIGTERM stops it" stop
+check "the refused requests minted nothing ($minted IDs answered)" \
+	grep -q "simulated generator: $minted IDs minted" "$work/mtls.log"
+
+# tls_unmapped = refuse: a certificate that maps to no caller is refused.
+start "$work/refuse.log" --device sim:63 --tls-cert "$certs/server.pem" \
+	--tls-key "$certs/server.key" --tls-client-ca "$certs/ca.pem" \
+	--caller-map "$certs/callers.map" --tls-unmapped refuse ||
+	{ not_ok "idgen-httpd --tls-unmapped refuse starts"; echo "1..$n"; exit 1; }
+refused_cert unmapped "tls_unmapped = refuse: an unmapped SPIFFE ID"
+as spiffe u1 '{"count":1}'
+check "... a mapped one is served" status_is u1 200
+as cn u2 '{"count":1}'
+check "... and a CN that is a caller's name is one" status_is u2 200
+check "... the refusal logged, naming the identity" \
+	grep -q "the SPIFFE ID 'spiffe://example.org/ns/x/sa/stranger' maps to no caller (tls_unmapped = refuse" "$work/refuse.log"
+stop
 
 # ---- configuration -------------------------------------------------------------
 # refused DESC WANT ARGS...: the service exits 1 at once saying WANT.
