@@ -31,8 +31,9 @@
 #     are owed (grpc_race.py); gRPC's wire rules (grpc_wire_test.c)
 #   - TLS (tls_test.c): contexts loaded whole or refused, the caller map,
 #     client certificates at the handshake, reloads; live (tls_live.sh):
-#     HTTPS through curl and openssl, its policy, SIGHUP's reloads, the
-#     configuration
+#     HTTPS through curl and openssl, its policy, SIGHUP's reloads, mTLS's
+#     callers, the configuration; hostile input on the TLS port
+#     (tls_hostile.py)
 #   - the request handling (helper/httpd/api.c) and the gRPC face over
 #     HTTP/2 (grpc.c) under libFuzzer
 set -uo pipefail
@@ -638,6 +639,9 @@ fi
 
 # ---- TLS: HTTPS, reloads, its configuration (tls_live.sh) ---------------
 tap_run tls bash "$here/tls_live.sh" "$httpd" "$work"
+# ... and hostile input on the TLS port: plaintext, garbage, handshakes
+# held or trickled, renegotiation, a flood (tls_hostile.py).
+tap_run tls-hostile /usr/bin/python3 "$here/tls_hostile.py" "$httpd" "$work" "$work/tls/certs"
 
 # ---- the gRPC face, through grpcio and raw HTTP/2 (grpc_test.py) --------
 # Debian's grpcio is for Debian's python3, whatever else is first in PATH.
