@@ -266,8 +266,12 @@ int main(int argc, char *argv[])
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGINT);
-	if (tlsf.cert)
-		sigaddset(&stop, SIGHUP);	/* a reload: TLS's files */
+	/*
+	 * A reload: TLS's files.  Without TLS it reloads nothing, but stops
+	 * nothing either (systemctl reload would stop it for good: a stop by
+	 * SIGHUP is a clean one to Restart=on-failure).
+	 */
+	sigaddset(&stop, SIGHUP);
 	pthread_sigmask(SIG_BLOCK, &stop, NULL);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -375,7 +379,11 @@ int main(int argc, char *argv[])
 			ret = sigwait(&stop, &sig);
 		} while (ret == EINTR);
 		if (sig == SIGHUP) {
-			tls_reload(tls);
+			if (tls)
+				tls_reload(tls);
+			else
+				log_info("SIGHUP: no TLS files to reload (no tls_cert), "
+					 "nothing else is reloaded");
 			continue;
 		}
 		log_info("%s: stopping once the requests in flight are answered",

@@ -285,6 +285,15 @@ check "... the refusal logged, naming the identity" \
 	grep -q "the SPIFFE ID 'spiffe://example.org/ns/x/sa/stranger' maps to no caller (tls_unmapped = refuse" "$work/refuse.log"
 stop
 
+# ---- SIGHUP without TLS: logged, nothing stopped -----------------------------
+start "$work/plain.log" --device sim:66 || { not_ok "a plaintext idgen-httpd starts"; echo "1..$n"; exit 1; }
+kill -HUP "$pid"
+for ((t = 0; t < 50; t++)); do grep -q "SIGHUP: no TLS files to reload" "$work/plain.log" && break; sleep 0.1; done
+check "SIGHUP without TLS: said, and the service goes on (systemctl reload stops nothing)" eval \
+	'grep -q "info: SIGHUP: no TLS files to reload" "$work/plain.log" &&
+	 curl -s --max-time 5 "http://127.0.0.1:$port/livez" | grep -q "\"status\":\"ok\""'
+stop
+
 # ---- configuration -------------------------------------------------------------
 # refused DESC WANT ARGS...: the service exits 1 at once saying WANT.
 refused() {
