@@ -282,7 +282,8 @@ int tls_caller_map_parse(const char *name, const char *text, size_t len,
 			eol = end;
 		line++;
 		/* Blank lines and comments; otherwise IDENTITY CALLER. */
-		a = p + strspn(p, " \t");
+		for (a = p; a < eol && (*a == ' ' || *a == '\t'); a++)
+			;
 		if (a >= eol || *a == '#')
 			continue;
 		for (alen = 0; a + alen < eol && a[alen] != ' ' && a[alen] != '\t'; alen++)
@@ -612,12 +613,7 @@ int tls_peer_of(const struct tls_ctx *ctx, gnutls_session_t s, struct tls_peer *
 		char *why, size_t whylen)
 {
 	const gnutls_datum_t *certs;
-	unsigned int n = 0, i, uris = 0, critical;
-	gnutls_x509_crt_t crt;
-	char buf[TLS_MAX_IDENTITY + 1];
-	const char *caller;
-	size_t size;
-	int ret;
+	unsigned int n = 0;
 
 	memset(p, 0, sizeof(*p));
 	if (!ctx->mtls)
@@ -627,9 +623,25 @@ int tls_peer_of(const struct tls_ctx *ctx, gnutls_session_t s, struct tls_peer *
 		fail(why, whylen, "no client certificate");
 		return -1;
 	}
-	if (gnutls_x509_crt_init(&crt))
-		goto nomem;
-	if (gnutls_x509_crt_import(crt, &certs[0], GNUTLS_X509_FMT_DER)) {
+	return tls_peer_of_der(ctx, &certs[0], p, why, whylen);
+}
+
+int tls_peer_of_der(const struct tls_ctx *ctx, const gnutls_datum_t *der,
+		    struct tls_peer *p, char *why, size_t whylen)
+{
+	unsigned int i, uris = 0, critical;
+	gnutls_x509_crt_t crt;
+	char buf[TLS_MAX_IDENTITY + 1];
+	const char *caller;
+	size_t size;
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	if (gnutls_x509_crt_init(&crt)) {
+		fail(why, whylen, "out of memory");
+		return -1;
+	}
+	if (gnutls_x509_crt_import(crt, der, GNUTLS_X509_FMT_DER)) {
 		gnutls_x509_crt_deinit(crt);
 		fail(why, whylen, "a client certificate that does not parse");
 		return -1;
@@ -698,9 +710,6 @@ int tls_peer_of(const struct tls_ctx *ctx, gnutls_session_t s, struct tls_peer *
 		return -1;
 	}
 	return 0;
-nomem:
-	fail(why, whylen, "out of memory");
-	return -1;
 }
 
 /*

@@ -126,6 +126,9 @@ struct tls_peer {
  */
 int tls_peer_of(const struct tls_ctx *ctx, gnutls_session_t s, struct tls_peer *p,
 		char *why, size_t whylen);
+/* The same, of a certificate already verified, DER (and for the fuzzer). */
+int tls_peer_of_der(const struct tls_ctx *ctx, const gnutls_datum_t *der,
+		    struct tls_peer *p, char *why, size_t whylen);
 
 /*
  * The caller map's text (named name in messages) into its lines: 0, or

@@ -34,8 +34,9 @@
 #     HTTPS through curl and openssl, its policy, SIGHUP's reloads, mTLS's
 #     callers, the configuration; hostile input on the TLS port
 #     (tls_hostile.py)
-#   - the request handling (helper/httpd/api.c) and the gRPC face over
-#     HTTP/2 (grpc.c) under libFuzzer
+#   - the request handling (helper/httpd/api.c), the gRPC face over
+#     HTTP/2 (grpc.c) and TLS (tls.c: caller maps, client certificates,
+#     handshakes) under libFuzzer
 set -uo pipefail
 # Its simulated workers are its own: a /dev/shm of its own.
 # shellcheck source=../lib/own-namespaces.sh
@@ -1074,6 +1075,11 @@ if tap_step "build the fuzz target (clang, libFuzzer, ASan, UBSan)" \
 		"$out/fuzz_grpc" -seed=1 -runs=200000 -max_len=4096 \
 		-artifact_prefix="$top/build/fuzz-crashes/fuzz_grpc-" "$work/fuzz-grpc" \
 		"$here/corpus-grpc"
+	mkdir -p "$work/fuzz-tls"
+	tap_step "TLS: 200000 fuzzed caller maps, client certificates and handshakes, no crash or leak, no handshake passed" \
+		"$out/fuzz_tls" -seed=1 -runs=200000 -max_len=4096 \
+		-artifact_prefix="$top/build/fuzz-crashes/fuzz_tls-" "$work/fuzz-tls" \
+		"$here/corpus-tls"
 fi
 
 echo "1..$n"
