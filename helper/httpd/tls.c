@@ -832,6 +832,69 @@ int tls_session_new(struct tls_ctx *ctx, int fd, enum tls_alpn alpn,
 	return 0;
 }
 
+int tls_handshake_step(gnutls_session_t s, enum tls_alpn alpn, bool *want_write,
+		       const char **why)
+{
+	gnutls_datum_t proto = { 0 };
+	int ret;
+
+	*want_write = false;
+	do
+		ret = gnutls_handshake(s);
+	while (ret == GNUTLS_E_INTERRUPTED);
+	if (ret == GNUTLS_E_AGAIN) {
+		*want_write = gnutls_record_get_direction(s) == 1;
+		return TLS_WANT;
+	}
+	if (ret < 0) {
+		*why = gnutls_strerror(ret);
+		return -1;
+	}
+	if (alpn == TLS_ALPN_H2 &&
+	    (gnutls_alpn_get_selected_protocol(s, &proto) || proto.size != 2 ||
+	     memcmp(proto.data, "h2", 2))) {
+		*why = "no ALPN h2 negotiated (gRPC over TLS is HTTP/2 by ALPN, never h2c)";
+		return -1;
+	}
+	return TLS_DONE;
+}
+
+static ssize_t record_error(ssize_t ret)
+{
+	switch (ret) {
+	case GNUTLS_E_AGAIN:
+	case GNUTLS_E_INTERRUPTED:
+		return -EAGAIN;
+	case GNUTLS_E_REHANDSHAKE:
+		return -EPROTO;
+	case GNUTLS_E_DECRYPTION_FAILED:
+		return -EBADMSG;
+	case GNUTLS_E_PREMATURE_TERMINATION:
+		return 0;		/* a peer that closed without close_notify */
+	default:
+		return -ECONNRESET;
+	}
+}
+
+ssize_t tls_recv(gnutls_session_t s, void *buf, size_t len)
+{
+	ssize_t ret = gnutls_record_recv(s, buf, len);
+
+	return ret >= 0 ? ret : record_error(ret);
+}
+
+ssize_t tls_send(gnutls_session_t s, const void *buf, size_t len)
+{
+	ssize_t ret = gnutls_record_send(s, buf, len);
+
+	return ret >= 0 ? ret : record_error(ret);
+}
+
+size_t tls_pending(gnutls_session_t s)
+{
+	return gnutls_record_check_pending(s);
+}
+
 /* --- the service's ------------------------------------------------------- */
 
 struct tls {

@@ -109,6 +109,31 @@ int tls_session_setup(struct tls_ctx *ctx, gnutls_session_t s, enum tls_alpn alp
 int tls_session_new(struct tls_ctx *ctx, int fd, enum tls_alpn alpn,
 		    gnutls_session_t *out);
 
+/*
+ * A non-blocking session's handshake, one step: TLS_DONE, TLS_WANT (call
+ * again when the socket is readable, or writable when *want_write), or a
+ * negative value: failed, with why (a GnuTLS error's text).  On the gRPC
+ * listener, TLS_DONE only with ALPN "h2" selected: a client that
+ * negotiated none fails here.
+ */
+enum { TLS_DONE = 0, TLS_WANT = 1 };
+int tls_handshake_step(gnutls_session_t s, enum tls_alpn alpn, bool *want_write,
+		       const char **why);
+
+/*
+ * Records in and out of a session whose handshake is done, for a
+ * non-blocking socket: bytes, 0 at the peer's end, -EAGAIN (the socket
+ * has no more for now, or took no more), or another negative errno: the
+ * connection is over (-EPROTO for a peer that asks to renegotiate, which
+ * the service never does, RFC 9113 section 9.2.1; -EBADMSG for a record
+ * that does not decrypt).  tls_send() of a record cut short by -EAGAIN
+ * must be called again with the same bytes (GnuTLS's rule).
+ */
+ssize_t tls_recv(gnutls_session_t s, void *buf, size_t len);
+ssize_t tls_send(gnutls_session_t s, const void *buf, size_t len);
+/* Bytes already decrypted and waiting: read them before epoll says so. */
+size_t tls_pending(gnutls_session_t s);
+
 /* A connection's caller, as its certificate proves it. */
 struct tls_peer {
 	bool certified;			/* a client certificate was verified */

@@ -16,6 +16,7 @@
  * old context stays whole.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -408,6 +409,118 @@ TEST(without_a_client_ca_no_certificate_is_asked_for)
 		TH_LOG("%s", err);
 	EXPECT_FALSE(p.certified);
 	tls_ctx_put(c);
+}
+
+/* --- the gRPC listener's transport: non-blocking steps ------------------ */
+
+struct reneg_client {
+	int fd;
+	const char *alpn;		/* NULL: none offered */
+	bool tls12, renegotiate;
+	char got[16];			/* what it read */
+};
+
+static void *reneg_client_run(void *arg)
+{
+	struct reneg_client *cl = arg;
+	gnutls_certificate_credentials_t cred;
+	gnutls_datum_t proto;
+	gnutls_session_t s;
+	int ret;
+
+	gnutls_certificate_allocate_credentials(&cred);
+	gnutls_certificate_set_x509_trust_file(cred, path("ca.pem"), GNUTLS_X509_FMT_PEM);
+	gnutls_certificate_set_x509_key_file(cred, path("spiffe.pem"), path("spiffe.key"),
+					     GNUTLS_X509_FMT_PEM);
+	gnutls_init(&s, GNUTLS_CLIENT);
+	gnutls_priority_set_direct(s, cl->tls12 ? "NORMAL:-VERS-ALL:+VERS-TLS1.2" : "NORMAL",
+				   NULL);
+	gnutls_credentials_set(s, GNUTLS_CRD_CERTIFICATE, cred);
+	if (cl->alpn) {
+		proto = (gnutls_datum_t){ (unsigned char *)cl->alpn, strlen(cl->alpn) };
+		gnutls_alpn_set_protocols(s, &proto, 1, 0);
+	}
+	gnutls_transport_set_int(s, cl->fd);
+	do
+		ret = gnutls_handshake(s);
+	while (ret < 0 && !gnutls_error_is_fatal(ret));
+	if (!ret) {
+		gnutls_record_send(s, "ping", 4);
+		if (cl->renegotiate)
+			gnutls_handshake(s);	/* a TLS 1.2 client's renegotiation */
+		ret = gnutls_record_recv(s, cl->got, sizeof(cl->got) - 1);
+		if (ret > 0)
+			cl->got[ret] = '\0';
+	}
+	gnutls_deinit(s);
+	gnutls_certificate_free_credentials(cred);
+	close(cl->fd);
+	return NULL;
+}
+
+/*
+ * The server's side as the gRPC listener drives it: non-blocking steps on
+ * a non-blocking socket.  Returns the handshake's result (TLS_DONE or -1)
+ * and, done, what tls_recv() gave first (*first) and after answering
+ * "pong" (*second).
+ */
+static int serve_steps(struct tls_ctx *ctx, struct reneg_client *cl, ssize_t *first,
+		       ssize_t *second)
+{
+	const char *why = NULL;
+	gnutls_session_t s;
+	char buf[64];
+	bool want_write;
+	pthread_t t;
+	int sv[2], ret, i;
+	ssize_t r;
+
+	if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv))
+		return -2;
+	cl->fd = sv[1];
+	fcntl(sv[1], F_SETFL, 0);		/* the client blocks */
+	if (tls_session_new(ctx, sv[0], TLS_ALPN_H2, &s))
+		return -2;
+	pthread_create(&t, NULL, reneg_client_run, cl);
+	for (i = 0; i < 10000; i++) {
+		ret = tls_handshake_step(s, TLS_ALPN_H2, &want_write, &why);
+		if (ret != TLS_WANT)
+			break;
+		usleep(1000);
+	}
+	*first = *second = 0;
+	if (ret == TLS_DONE) {
+		for (i = 0; i < 5000 && (r = tls_recv(s, buf, sizeof(buf))) == -EAGAIN; i++)
+			usleep(1000);
+		*first = r;
+		while (tls_send(s, "pong", 4) == -EAGAIN)
+			usleep(1000);
+		for (i = 0; i < 5000 && (r = tls_recv(s, buf, sizeof(buf))) == -EAGAIN; i++)
+			usleep(1000);
+		*second = r;
+	}
+	close(sv[0]);
+	pthread_join(t, NULL);
+	gnutls_deinit(s);
+	return ret;
+}
+
+TEST_F(mtls, the_grpc_transport_steps_a_handshake_and_refuses_renegotiation)
+{
+	struct reneg_client plain = { .alpn = "h2" }, none = { .alpn = NULL },
+			    reneg = { .alpn = "h2", .tls12 = true, .renegotiate = true };
+	ssize_t first, second;
+
+	ASSERT_EQ(TLS_DONE, serve_steps(self->ctx, &plain, &first, &second));
+	EXPECT_EQ(4, first);
+	EXPECT_STREQ("pong", plain.got);
+	EXPECT_EQ(0, second);			/* the client's end */
+	/* gRPC clients want h2: a client that negotiated no ALPN is refused. */
+	EXPECT_EQ(-1, serve_steps(self->ctx, &none, &first, &second));
+	/* A TLS 1.2 client asks to renegotiate: the connection is over. */
+	ASSERT_EQ(TLS_DONE, serve_steps(self->ctx, &reneg, &first, &second));
+	EXPECT_EQ(4, first);
+	EXPECT_EQ(-EPROTO, second);
 }
 
 /* --- reloads ------------------------------------------------------------ */
