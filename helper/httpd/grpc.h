@@ -7,7 +7,11 @@
  * Each listener has one thread with an epoll loop over its connections.
  * Small calls are answered on it; a NextIds of LANE_MIN_COUNT IDs or
  * more is minted on the bulk lane (lane.h) and answered when the lane
- * hands it back, so no connection waits for another's IDs.
+ * hands it back, so no connection waits for another's IDs.  The files:
+ * grpc_listen.c the listener and the limits on connections; grpc_conn.c
+ * a connection, its transport and the limits on what its peer may make
+ * it hold; grpc_stream.c the streams, the framing of their messages and
+ * unary dispatch; grpc_health.c the health service, Check and Watch.
  *
  * Limits, all per connection unless said: grpc_max_streams concurrent
  * streams (SETTINGS_MAX_CONCURRENT_STREAMS); GRPC_MAX_HEADER_LIST bytes
@@ -16,16 +20,16 @@
  * listener and max_connections_per_ip as the HTTP listeners count them;
  * control frames (PING, SETTINGS, PRIORITY, empty DATA) at
  * GRPC_CTRL_RATE a second after a burst of GRPC_CTRL_BURST, and stream
- * resets at nghttp2's rate (rapid reset): past either, GOAWAY
- * ENHANCE_YOUR_CALM; the answers of large NextIds calls (minted on the
- * lane) up to GRPC_MAX_OWED bytes a connection and GRPC_MAX_OWED_TOTAL
- * for the process until they are read, a call past either answered
- * RESOURCE_EXHAUSTED before any ID is minted for it, and a large answer
- * held no longer than timeout_s once made; a peer that takes nothing of
- * what is owed to it for timeout_s,
- * or leaves a PING unanswered that long, is cut off; a connection with
- * no stream begun or ended for grpc_idle_timeout_s (PINGs do not count)
- * is sent GOAWAY and closed.
+ * resets at GRPC_RST_RATE after GRPC_RST_BURST (rapid reset): past
+ * either, GOAWAY ENHANCE_YOUR_CALM; the answers of large NextIds calls
+ * (minted on the lane) up to GRPC_MAX_OWED bytes a connection and
+ * GRPC_MAX_OWED_TOTAL for the process until they are read, a call past
+ * either answered RESOURCE_EXHAUSTED before any ID is minted for it, and
+ * a large answer held no longer than timeout_s once made; a peer that
+ * takes nothing of what is owed to it for timeout_s, or leaves a PING
+ * unanswered that long, is cut off; a connection with no stream begun or
+ * ended for grpc_idle_timeout_s (PINGs do not count) is sent GOAWAY and
+ * closed.
  */
 #ifndef HTTPD_GRPC_H
 #define HTTPD_GRPC_H
@@ -38,7 +42,12 @@
 #define GRPC_MAX_HEADER_LIST	8192	/* bytes, as SETTINGS says it */
 #define GRPC_CTRL_BURST		1000	/* control frames at once */
 #define GRPC_CTRL_RATE		100	/* control frames a second */
-#define GRPC_WATCH_TICK_MS	250	/* how often Watch looks at readiness */
+#define GRPC_RST_BURST		1000	/* stream resets at once (nghttp2's) */
+#define GRPC_RST_RATE		33	/* stream resets a second (nghttp2's) */
+/* PING and SETTINGS acknowledgements queued before it is a flood. */
+#define GRPC_MAX_OUTBOUND_ACK	1000
+/* How often a listener looks at its timeouts, and at readiness for Watch. */
+#define GRPC_TICK_MS		250
 /* Bytes of large answers a connection: grpc_max_streams' 100 of 10000 IDs. */
 #define GRPC_MAX_OWED		(8 << 20)
 #define GRPC_MAX_OWED_TOTAL	(256 << 20)	/* ... every connection's */

@@ -8,7 +8,6 @@
 #include <string.h>
 
 #include "google/protobuf/timestamp.pb-c.h"
-#include "grpc/health/v1/health.pb-c.h"
 #include "idgen/v1/idgen.pb-c.h"
 
 #include "grpc_service.h"
@@ -16,9 +15,6 @@
 #include "monotonic.h"
 #include "next.h"
 #include "readiness.h"
-
-#define SERVING		GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__SERVING
-#define NOT_SERVING	GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__SERVING_STATUS__NOT_SERVING
 
 static const struct {
 	const char *path;
@@ -263,34 +259,4 @@ int grpc_call(struct api *api, enum metrics_grpc_method m, const uint8_t *req,
 	default:
 		return status(out, GRPC_UNIMPLEMENTED, "no such method");
 	}
-}
-
-int grpc_health_status(struct api *api, const uint8_t *req, size_t len, int *st)
-{
-	Grpc__Health__V1__HealthCheckRequest *rq;
-	char verdict[2048];
-	size_t vlen;
-	bool ours;
-
-	rq = grpc__health__v1__health_check_request__unpack(NULL, len, req);
-	if (!rq)
-		return -EINVAL;
-	ours = !strcmp(rq->service, "") || !strcmp(rq->service, "idgen.v1.IdGen");
-	grpc__health__v1__health_check_request__free_unpacked(rq, NULL);
-	if (!ours)
-		return 1;
-	*st = readiness_check(&api->ready, api->minter, verdict, sizeof(verdict), &vlen) ?
-	      SERVING : NOT_SERVING;
-	return 0;
-}
-
-int grpc_health_reply(int st, struct grpc_reply *out)
-{
-	Grpc__Health__V1__HealthCheckResponse resp =
-		GRPC__HEALTH__V1__HEALTH_CHECK_RESPONSE__INIT;
-
-	memset(out, 0, sizeof(*out));
-	out->pushback_ms = -1;
-	resp.status = st;
-	return pack(&resp.base, out);
 }

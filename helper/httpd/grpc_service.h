@@ -9,7 +9,7 @@
  *   /idgen.v1.IdGen/DecodeId       an ID decoded, no minting
  *   /idgen.v1.IdGen/MinIdAt        the smallest ID of a millisecond
  *   /grpc.health.v1.Health/Check   SERVING exactly when /readyz is 200
- *   /grpc.health.v1.Health/Watch   ... and each change (grpc.c streams it)
+ *   /grpc.health.v1.Health/Watch   ... and each change (grpc_health.c)
  *
  * Statuses: INVALID_ARGUMENT for bad input (no ID is consumed: it is
  * refused before the quota and the generator), RESOURCE_EXHAUSTED over a

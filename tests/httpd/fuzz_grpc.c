@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * libFuzzer target: idgen-httpd's gRPC face (helper/httpd/grpc.c and
- * grpc_service.c): one connection's nghttp2 server session, with the
- * service's callbacks, fed the input as the bytes a client sends after
- * its connection preface and an empty SETTINGS.  The generator is a
- * counter standing in for /dev/idgen (fake_minter.h); the caller "chat"
- * has a quota of 5 IDs.  For every input: no crash, no leak, no
- * undefined behaviour (ASan, UBSan), and no more IDs minted than the
- * NextIds calls the input can hold could ask for, none past "chat"'s
- * quota of 5.
+ * libFuzzer target: idgen-httpd's gRPC face (helper/httpd/grpc_conn.c,
+ * grpc_stream.c, grpc_health.c and grpc_service.c): one connection's
+ * nghttp2 server session, with the service's callbacks, fed the input as
+ * the bytes a client sends after its connection preface and an empty
+ * SETTINGS.  The generator is a counter standing in for /dev/idgen
+ * (fake_minter.h); the caller "chat" has a quota of 5 IDs.  For every
+ * input: no crash, no leak, no undefined behaviour (ASan, UBSan), and no
+ * more IDs minted than the NextIds calls the input can hold could ask
+ * for, none past "chat"'s quota of 5.
  */
 #include <stdint.h>
 #include <stdlib.h>

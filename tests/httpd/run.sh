@@ -35,7 +35,7 @@
 #     callers, the configuration; hostile input on the TLS port
 #     (tls_hostile.py)
 #   - the request handling (helper/httpd/api.c), the gRPC face over
-#     HTTP/2 (grpc.c) and TLS (tls.c: caller maps, client certificates,
+#     HTTP/2 (grpc_*.c) and TLS (tls.c: caller maps, client certificates,
 #     handshakes) under libFuzzer
 set -uo pipefail
 # Its simulated workers are its own: a /dev/shm of its own.

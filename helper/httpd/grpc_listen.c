@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * idgen-httpd's gRPC listeners (grpc.h): a listening socket, and a
+ * thread with an epoll loop over it, its connections (grpc_conn.c), a
+ * timer and the bulk lane's eventfd; the limits on how many connections
+ * there are.
+ *
+ * Everything of a listener happens on its thread but the bulk lane's
+ * minting; a call the lane finishes comes back through the listener's
+ * done list and its eventfd.
+ */
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "grpc_conn.h"
+#include "grpc_stream.h"
+#include "log.h"
+#include "monotonic.h"
+#include "server.h"
+
+#define MAX_EVENTS	64
+
+/* --- connections -------------------------------------------------------- */
+
+/*
+ * c closed: out of the list and of epoll now, freed after this round of
+ * events (another event of the round may still name it).
+ */
+static void conn_remove(struct grpc_server *s, struct grpc_conn *c)
+{
+	epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, c->fd, NULL);
+	c->dead = true;
+	list_del(&c->node);
+	list_add(&s->dead, &c->node);
+	s->nr_conns--;
+	if (s->api->metrics)
+		atomic_fetch_sub(&s->api->metrics->conn_open, 1);
+}
+
+static void bury(struct grpc_server *s)
+{
+	struct grpc_conn *c, *tmp;
+
+	list_for_each_entry_safe(c, tmp, &s->dead, node) {
+		list_del(&c->node);
+		grpc_conn_free(c);
+	}
+}
+
+/* After c's events or its tick: closed, or watched for what it wants now. */
+static void conn_settle(struct grpc_server *s, struct grpc_conn *c)
+{
+	if (grpc_conn_over(c))
+		conn_remove(s, c);
+	else
+		grpc_conn_watch(c);
+}
+
+/* --- accepting ---------------------------------------------------------- */
+
+static unsigned int count_per_ip(struct grpc_server *s, const unsigned char key[17])
+{
+	struct grpc_conn *c;
+	unsigned int n = 0;
+
+	list_for_each_entry(c, &s->conns, node)
+		n += !memcmp(c->key, key, 17);
+	return n;
+}
+
+static void accept_one(struct grpc_server *s)
+{
+	struct sockaddr_storage sa;
+	socklen_t salen = sizeof(sa);
+	struct grpc_conn *c;
+	struct epoll_event e;
+	unsigned char key[17];
+	int fd, one = 1;
+
+	fd = accept4(s->listen_fd, (struct sockaddr *)&sa, &salen,
+		     SOCK_NONBLOCK | SOCK_CLOEXEC);
+	if (fd < 0) {
+		if (errno == EMFILE || errno == ENFILE)
+			log_warn("gRPC %s: cannot accept: %s (raise LimitNOFILE=)",
+				 s->addr, strerror(errno));
+		return;
+	}
+	server_conn_key((struct sockaddr *)&sa, s->lim.ipv6_prefix_per_ip, key);
+	if (s->nr_conns >= s->lim.max_connections ||
+	    (s->lim.max_connections_per_ip &&
+	     count_per_ip(s, key) >= s->lim.max_connections_per_ip)) {
+		if (s->api->metrics)
+			atomic_fetch_add(&s->api->metrics->conn_refused[
+				s->nr_conns >= s->lim.max_connections ?
+				REFUSED_MAX_CONNECTIONS : REFUSED_MAX_CONNECTIONS_PER_IP], 1);
+		close(fd);
+		return;
+	}
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	c = grpc_conn_new(s->api, &s->lim, fd);
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->srv = s;
+	memcpy(c->key, key, sizeof(key));
+	c->events = EPOLLIN;
+	e = (struct epoll_event){ .events = EPOLLIN, .data.ptr = c };
+	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &e)) {
+		grpc_conn_free(c);
+		return;
+	}
+	list_add(&s->conns, &c->node);
+	s->nr_conns++;
+	if (s->api->metrics)
+		atomic_fetch_add(&s->api->metrics->conn_open, 1);
+	if (grpc_conn_flush(c))
+		conn_remove(s, c);
+	else
+		grpc_conn_watch(c);
+}
+
+/* --- the loop ----------------------------------------------------------- */
+
+/* The listener's thread: the calls the lane has finished, answered. */
+static void take_done(struct grpc_server *s)
+{
+	struct grpc_pending *p, *tmp;
+	struct list_node done;
+
+	list_init(&done);
+	pthread_mutex_lock(&s->lock);
+	list_splice_tail(&done, &s->done);
+	pthread_mutex_unlock(&s->lock);
+	list_for_each_entry_safe(p, tmp, &done, node) {
+		list_del(&p->node);
+		grpc_pending_finish(p);
+	}
+}
+
+static void tick(struct grpc_server *s)
+{
+	struct grpc_conn *c, *tmp;
+	uint64_t now = monotonic_ns();
+
+	s->ready = -1;
+	list_for_each_entry_safe(c, tmp, &s->conns, node) {
+		grpc_conn_tick(c, now, &s->ready);
+		conn_settle(s, c);
+	}
+}
+
+static void begin_stop(struct grpc_server *s)
+{
+	struct grpc_conn *c;
+
+	epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->listen_fd, NULL);
+	close(s->listen_fd);
+	s->listen_fd = -1;
+	list_for_each_entry(c, &s->conns, node) {
+		grpc_conn_stop(c);
+		if (!c->failed)
+			grpc_conn_watch(c);
+	}
+}
+
+static void *loop(void *arg)
+{
+	struct grpc_server *s = arg;
+	struct epoll_event ev[MAX_EVENTS];
+	struct grpc_conn *c;
+	bool stop_begun = false;
+	uint64_t v;
+	int i, n;
+
+	for (;;) {
+		if (atomic_load(&s->stopping) && !stop_begun) {
+			begin_stop(s);
+			stop_begun = true;
+		}
+		if (stop_begun && list_empty(&s->conns))
+			break;
+		n = epoll_wait(s->epoll_fd, ev, MAX_EVENTS, -1);
+		for (i = 0; i < n; i++) {
+			if (ev[i].data.ptr == &s->listen_fd) {
+				accept_one(s);
+			} else if (ev[i].data.ptr == &s->wake_fd) {
+				eventfd_read(s->wake_fd, &v);
+				take_done(s);
+			} else if (ev[i].data.ptr == &s->timer_fd) {
+				(void)!read(s->timer_fd, &v, sizeof(v));
+				tick(s);
+			} else {
+				c = ev[i].data.ptr;
+				if (c->dead)
+					continue;	/* closed earlier this round */
+				grpc_conn_event(c, ev[i].events);
+				conn_settle(s, c);
+			}
+		}
+		bury(s);
+	}
+	while (!list_empty(&s->conns))
+		conn_remove(s, list_first_entry(&s->conns, struct grpc_conn, node));
+	bury(s);
+	return NULL;
+}
+
+/* --- starting and stopping ---------------------------------------------- */
+
+struct grpc_server *grpc_server_start(const char *addr, const struct grpc_limits *lim,
+				      struct api *api)
+{
+	struct itimerspec every = {
+		.it_interval = { 0, GRPC_TICK_MS * NS_PER_MS },
+		.it_value = { 0, GRPC_TICK_MS * NS_PER_MS },
+	};
+	struct sockaddr_storage bound;
+	socklen_t blen = sizeof(bound);
+	struct grpc_server *s;
+	struct epoll_event e;
+	struct addrinfo *ai;
+	int one = 1;
+
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		log_err("gRPC listen address '%s': out of memory", addr);
+		return NULL;
+	}
+	if (server_resolve(addr, &ai)) {
+		free(s);
+		return NULL;
+	}
+	s->api = api;
+	s->lim = *lim;
+	if (!s->lim.ipv6_prefix_per_ip)
+		s->lim.ipv6_prefix_per_ip = 128;
+	s->listen_fd = s->epoll_fd = s->wake_fd = s->timer_fd = -1;
+	s->ready = -1;
+	list_init(&s->conns);
+	list_init(&s->dead);
+	list_init(&s->done);
+	snprintf(s->addr, sizeof(s->addr), "%s", addr);
+	pthread_mutex_init(&s->lock, NULL);
+	s->listen_fd = socket(ai->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (s->listen_fd < 0 ||
+	    setsockopt(s->listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) ||
+	    bind(s->listen_fd, ai->ai_addr, ai->ai_addrlen) ||
+	    listen(s->listen_fd, 1024)) {
+		log_err("cannot listen for gRPC on %s: %s", addr, strerror(errno));
+		goto fail;
+	}
+	if (!getsockname(s->listen_fd, (struct sockaddr *)&bound, &blen))
+		s->port = ntohs(bound.ss_family == AF_INET6 ?
+				((struct sockaddr_in6 *)&bound)->sin6_port :
+				((struct sockaddr_in *)&bound)->sin_port);
+	s->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	s->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	s->timer_fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (s->epoll_fd < 0 || s->wake_fd < 0 || s->timer_fd < 0 ||
+	    timerfd_settime(s->timer_fd, 0, &every, NULL)) {
+		log_err("gRPC listen address '%s': %s", addr, strerror(errno));
+		goto fail;
+	}
+	e = (struct epoll_event){ .events = EPOLLIN, .data.ptr = &s->listen_fd };
+	epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->listen_fd, &e);
+	e.data.ptr = &s->wake_fd;
+	epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->wake_fd, &e);
+	e.data.ptr = &s->timer_fd;
+	epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->timer_fd, &e);
+	if (pthread_create(&s->thread, NULL, loop, s)) {
+		log_err("gRPC listen address '%s': cannot start a thread", addr);
+		goto fail;
+	}
+	s->started = true;
+	freeaddrinfo(ai);
+	return s;
+fail:
+	freeaddrinfo(ai);
+	grpc_server_free(s);
+	return NULL;
+}
+
+uint16_t grpc_server_port(const struct grpc_server *s)
+{
+	return s->port;
+}
+
+void grpc_servers_stop(struct grpc_server **s, unsigned int n, unsigned int drain_ms)
+{
+	uint64_t until = monotonic_ns() + drain_ms * NS_PER_MS;
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (!s[i] || !s[i]->started)
+			continue;
+		s[i]->drain_until_ns = until;
+		atomic_store(&s[i]->stopping, true);
+		eventfd_write(s[i]->wake_fd, 1);
+	}
+}
+
+void grpc_servers_join(struct grpc_server **s, unsigned int n)
+{
+	unsigned int i;
+
+	for (i = 0; i < n; i++) {
+		if (!s[i] || !s[i]->started)
+			continue;
+		pthread_join(s[i]->thread, NULL);
+		s[i]->started = false;
+	}
+}
+
+void grpc_server_free(struct grpc_server *s)
+{
+	struct grpc_pending *p, *tmp;
+	int fds[4];
+	size_t i;
+
+	if (!s)
+		return;
+	/* The lane has stopped: what it finished for streams now gone. */
+	list_for_each_entry_safe(p, tmp, &s->done, node) {
+		list_del(&p->node);
+		grpc_pending_finish(p);
+	}
+	fds[0] = s->listen_fd;
+	fds[1] = s->epoll_fd;
+	fds[2] = s->wake_fd;
+	fds[3] = s->timer_fd;
+	for (i = 0; i < sizeof(fds) / sizeof(fds[0]); i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	pthread_mutex_destroy(&s->lock);
+	free(s->out);
+	free(s);
+}
