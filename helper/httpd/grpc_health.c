@@ -12,6 +12,7 @@
 
 #include "grpc_health.h"
 #include "grpc_service.h"
+#include "grpc_wire.h"
 #include "readiness.h"
 
 /* The services served: idgen's, and "" for the server as a whole. */
@@ -22,6 +23,10 @@ static bool served(const char *service)
 
 int grpc_health_status(struct api *api, const uint8_t *req, size_t len, int *status)
 {
+	const ProtobufCMessageDescriptor *desc =
+		&grpc__health__v1__health_check_request__descriptor;
+	const ProtobufCFieldDescriptor *f =
+		protobuf_c_message_descriptor_get_field_by_name(desc, "service");
 	Grpc__Health__V1__HealthCheckRequest *rq;
 	char verdict[2048];
 	size_t vlen;
@@ -30,7 +35,11 @@ int grpc_health_status(struct api *api, const uint8_t *req, size_t len, int *sta
 	rq = grpc__health__v1__health_check_request__unpack(NULL, len, req);
 	if (!rq)
 		return -EINVAL;
-	ours = served(rq->service);
+	/*
+	 * protobuf-c's service ends at its first NUL: "idgen.v1.IdGen\0x"
+	 * would compare equal.  A name with a NUL is no service here.
+	 */
+	ours = served(rq->service) && !grpc_pb_string_has_nul(req, len, f->id);
 	grpc__health__v1__health_check_request__free_unpacked(rq, NULL);
 	if (!ours)
 		return 1;

@@ -117,3 +117,59 @@ bool grpc_content_type_ok(const char *v, size_t len)
 		return false;
 	return len == n || v[n] == '+' || v[n] == ';';
 }
+
+#define PB_MAX_FIELD	((1U << 29) - 1)
+
+/* A varint at *p, before end: 0 with *v and *p past it, or -EINVAL. */
+static int pb_varint(const uint8_t **p, const uint8_t *end, uint64_t *v)
+{
+	unsigned int shift;
+
+	*v = 0;
+	for (shift = 0; shift < 70 && *p < end; shift += 7) {
+		uint8_t b = *(*p)++;
+
+		*v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80))
+			return 0;
+	}
+	return -EINVAL;		/* past the end, or over 10 bytes */
+}
+
+int grpc_pb_string_has_nul(const uint8_t *msg, size_t len, uint32_t field)
+{
+	const uint8_t *p = msg, *end = msg + len;
+	int nul = 0;
+	uint64_t key, n;
+
+	while (p < end) {
+		/* Field numbers are 1 to 2^29 - 1. */
+		if (pb_varint(&p, end, &key) || key >> 3 == 0 || key >> 3 > PB_MAX_FIELD)
+			return -EINVAL;
+		switch (key & 7) {
+		case 0:		/* varint */
+			if (pb_varint(&p, end, &n))
+				return -EINVAL;
+			break;
+		case 1:		/* 64-bit */
+		case 5:		/* 32-bit */
+			n = (key & 7) == 1 ? 8 : 4;
+			if ((size_t)(end - p) < n)
+				return -EINVAL;
+			p += n;
+			break;
+		case 2:		/* length-delimited */
+			if (pb_varint(&p, end, &n) || n > (size_t)(end - p))
+				return -EINVAL;
+			if (key >> 3 == field)
+				nul = memchr(p, 0, n) != NULL;
+			p += n;
+			continue;
+		default:	/* groups (3, 4), and 6 and 7, which no message has */
+			return -EINVAL;
+		}
+		if (key >> 3 == field)
+			return -EINVAL;		/* a string field is length-delimited */
+	}
+	return nul;
+}

@@ -2,9 +2,11 @@
 /*
  * The gRPC-over-HTTP/2 protocol's own rules, apart from HTTP/2 and from
  * the service: status codes and their names, the grpc-timeout header,
- * the grpc-message header's percent-encoding, and the 5-byte prefix that
+ * the grpc-message header's percent-encoding, the 5-byte prefix that
  * frames every message (the "Length-Prefixed-Message" of gRPC's
- * PROTOCOL-HTTP2.md).  Pure functions, so that each is tested alone.
+ * PROTOCOL-HTTP2.md), and the one question of protobuf's wire format
+ * that protobuf-c's C strings cannot answer.  Pure functions, so that
+ * each is tested alone.
  */
 #ifndef HTTPD_GRPC_WIRE_H
 #define HTTPD_GRPC_WIRE_H
@@ -68,5 +70,18 @@ void grpc_prefix_read(const uint8_t in[GRPC_PREFIX_LEN], bool *compressed,
  * (a message format) or ";" (parameters).
  */
 bool grpc_content_type_ok(const char *v, size_t len);
+
+/*
+ * Whether the length-delimited field number field at the top level of
+ * the protobuf message msg (len bytes) holds a NUL byte, in the
+ * occurrence that counts (the last: protobuf's rule for a field that is
+ * not repeated).  protobuf-c hands a string field over as a C string,
+ * which ends at its first NUL: "ab\0cd" would read as "ab".  1 if it
+ * does, 0 if not (or the field is absent), -EINVAL for a message that is
+ * not well-formed protobuf (a varint over 10 bytes, a length past the
+ * end, a group, wire types 6 and 7, field number 0) or that has the
+ * field with another wire type.
+ */
+int grpc_pb_string_has_nul(const uint8_t *msg, size_t len, uint32_t field);
 
 #endif /* HTTPD_GRPC_WIRE_H */

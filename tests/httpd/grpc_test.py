@@ -16,7 +16,8 @@ and gRPC's own health.proto (grpc-proto) where Debian packages it.
     an unknown method or service: UNIMPLEMENTED; a request over 4 KiB
   - 8 threads over one channel minting 10^6 IDs: all unique, each
     thread's strictly increasing
-  - health Check and Watch: SERVING, then NOT_SERVING at the lease's end
+  - health Check and Watch: SERVING, then NOT_SERVING at the lease's end;
+    a service name with a NUL in it is no service
   - /metrics counts the calls by method and grpc_code
   - SIGTERM with calls in flight: each answered whole or refused, never
     cut, a Watch told NOT_SERVING; the process exits 0
@@ -295,6 +296,15 @@ try:
     code, _, _ = status_of(s.health.Check, health_pb2.HealthCheckRequest(service="nope"))
     ok(code == grpc.StatusCode.NOT_FOUND, "health Check of a service not served: NOT_FOUND",
        code)
+    # A service name with a NUL: protobuf-c's C string would end at it.
+    for svc in ("idgen.v1.IdGen\0x", "\0"):
+        code, _, _ = status_of(s.health.Check, health_pb2.HealthCheckRequest(service=svc))
+        ok(code == grpc.StatusCode.NOT_FOUND, f"health Check of {svc!r}: NOT_FOUND, "
+           "not the service before its NUL", code)
+    w = s.health.Watch(health_pb2.HealthCheckRequest(service="idgen.v1.IdGen\0x"), timeout=10)
+    ok(next(w).status == health_pb2.HealthCheckResponse.SERVICE_UNKNOWN,
+       "... and its Watch: SERVICE_UNKNOWN")
+    w.cancel()
 
     # --- /metrics ----------------------------------------------------------
     text = s.get("/metrics")

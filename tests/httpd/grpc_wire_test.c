@@ -2,7 +2,8 @@
 /*
  * gRPC's own rules (helper/httpd/grpc_wire.c): grpc-timeout in every
  * unit and every malformed shape, grpc-message's percent-encoding, the
- * 5-byte prefix both ways, and which content types are gRPC's.
+ * 5-byte prefix both ways, which content types are gRPC's, and the NUL a
+ * protobuf string field may hold.
  */
 #include <errno.h>
 #include <string.h>
@@ -100,6 +101,65 @@ TEST(content_types)
 		EXPECT_TRUE(grpc_content_type_ok(good[i], strlen(good[i]))) TH_LOG("case %zu", i);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		EXPECT_FALSE(grpc_content_type_ok(bad[i], strlen(bad[i]))) TH_LOG("case %zu", i);
+}
+
+/* Messages as string literals: their length without the final NUL. */
+#define HAS_NUL(lit, field) \
+	grpc_pb_string_has_nul((const uint8_t *)(lit), sizeof(lit) - 1, field)
+
+/* NextIdsRequest.caller is field 2 (proto/idgen/v1/idgen.proto). */
+TEST(pb_string_nul)
+{
+	EXPECT_EQ(0, HAS_NUL("", 2));
+	EXPECT_EQ(0, HAS_NUL("\x08\x03", 2));	/* count 3 alone */
+	EXPECT_EQ(0, HAS_NUL("\x08\x03\x12\x02" "ab", 2));
+	EXPECT_EQ(1, HAS_NUL("\x08\x03\x12\x05" "ab\0cd", 2));
+	EXPECT_EQ(1, HAS_NUL("\x12\x01\0", 2));
+	/* Another field's NUL is not the caller's. */
+	EXPECT_EQ(0, HAS_NUL("\x1a\x02\0\0\x12\x01x", 2));
+	EXPECT_EQ(1, HAS_NUL("\x1a\x02\0\0\x12\x01x", 3));
+	/* The last occurrence is the value. */
+	EXPECT_EQ(0, HAS_NUL("\x12\x01\0\x12\x01x", 2));
+	EXPECT_EQ(1, HAS_NUL("\x12\x01x\x12\x01\0", 2));
+	/* Fields of every other wire type are stepped over. */
+	EXPECT_EQ(1, HAS_NUL("\x09" "\0\0\0\0\0\0\0\0"
+			     "\x1d\0\0\0\0"
+			     "\x18\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"
+			     "\x12\x02" "a\0", 2));
+	/* A field number of two bytes' varint. */
+	EXPECT_EQ(1, HAS_NUL("\x82\x01\x01\0", 16));
+	EXPECT_EQ(0, HAS_NUL("\x82\x01\x01\0", 2));
+	/* The largest field number there is (2^29 - 1). */
+	EXPECT_EQ(0, HAS_NUL("\xfa\xff\xff\xff\x0f\0", 2));
+}
+
+TEST(pb_malformed)
+{
+	static const struct {
+		const char *msg;
+		size_t len;
+	} bad[] = {
+		{ "\x12", 1 },				/* a key, no length */
+		{ "\x12\x05" "abc", 5 },		/* a length past the end */
+		{ "\x12\xff\xff\xff\xff\x0f", 6 },	/* ... far past it */
+		{ "\x08", 1 },				/* a varint missing */
+		{ "\x08\x80", 2 },			/* ... cut short */
+		{ "\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 12 },	/* 11 bytes */
+		{ "\x09\0\0\0", 4 },			/* 64 bits cut short */
+		{ "\x0d\0\0", 3 },			/* 32 bits cut short */
+		{ "\x0b\x0c", 2 },			/* a group */
+		{ "\x0e\0", 2 },			/* wire type 6 */
+		{ "\x0f\0", 2 },			/* wire type 7 */
+		{ "\x02\x00", 2 },			/* field number 0 */
+		{ "\x10\x01", 2 },			/* field 2, but a varint */
+		{ "\x15\0\0\0\0", 5 },		/* field 2, but 32 bits */
+		{ "\x82\x80\x80\x80\x20\0", 6 },	/* field number 2^30 */
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		EXPECT_EQ(-EINVAL, grpc_pb_string_has_nul((const uint8_t *)bad[i].msg,
+							  bad[i].len, 2)) TH_LOG("case %zu", i);
 }
 
 TEST(code_names)
