@@ -16,7 +16,10 @@
  * Limits, all per connection unless said: grpc_max_streams concurrent
  * streams (SETTINGS_MAX_CONCURRENT_STREAMS); GRPC_MAX_HEADER_LIST bytes
  * of a stream's headers, as HPACK decodes them (the bound against HPACK
- * bombs); a request message of API_MAX_BODY bytes; max_connections per
+ * bombs); a request message of GRPC_MAX_MESSAGE bytes, refused as its
+ * 5-byte prefix arrives (nothing of a larger one is kept), and at most
+ * GRPC_MAX_BUFFERED bytes of requests not yet whole, a stream past it
+ * answered RESOURCE_EXHAUSTED; max_connections per
  * listener and max_connections_per_ip as the HTTP listeners count them;
  * control frames (PING, SETTINGS, PRIORITY, empty DATA) at
  * GRPC_CTRL_RATE a second after a burst of GRPC_CTRL_BURST, and stream
@@ -40,6 +43,14 @@
 #include "api.h"
 
 #define GRPC_MAX_HEADER_LIST	8192	/* bytes, as SETTINGS says it */
+/*
+ * A request message's bytes: the HTTP API's body bound.  The largest
+ * request any method takes is under a hundred bytes (a NextIdsRequest
+ * with a caller of API_MAX_CALLER).
+ */
+#define GRPC_MAX_MESSAGE	API_MAX_BODY
+/* Bytes of requests not yet whole, a connection: 16 of the largest. */
+#define GRPC_MAX_BUFFERED	(16 * GRPC_MAX_MESSAGE)
 #define GRPC_CTRL_BURST		1000	/* control frames at once */
 #define GRPC_CTRL_RATE		100	/* control frames a second */
 #define GRPC_RST_BURST		1000	/* stream resets at once (nghttp2's) */

@@ -71,6 +71,7 @@ struct grpc_conn {
 	unsigned int nr_streams;
 	size_t queued;			/* bytes of body not yet sent */
 	size_t owed;			/* its streams' owed */
+	size_t buffered;		/* its streams' requests, of GRPC_MAX_BUFFERED */
 	uint64_t opened_ns;
 	uint64_t last_recv_ns;		/* bytes came */
 	uint64_t last_active_ns;	/* a stream began or ended: PINGs are not use */

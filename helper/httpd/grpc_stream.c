@@ -1,8 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * A connection's streams (grpc_stream.h).  A request is read whole,
- * up to GRPC_MAX_REQUEST bytes, and judged when the peer ends its side
- * of the stream.
+ * A connection's streams (grpc_stream.h).
+ *
+ * A request is judged as it comes, never held whole before it is: its
+ * headers once they are all in; its message's 5-byte prefix as soon as
+ * it is (a length past GRPC_MAX_MESSAGE, past what the connection may
+ * still buffer, or a compressed message is answered at once and the
+ * stream reset, so nothing of such a message is kept); the message
+ * into a buffer of the length announced; the call when the peer ends its
+ * side of the stream.
  *
  * A stream that ends before its call does (RST_STREAM, the connection
  * gone) cancels the call: the lane stops minting for it and its unminted
@@ -20,7 +26,8 @@
 #include "grpc_stream.h"
 #include "monotonic.h"
 
-#define GRPC_MAX_REQUEST (GRPC_PREFIX_LEN + API_MAX_BODY)
+_Static_assert(GRPC_MAX_MESSAGE == 4096, "the texts below say 4096 bytes");
+_Static_assert(GRPC_MAX_BUFFERED == 65536, "the texts below say 64 KiB");
 
 /* Every listener's large answers not yet read (GRPC_MAX_OWED_TOTAL). */
 static _Atomic size_t owed_total;
@@ -35,13 +42,23 @@ static void count(struct grpc_stream *st, enum grpc_code code)
 	metrics_grpc(api->metrics, st->method, code, monotonic_ns() - st->start_ns);
 }
 
+/* The request's message, done with (read, or refused). */
+static void request_free(struct grpc_stream *st)
+{
+	if (!st->req)
+		return;
+	st->c->buffered -= st->req_len;
+	free(st->req);
+	st->req = NULL;
+}
+
 static void stream_free(struct grpc_stream *st)
 {
 	if (st->owed) {
 		st->c->owed -= st->owed;
 		atomic_fetch_sub(&owed_total, st->owed);
 	}
-	free(st->req);
+	request_free(st);
 	free(st->body);
 	free(st);
 }
@@ -147,6 +164,7 @@ static void respond(struct grpc_stream *st, unsigned int http_status, enum grpc_
 		nghttp2_submit_rst_stream(c->session, NGHTTP2_FLAG_NONE, st->id,
 					  NGHTTP2_INTERNAL_ERROR);
 	count(st, code);
+	request_free(st);
 }
 
 void grpc_stream_status(struct grpc_stream *st, enum grpc_code code, const char *text)
@@ -351,96 +369,124 @@ static int header_cb(nghttp2_session *session, const nghttp2_frame *frame,
 	return 0;
 }
 
+/* The request's headers, all in: refused at once if they are not gRPC's. */
+static void headers_check(struct grpc_stream *st)
+{
+	if (!st->post) {
+		respond(st, 405, GRPC_INTERNAL, "gRPC takes POST", -1, false);
+	} else if (!st->content_type_ok) {
+		respond(st, 415, GRPC_INTERNAL, "content-type must be application/grpc",
+			-1, false);
+	} else if (st->bad_timeout) {
+		grpc_stream_status(st, GRPC_INTERNAL, "grpc-timeout is malformed");
+	} else if (st->method == GRPC_OTHER) {
+		grpc_stream_status(st, GRPC_UNIMPLEMENTED, "no such method: the service is "
+				   "idgen.v1.IdGen (NextIds, DecodeId, MinIdAt) and "
+				   "grpc.health.v1.Health");
+	}
+}
+
+/* The message's prefix, all in: false, or true once refused. */
+static bool prefix_refused(struct grpc_stream *st)
+{
+	struct grpc_conn *c = st->c;
+	bool compressed;
+	uint32_t len;
+
+	grpc_prefix_read(st->prefix, &compressed, &len);
+	/* As grpc-go's recvMsg(): the length, then the flag. */
+	if (len > GRPC_MAX_MESSAGE) {
+		grpc_stream_status(st, GRPC_RESOURCE_EXHAUSTED, "the request message "
+				   "exceeds 4096 bytes");
+		return true;
+	}
+	if (compressed) {
+		grpc_stream_status(st, GRPC_UNIMPLEMENTED, "compressed messages are not "
+				   "taken: send them with identity encoding");
+		return true;
+	}
+	if (len > GRPC_MAX_BUFFERED - c->buffered) {
+		grpc_stream_status(st, GRPC_RESOURCE_EXHAUSTED, "this connection's requests "
+				   "not yet whole exceed 64 KiB: send each message "
+				   "whole before the next");
+		return true;
+	}
+	st->req_len = len;
+	if (!len)
+		return false;
+	st->req = malloc(len);
+	if (!st->req) {
+		grpc_stream_status(st, GRPC_RESOURCE_EXHAUSTED, "out of memory");
+		return true;
+	}
+	c->buffered += len;
+	return false;
+}
+
 static int data_chunk_cb(nghttp2_session *session, uint8_t flags, int32_t id,
 			 const uint8_t *data, size_t len, void *user)
 {
 	struct grpc_stream *st = nghttp2_session_get_stream_user_data(session, id);
+	size_t n;
 
-	(void)flags;
 	(void)user;
-	if (!st || st->answered)
+	if (!st)
 		return 0;
-	if (len > GRPC_MAX_REQUEST - st->req_len) {
-		st->req_too_large = true;
-		return 0;
+	/* This chunk's frame ends the peer's side: a refusal needs no reset. */
+	if (flags & NGHTTP2_FLAG_END_STREAM)
+		st->remote_done = true;
+	while (!st->answered && len) {
+		if (st->prefix_len < GRPC_PREFIX_LEN) {
+			n = GRPC_PREFIX_LEN - st->prefix_len;
+			n = n < len ? n : len;
+			memcpy(st->prefix + st->prefix_len, data, n);
+			st->prefix_len += n;
+			if (st->prefix_len == GRPC_PREFIX_LEN && prefix_refused(st))
+				break;
+		} else if (st->req_got < st->req_len) {
+			n = st->req_len - st->req_got;
+			n = n < len ? n : len;
+			memcpy(st->req + st->req_got, data, n);
+			st->req_got += n;
+		} else {
+			grpc_stream_status(st, GRPC_INVALID_ARGUMENT, "a unary call takes "
+					   "exactly one whole request message");
+			break;
+		}
+		data += n;
+		len -= n;
 	}
-	if (st->req_len + len > st->req_cap) {
-		size_t cap = st->req_cap ? st->req_cap : 64;
-		uint8_t *r;
-
-		while (cap < st->req_len + len)
-			cap *= 2;
-		if (cap > GRPC_MAX_REQUEST)
-			cap = GRPC_MAX_REQUEST;
-		r = realloc(st->req, cap);
-		if (!r)
-			return NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE;
-		st->req = r;
-		st->req_cap = cap;
-	}
-	memcpy(st->req + st->req_len, data, len);
-	st->req_len += len;
 	return 0;
 }
 
-/* A request whole (END_STREAM): its answer, or the call started. */
+/* The request whole (the peer's END_STREAM): its answer, or its call begun. */
 static void dispatch(struct grpc_stream *st)
 {
 	struct grpc_conn *c = st->c;
+	const uint8_t *msg = st->req ? st->req : (const uint8_t *)"";
 	struct grpc_next *d;
 	struct grpc_reply r;
-	bool compressed;
-	uint32_t len;
 	int ret;
 
 	if (st->answered)
 		return;
-	if (!st->post) {
-		respond(st, 405, GRPC_INTERNAL, "gRPC takes POST", -1, false);
-		return;
-	}
-	if (!st->content_type_ok) {
-		respond(st, 415, GRPC_INTERNAL, "content-type must be application/grpc",
-			-1, false);
-		return;
-	}
-	if (st->bad_timeout) {
-		grpc_stream_status(st, GRPC_INTERNAL, "grpc-timeout is malformed");
-		return;
-	}
-	if (st->method == GRPC_OTHER) {
-		grpc_stream_status(st, GRPC_UNIMPLEMENTED, "no such method: the service is "
-				   "idgen.v1.IdGen (NextIds, DecodeId, MinIdAt) and "
-				   "grpc.health.v1.Health");
-		return;
-	}
-	if (st->req_too_large) {
-		grpc_stream_status(st, GRPC_RESOURCE_EXHAUSTED, "the request message "
-				   "exceeds 4096 bytes");
-		return;
-	}
-	if (st->req_len < GRPC_PREFIX_LEN) {
+	if (!st->prefix_len) {
 		grpc_stream_status(st, GRPC_INVALID_ARGUMENT, "a unary call takes one "
 				   "request message; none came");
 		return;
 	}
-	grpc_prefix_read(st->req, &compressed, &len);
-	if (compressed) {
-		grpc_stream_status(st, GRPC_UNIMPLEMENTED, "compressed messages are not "
-				   "taken: send them with identity encoding");
-		return;
-	}
-	if (len != st->req_len - GRPC_PREFIX_LEN) {
+	if (st->prefix_len < GRPC_PREFIX_LEN || st->req_got < st->req_len) {
 		grpc_stream_status(st, GRPC_INVALID_ARGUMENT, "a unary call takes exactly "
 				   "one whole request message");
 		return;
 	}
 	if (st->method == GRPC_HEALTH_WATCH) {
-		grpc_watch_begin(st, st->req + GRPC_PREFIX_LEN, len);
+		grpc_watch_begin(st, msg, st->req_len);
+		request_free(st);
 		return;
 	}
-	ret = grpc_call(c->api, st->method, st->req + GRPC_PREFIX_LEN, len,
-			st->deadline_ns, &r, &d);
+	ret = grpc_call(c->api, st->method, msg, st->req_len, st->deadline_ns, &r, &d);
+	request_free(st);
 	if (ret < 0)
 		grpc_stream_status(st, GRPC_RESOURCE_EXHAUSTED, "out of memory");
 	else if (!ret)
@@ -449,15 +495,43 @@ static void dispatch(struct grpc_stream *st)
 		to_lane(st, d);
 }
 
+static int frame_send_cb(nghttp2_session *session, const nghttp2_frame *frame,
+			 void *user)
+{
+	struct grpc_stream *st;
+
+	(void)user;
+	if (frame->hd.type != NGHTTP2_HEADERS || !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+		return 0;
+	st = nghttp2_session_get_stream_user_data(session, frame->hd.stream_id);
+	/*
+	 * Answered before the peer's side ended: the rest of the request is
+	 * not wanted (RFC 9113 section 8.1), and the stream must not hold a
+	 * slot while the peer goes on sending.  Not before the answer is
+	 * out: nghttp2 drops what a stream being reset has queued.
+	 */
+	if (st && !st->remote_done && !st->reset) {
+		nghttp2_submit_rst_stream(session, NGHTTP2_FLAG_NONE, st->id,
+					  NGHTTP2_NO_ERROR);
+		st->reset = true;
+	}
+	return 0;
+}
+
 void grpc_stream_frame(struct grpc_conn *c, const nghttp2_frame *frame)
 {
 	struct grpc_stream *st;
 
-	if ((frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA) ||
-	    !(frame->hd.flags & NGHTTP2_FLAG_END_STREAM))
+	if (frame->hd.type != NGHTTP2_HEADERS && frame->hd.type != NGHTTP2_DATA)
 		return;
 	st = nghttp2_session_get_stream_user_data(c->session, frame->hd.stream_id);
-	if (st)
+	if (!st)
+		return;
+	if (frame->hd.flags & NGHTTP2_FLAG_END_STREAM)
+		st->remote_done = true;
+	if (frame->hd.type == NGHTTP2_HEADERS && frame->headers.cat == NGHTTP2_HCAT_REQUEST)
+		headers_check(st);
+	if (st->remote_done)
 		dispatch(st);
 }
 
@@ -491,6 +565,7 @@ void grpc_stream_callbacks(nghttp2_session_callbacks *cb)
 	nghttp2_session_callbacks_set_on_header_callback(cb, header_cb);
 	nghttp2_session_callbacks_set_on_data_chunk_recv_callback(cb, data_chunk_cb);
 	nghttp2_session_callbacks_set_on_stream_close_callback(cb, stream_close_cb);
+	nghttp2_session_callbacks_set_on_frame_send_callback(cb, frame_send_cb);
 }
 
 /* --- the listener's rounds ---------------------------------------------- */

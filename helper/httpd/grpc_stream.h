@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * A connection's streams (grpc_stream.c): the nghttp2 callbacks that
- * make and end them, the request's headers and its one message, unary
- * dispatch to grpc_service.h, large
+ * make and end them, the request's headers and its one message, framed
+ * and bounded as it arrives, unary dispatch to grpc_service.h, large
  * NextIds calls to the lane and back, and the answer: headers, messages,
  * trailers.  All on the listener's thread.
  */
@@ -32,9 +32,12 @@ struct grpc_stream {
 	/* The request's headers. */
 	size_t header_bytes;
 	bool post, content_type_ok, bad_timeout;
-	uint8_t *req;			/* the request's bytes, up to GRPC_MAX_REQUEST */
-	size_t req_len, req_cap;
-	bool req_too_large;
+	/* Its message: the prefix, then exactly the length it announces. */
+	uint8_t prefix[GRPC_PREFIX_LEN];
+	size_t prefix_len;
+	uint8_t *req;			/* req_len bytes, counted in c->buffered */
+	uint32_t req_len, req_got;
+	bool remote_done;		/* the peer's END_STREAM came */
 	bool answered;			/* a response is submitted */
 	bool counted;			/* metrics have its status */
 	/* What DATA frames send: whole prefixed messages. */
@@ -84,7 +87,10 @@ void grpc_pending_finish(struct grpc_pending *p);
 
 /* --- answers, for grpc_health.c ----------------------------------------- */
 
-/* The status alone (trailers-only). */
+/*
+ * The status alone (trailers-only).  A stream whose request is not whole
+ * yet is reset (NO_ERROR) after it: nothing more of it is read.
+ */
 void grpc_stream_status(struct grpc_stream *st, enum grpc_code code, const char *text);
 
 /* The response's headers, its messages to follow (grpc_stream_send()). */

@@ -25,6 +25,8 @@ and gRPC's own health.proto (grpc-proto) where Debian packages it.
     read, a PING flood, a SETTINGS flood, rapid reset, a header list over
     the bound, a peer that never reads: each cut off, and a second
     connection served all the while
+  - a request judged as it arrives: a prefix announcing 1 GiB refused at
+    once, what a connection buffers of requests not yet whole bounded
 """
 import datetime
 import os
@@ -448,6 +450,39 @@ try:
     ok(c.reset_or_refused(17), "a header list over 8192 bytes: the stream reset")
     ok(s.minted() == before, "none of those consumed an ID")
     ok(c.alive_after_ping(), "... and the connection serves on (PING answered)")
+    c.close()
+
+    # A prefix announcing 1 GiB: refused as it arrives, not after 1 GiB.
+    c = h2.Conn(s.port)
+    c.request(1, "/idgen.v1.IdGen/NextIds", b"\x00\x40\x00\x00\x00" + b"x" * 1000, end=False)
+    t0 = time.monotonic()
+    hdrs = c.response_headers(1, timeout=3)
+    ok(hdrs.get("grpc-status") == "8" and hdrs.get("rst") == 0 and time.monotonic() - t0 < 1,
+       "a prefix announcing 1 GiB: RESOURCE_EXHAUSTED as it arrives, and the stream "
+       "reset (NO_ERROR), nothing more read", hdrs)
+    ok(c.alive_after_ping(), "... and the connection serves on")
+    c.close()
+
+    # What a connection buffers: 16 requests of the largest message not
+    # yet whole (64 KiB); the 17th is refused at its prefix.
+    pad = 4096 - 2 - 2 - 2
+    largest = h2.grpc_message(b"\x08\x01" + b"\xa2\x06" + bytes([0x80 | (pad & 0x7f), pad >> 7])
+                              + b"p" * pad)
+    c = h2.Conn(s.port)
+    for k in range(20):     # within HTTP/2's first window of 64 KiB
+        c.request(1 + 2 * k, "/idgen.v1.IdGen/NextIds",
+                  largest[:4000] if k < 16 else largest[:5], end=False)
+    end = time.monotonic() + 1
+    while time.monotonic() < end:
+        c.pump(0.1)
+    codes = [c.headers.get(1 + 2 * k, {}).get("grpc-status") for k in range(20)]
+    ok(codes == [None] * 16 + ["8"] * 4, "20 requests of 4096 bytes begun at once: 16 held "
+       "(64 KiB), the rest RESOURCE_EXHAUSTED at their prefix", codes)
+    for k in range(16):
+        c.h2.send_data(1 + 2 * k, largest[4000:], end_stream=True)
+    c.flush()
+    codes = [c.response_headers(1 + 2 * k).get("grpc-status") for k in range(16)]
+    ok(codes == ["0"] * 16, "... and the 16 held, once whole, answered OK", codes)
     c.close()
 
     # nghttp2's own rapid-reset bound says INTERNAL_ERROR; ours, ENHANCE_YOUR_CALM.

@@ -98,13 +98,15 @@ class Conn:
                 if e.stream_ended:
                     self.ended.add(e.stream_id)
 
-    def request(self, sid, path, body, content_type="application/grpc", extra=()):
+    def request(self, sid, path, body, content_type="application/grpc", extra=(),
+                end=True):
+        """A request; end=False leaves the stream open after body."""
         hdrs = [(":method", "POST"), (":scheme", "http"), (":path", path),
                 (":authority", "localhost"), ("content-type", content_type),
                 ("te", "trailers"), *extra]
-        self.h2.send_headers(sid, hdrs, end_stream=not body)
+        self.h2.send_headers(sid, hdrs, end_stream=end and not body)
         if body:
-            self.h2.send_data(sid, body, end_stream=True)
+            self.h2.send_data(sid, body, end_stream=end)
         self.flush()
 
     def response_headers(self, sid, timeout=10):
