@@ -5,8 +5,8 @@
  * A request is judged as it comes, never held whole before it is: its
  * headers once they are all in; its message's 5-byte prefix as soon as
  * it is (a length past GRPC_MAX_MESSAGE, past what the connection may
- * still buffer, or a compressed message is answered at once and the
- * stream reset, so nothing of such a message is kept); the message
+ * still buffer, or a Compressed-Flag not taken is answered at once and
+ * the stream reset, so nothing of such a message is kept); the message
  * into a buffer of the length announced; the call when the peer ends its
  * side of the stream.
  *
@@ -359,6 +359,8 @@ static int header_cb(nghttp2_session *session, const nghttp2_frame *frame,
 		st->method = grpc_method_of(v, valuelen);
 	} else if (is(name, namelen, "content-type")) {
 		st->content_type_ok = grpc_content_type_ok(v, valuelen);
+	} else if (is(name, namelen, "grpc-encoding")) {
+		st->compression_named = !grpc_encoding_identity(v, valuelen);
 	} else if (is(name, namelen, "grpc-timeout")) {
 		if (grpc_timeout_parse(v, valuelen, &ns))
 			st->bad_timeout = true;
@@ -375,7 +377,8 @@ static void headers_check(struct grpc_stream *st)
 	if (!st->post) {
 		respond(st, 405, GRPC_INTERNAL, "gRPC takes POST", -1, false);
 	} else if (!st->content_type_ok) {
-		respond(st, 415, GRPC_INTERNAL, "content-type must be application/grpc",
+		respond(st, 415, GRPC_INTERNAL, "content-type must be application/grpc or "
+			"application/grpc+proto: this service's messages are protobuf",
 			-1, false);
 	} else if (st->bad_timeout) {
 		grpc_stream_status(st, GRPC_INTERNAL, "grpc-timeout is malformed");
@@ -390,19 +393,21 @@ static void headers_check(struct grpc_stream *st)
 static bool prefix_refused(struct grpc_stream *st)
 {
 	struct grpc_conn *c = st->c;
-	bool compressed;
+	enum grpc_code code;
+	const char *why;
 	uint32_t len;
+	uint8_t flag;
 
-	grpc_prefix_read(st->prefix, &compressed, &len);
+	grpc_prefix_read(st->prefix, &flag, &len);
 	/* As grpc-go's recvMsg(): the length, then the flag. */
 	if (len > GRPC_MAX_MESSAGE) {
 		grpc_stream_status(st, GRPC_RESOURCE_EXHAUSTED, "the request message "
 				   "exceeds 4096 bytes");
 		return true;
 	}
-	if (compressed) {
-		grpc_stream_status(st, GRPC_UNIMPLEMENTED, "compressed messages are not "
-				   "taken: send them with identity encoding");
+	code = grpc_prefix_check(flag, st->compression_named, &why);
+	if (code != GRPC_OK) {
+		grpc_stream_status(st, code, why);
 		return true;
 	}
 	if (len > GRPC_MAX_BUFFERED - c->buffered) {

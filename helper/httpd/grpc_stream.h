@@ -31,7 +31,7 @@ struct grpc_stream {
 	uint64_t deadline_ns;		/* 0: none */
 	/* The request's headers. */
 	size_t header_bytes;
-	bool post, content_type_ok, bad_timeout;
+	bool post, content_type_ok, bad_timeout, compression_named;
 	/* Its message: the prefix, then exactly the length it announces. */
 	uint8_t prefix[GRPC_PREFIX_LEN];
 	size_t prefix_len;

@@ -101,11 +101,38 @@ void grpc_prefix_write(uint8_t out[GRPC_PREFIX_LEN], uint32_t len)
 	out[4] = len;
 }
 
-void grpc_prefix_read(const uint8_t in[GRPC_PREFIX_LEN], bool *compressed,
+void grpc_prefix_read(const uint8_t in[GRPC_PREFIX_LEN], uint8_t *flag,
 		      uint32_t *len)
 {
-	*compressed = in[0] & 1;
+	*flag = in[0];
 	*len = (uint32_t)in[1] << 24 | (uint32_t)in[2] << 16 | (uint32_t)in[3] << 8 | in[4];
+}
+
+enum grpc_code grpc_prefix_check(uint8_t flag, bool compression_named,
+				 const char **why)
+{
+	*why = NULL;
+	switch (flag) {
+	case 0:
+		return GRPC_OK;
+	case 1:
+		if (!compression_named) {
+			*why = "the message's Compressed-Flag is 1, but grpc-encoding "
+			       "names no compression";
+			return GRPC_INTERNAL;
+		}
+		*why = "compressed messages are not taken: send them with identity "
+		       "encoding";
+		return GRPC_UNIMPLEMENTED;
+	default:
+		*why = "a message's Compressed-Flag must be 0 or 1";
+		return GRPC_INTERNAL;
+	}
+}
+
+bool grpc_encoding_identity(const char *v, size_t len)
+{
+	return len == 8 && !memcmp(v, "identity", 8);
 }
 
 bool grpc_content_type_ok(const char *v, size_t len)
@@ -115,7 +142,13 @@ bool grpc_content_type_ok(const char *v, size_t len)
 
 	if (len < n || strncasecmp(v, type, n))
 		return false;
-	return len == n || v[n] == '+' || v[n] == ';';
+	if (len > n && v[n] == '+') {
+		/* grpc-go takes "application/grpc+" as naming no format: protobuf. */
+		n++;
+		if (len - n >= 5 && !strncasecmp(v + n, "proto", 5))
+			n += 5;
+	}
+	return len == n || v[n] == ';';
 }
 
 #define PB_MAX_FIELD	((1U << 29) - 1)

@@ -4,9 +4,10 @@
  * the service: status codes and their names, the grpc-timeout header,
  * the grpc-message header's percent-encoding, the 5-byte prefix that
  * frames every message (the "Length-Prefixed-Message" of gRPC's
- * PROTOCOL-HTTP2.md), and the one question of protobuf's wire format
- * that protobuf-c's C strings cannot answer.  Pure functions, so that
- * each is tested alone.
+ * PROTOCOL-HTTP2.md) and what its Compressed-Flag allows, the content
+ * types taken, and the one question of protobuf's wire format that
+ * protobuf-c's C strings cannot answer.  Pure functions, so that each is
+ * tested alone.
  */
 #ifndef HTTPD_GRPC_WIRE_H
 #define HTTPD_GRPC_WIRE_H
@@ -61,13 +62,31 @@ size_t grpc_message_encode(const char *text, char *out, size_t size);
 /* The prefix of a message of len bytes, not compressed. */
 void grpc_prefix_write(uint8_t out[GRPC_PREFIX_LEN], uint32_t len);
 
-/* The prefix at in: whether the message is compressed, and its length. */
-void grpc_prefix_read(const uint8_t in[GRPC_PREFIX_LEN], bool *compressed,
+/* The prefix at in: its Compressed-Flag byte, and the message's length. */
+void grpc_prefix_read(const uint8_t in[GRPC_PREFIX_LEN], uint8_t *flag,
 		      uint32_t *len);
 
 /*
- * content-type says gRPC: "application/grpc", alone, or followed by "+"
- * (a message format) or ";" (parameters).
+ * Whether a message of this Compressed-Flag may be read, as grpc-go's
+ * server and gRPC's C core decide it: GRPC_OK for flag 0; a flag of 1
+ * is GRPC_INTERNAL when the request's grpc-encoding names no compression
+ * (absent, or "identity": the flag contradicts it), GRPC_UNIMPLEMENTED
+ * when it names one (only identity is taken); any other flag is
+ * GRPC_INTERNAL.  *why: fixed text for grpc-message, with any code but
+ * GRPC_OK.
+ */
+enum grpc_code grpc_prefix_check(uint8_t flag, bool compression_named,
+				 const char **why);
+
+/* A grpc-encoding value that names no compression ("identity"). */
+bool grpc_encoding_identity(const char *v, size_t len);
+
+/*
+ * content-type says gRPC with protobuf messages: "application/grpc" or
+ * "application/grpc+proto" (the type case-insensitive), alone or
+ * followed by ";" and parameters.  Another message format
+ * ("application/grpc+json") is gRPC too, but not one this service can
+ * read: false, as for a type that is not gRPC at all.
  */
 bool grpc_content_type_ok(const char *v, size_t len);
 

@@ -26,7 +26,8 @@ and gRPC's own health.proto (grpc-proto) where Debian packages it.
     the bound, a peer that never reads: each cut off, and a second
     connection served all the while
   - a request judged as it arrives: a prefix announcing 1 GiB refused at
-    once, what a connection buffers of requests not yet whole bounded
+    once, what a connection buffers of requests not yet whole bounded;
+    the Compressed-Flag and content-type as grpc-go judges them
 """
 import datetime
 import os
@@ -484,6 +485,26 @@ try:
     codes = [c.response_headers(1 + 2 * k).get("grpc-status") for k in range(16)]
     ok(codes == ["0"] * 16, "... and the 16 held, once whole, answered OK", codes)
     c.close()
+
+    # The Compressed-Flag and content-type, as grpc-go's server judges them.
+    for what, msg, extra, ctype, want in (
+            ("Compressed-Flag 1, no grpc-encoding", b"\x01" + body[1:], [],
+             "application/grpc", ("200", "13")),
+            ("Compressed-Flag 1, grpc-encoding identity", b"\x01" + body[1:],
+             [("grpc-encoding", "identity")], "application/grpc", ("200", "13")),
+            ("Compressed-Flag 2", b"\x02" + body[1:], [], "application/grpc", ("200", "13")),
+            ("Compressed-Flag 0, grpc-encoding gzip", body, [("grpc-encoding", "gzip")],
+             "application/grpc", ("200", "0")),
+            ("content-type application/grpc+json", body, [], "application/grpc+json",
+             ("415", "13")),
+            ("content-type application/grpc+proto", body, [], "application/grpc+proto",
+             ("200", "0"))):
+        c = h2.Conn(s.port)
+        c.request(1, "/idgen.v1.IdGen/NextIds", msg, content_type=ctype, extra=extra)
+        hdrs = c.response_headers(1)
+        got = (hdrs.get(":status"), hdrs.get("grpc-status"))
+        ok(got == want, f"{what}: HTTP {want[0]}, grpc-status {want[1]}", hdrs)
+        c.close()
 
     # nghttp2's own rapid-reset bound says INTERNAL_ERROR; ours, ENHANCE_YOUR_CALM.
     # A flood of frames that each want an ACK may be closed on before its

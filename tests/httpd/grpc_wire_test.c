@@ -2,8 +2,8 @@
 /*
  * gRPC's own rules (helper/httpd/grpc_wire.c): grpc-timeout in every
  * unit and every malformed shape, grpc-message's percent-encoding, the
- * 5-byte prefix both ways, which content types are gRPC's, and the NUL a
- * protobuf string field may hold.
+ * 5-byte prefix both ways and what its Compressed-Flag allows, which
+ * content types are taken, and the NUL a protobuf string field may hold.
  */
 #include <errno.h>
 #include <string.h>
@@ -71,29 +71,54 @@ TEST(message_encoding)
 
 TEST(prefix_both_ways)
 {
-	uint8_t p[GRPC_PREFIX_LEN];
-	bool compressed;
+	uint8_t p[GRPC_PREFIX_LEN], flag;
 	uint32_t len;
 
 	grpc_prefix_write(p, 0x01020304);
 	EXPECT_EQ(0, memcmp(p, "\x00\x01\x02\x03\x04", 5));
-	grpc_prefix_read(p, &compressed, &len);
-	EXPECT_FALSE(compressed);
+	grpc_prefix_read(p, &flag, &len);
+	EXPECT_EQ(0, flag);
 	EXPECT_EQ(0x01020304U, len);
-	grpc_prefix_read((const uint8_t *)"\x01\xff\xff\xff\xff", &compressed, &len);
-	EXPECT_TRUE(compressed);
+	grpc_prefix_read((const uint8_t *)"\x01\xff\xff\xff\xff", &flag, &len);
+	EXPECT_EQ(1, flag);
 	EXPECT_EQ(UINT32_MAX, len);
+	/* The whole byte: a flag of 2 is not 0 with a bit to spare. */
+	grpc_prefix_read((const uint8_t *)"\x02\x00\x00\x00\x01", &flag, &len);
+	EXPECT_EQ(2, flag);
+}
+
+/* grpc-go's checkRecvPayload() (rpc_util.go), on the server's side. */
+TEST(compressed_flag)
+{
+	const char *why;
+
+	EXPECT_EQ(GRPC_OK, grpc_prefix_check(0, false, &why));
+	EXPECT_EQ(NULL, why);
+	EXPECT_EQ(GRPC_OK, grpc_prefix_check(0, true, &why));
+	EXPECT_EQ(GRPC_INTERNAL, grpc_prefix_check(1, false, &why));
+	EXPECT_NE(NULL, why);
+	EXPECT_EQ(GRPC_UNIMPLEMENTED, grpc_prefix_check(1, true, &why));
+	EXPECT_NE(NULL, strstr(why, "identity"));
+	EXPECT_EQ(GRPC_INTERNAL, grpc_prefix_check(2, false, &why));
+	EXPECT_EQ(GRPC_INTERNAL, grpc_prefix_check(2, true, &why));
+	EXPECT_EQ(GRPC_INTERNAL, grpc_prefix_check(0x81, true, &why));
+	EXPECT_TRUE(grpc_encoding_identity("identity", 8));
+	EXPECT_FALSE(grpc_encoding_identity("gzip", 4));
+	EXPECT_FALSE(grpc_encoding_identity("identityx", 9));
+	EXPECT_FALSE(grpc_encoding_identity("", 0));
 }
 
 TEST(content_types)
 {
 	static const char *const good[] = {
 		"application/grpc", "application/grpc+proto", "application/grpc;charset=x",
-		"Application/GRPC",
+		"Application/GRPC", "application/grpc+PROTO", "application/grpc+proto;x=y",
+		"application/grpc+",
 	};
 	static const char *const bad[] = {
 		"application/grpcx", "application/json", "application/grp", "",
-		"application/grpc-web",
+		"application/grpc-web", "application/grpc+json", "application/grpc+protobuf",
+		"application/grpc+pro", "application/grpc+json;x=proto",
 	};
 	size_t i;
 
