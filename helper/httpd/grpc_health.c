@@ -3,7 +3,8 @@
  * grpc.health.v1.Health (grpc_health.h): Check for grpc_call(), Watch on
  * the listener's streams.  A Watch sends its first status at once, then
  * a new one at the first tick (GRPC_TICK_MS) that finds readiness
- * changed; it ends UNAVAILABLE, told NOT_SERVING first, when the
+ * changed; it ends DEADLINE_EXCEEDED at the first tick past its
+ * grpc-timeout, and UNAVAILABLE, told NOT_SERVING first, when the
  * listener stops.
  */
 #include <errno.h>
@@ -13,6 +14,7 @@
 #include "grpc_health.h"
 #include "grpc_service.h"
 #include "grpc_wire.h"
+#include "monotonic.h"
 #include "readiness.h"
 
 /* The services served: idgen's, and "" for the server as a whole. */
@@ -89,6 +91,11 @@ void grpc_watch_begin(struct grpc_stream *st, const uint8_t *msg, size_t len)
 {
 	int status;
 
+	if (st->deadline_ns && monotonic_ns() >= st->deadline_ns) {
+		grpc_stream_status(st, GRPC_DEADLINE_EXCEEDED, "the deadline passed before "
+				   "the call was read");
+		return;
+	}
 	switch (grpc_health_status(st->c->api, msg, len, &status)) {
 	case 0:
 		break;
@@ -126,12 +133,16 @@ static int readiness_now(struct grpc_stream *st, int *ready)
 	return *ready;
 }
 
-int grpc_watch_tick(struct grpc_stream *st, int *ready)
+int grpc_watch_tick(struct grpc_stream *st, uint64_t now, int *ready)
 {
 	if (st->method != GRPC_HEALTH_WATCH || st->watch < 0 || st->end)
 		return 0;
 	if (grpc_conn_stopping(st->c)) {
 		grpc_watch_stop(st);
+		return 0;
+	}
+	if (st->deadline_ns && now >= st->deadline_ns) {
+		grpc_stream_end(st, GRPC_DEADLINE_EXCEEDED, "the deadline passed");
 		return 0;
 	}
 	return watch_send(st, readiness_now(st, ready));

@@ -32,9 +32,10 @@ void grpc_watch_begin(struct grpc_stream *st, const uint8_t *msg, size_t len);
 
 /*
  * At a tick: the status now (*ready, asked once a tick: -1 until then),
- * sent if it changed.  0, or -ENOMEM.
+ * sent if it changed; the Watch ended DEADLINE_EXCEEDED once its
+ * grpc-timeout has passed.  0, or -ENOMEM.
  */
-int grpc_watch_tick(struct grpc_stream *st, int *ready);
+int grpc_watch_tick(struct grpc_stream *st, uint64_t now, int *ready);
 
 /* The listener stops: NOT_SERVING, then UNAVAILABLE. */
 void grpc_watch_stop(struct grpc_stream *st);

@@ -593,7 +593,7 @@ void grpc_stream_tick(struct grpc_stream *st, uint64_t now, uint64_t timeout_ns,
 	 */
 	if (st->owed && st->owed_since_ns && now - st->owed_since_ns > timeout_ns)
 		c->failed = true;
-	if (grpc_watch_tick(st, ready))
+	if (grpc_watch_tick(st, now, ready))
 		c->failed = true;
 }
 

@@ -71,7 +71,7 @@ void grpc_stream_frame(struct grpc_conn *c, const nghttp2_frame *frame);
 /*
  * At each tick: a request not whole in timeout_ns is reset, a large
  * answer not taken in timeout_ns fails the connection, a Watch looks at
- * readiness (*ready, the tick's, -1 until asked).
+ * readiness (*ready, the tick's, -1 until asked) and its deadline.
  */
 void grpc_stream_tick(struct grpc_stream *st, uint64_t now, uint64_t timeout_ns,
 		      int *ready);

@@ -27,7 +27,8 @@ and gRPC's own health.proto (grpc-proto) where Debian packages it.
     connection served all the while
   - a request judged as it arrives: a prefix announcing 1 GiB refused at
     once, what a connection buffers of requests not yet whole bounded;
-    the Compressed-Flag and content-type as grpc-go judges them
+    the Compressed-Flag and content-type as grpc-go judges them; a
+    health Watch ended at its grpc-timeout
 """
 import datetime
 import os
@@ -505,6 +506,17 @@ try:
         got = (hdrs.get(":status"), hdrs.get("grpc-status"))
         ok(got == want, f"{what}: HTTP {want[0]}, grpc-status {want[1]}", hdrs)
         c.close()
+
+    # A Watch's grpc-timeout: grpcio would end the call itself, so raw.
+    c = h2.Conn(s.port)
+    c.request(1, "/grpc.health.v1.Health/Watch", h2.grpc_message(b""),
+              extra=[("grpc-timeout", "500m")])
+    t0 = time.monotonic()
+    hdrs = c.response_headers(1, timeout=5)
+    ok(hdrs.get("grpc-status") == "4" and c.data.get(1, b"")[:5] == b"\x00\x00\x00\x00\x02",
+       "a health Watch with grpc-timeout 500m: SERVING, then DEADLINE_EXCEEDED",
+       f"{hdrs} after {time.monotonic() - t0:.1f} s")
+    c.close()
 
     # nghttp2's own rapid-reset bound says INTERNAL_ERROR; ours, ENHANCE_YOUR_CALM.
     # A flood of frames that each want an ACK may be closed on before its
