@@ -30,9 +30,11 @@
  * either answered RESOURCE_EXHAUSTED before any ID is minted for it, and
  * a large answer held no longer than timeout_s once made; a peer that
  * takes nothing of what is owed to it for timeout_s, or leaves a PING
- * unanswered that long, is cut off; a connection with no stream begun or
- * ended for grpc_idle_timeout_s (PINGs do not count) is sent GOAWAY and
- * closed.
+ * unanswered that long, is cut off; a connection with no whole request
+ * in timeout_s from its opening (the handshake: a preface and SETTINGS
+ * alone hold no slot longer), or after its first with no stream begun
+ * or ended for grpc_idle_timeout_s (PINGs do not count), is sent GOAWAY
+ * and closed.
  */
 #ifndef HTTPD_GRPC_H
 #define HTTPD_GRPC_H

@@ -169,7 +169,6 @@ static int frame_recv_cb(nghttp2_session *session, const nghttp2_frame *frame,
 	struct grpc_conn *c = user;
 	bool ctrl = false;
 
-	c->spoke = true;
 	switch (frame->hd.type) {
 	case NGHTTP2_PING:
 		if (frame->hd.flags & NGHTTP2_FLAG_ACK)
@@ -324,10 +323,14 @@ static void conn_timeouts(struct grpc_conn *c, uint64_t now)
 		c->failed = true;
 	if (c->ping_ns && now - c->ping_ns > timeout)
 		c->failed = true;
-	/* Not even the preface in timeout_s: no client of ours. */
-	if (!c->spoke && now - c->opened_ns > timeout)
-		c->failed = true;
-	if (!c->nr_streams && now - c->last_active_ns > idle) {
+	if (!c->served && now - c->opened_ns > timeout) {
+		/*
+		 * No whole request in timeout_s: the handshake's time, which
+		 * a preface and SETTINGS alone do not stretch to the idle
+		 * timeout.
+		 */
+		nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR);
+	} else if (!c->nr_streams && now - c->last_active_ns > idle) {
 		nghttp2_session_terminate_session(c->session, NGHTTP2_NO_ERROR);
 	} else if (c->nr_streams && !c->ping_ns && now - c->last_recv_ns > idle) {
 		/* A Watch's client, silent: still there? */

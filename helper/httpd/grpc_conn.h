@@ -87,7 +87,7 @@ struct grpc_conn {
 	size_t unsent_len, unsent_off;
 	bool failed;			/* close it */
 	bool dead;			/* closed; freed after this round of events */
-	bool spoke;			/* a whole frame came (the preface's SETTINGS) */
+	bool served;			/* a whole request came: past the handshake */
 	uint32_t events;		/* what epoll watches now */
 };
 

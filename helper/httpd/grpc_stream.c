@@ -464,7 +464,10 @@ static int data_chunk_cb(nghttp2_session *session, uint8_t flags, int32_t id,
 	return 0;
 }
 
-/* The request whole (the peer's END_STREAM): its answer, or its call begun. */
+/*
+ * The request whole (the peer's END_STREAM): its answer, or its call
+ * begun.  The connection is past its handshake.
+ */
 static void dispatch(struct grpc_stream *st)
 {
 	struct grpc_conn *c = st->c;
@@ -473,6 +476,7 @@ static void dispatch(struct grpc_stream *st)
 	struct grpc_reply r;
 	int ret;
 
+	c->served = true;
 	if (st->answered)
 		return;
 	if (!st->prefix_len) {

@@ -28,7 +28,8 @@ and gRPC's own health.proto (grpc-proto) where Debian packages it.
   - a request judged as it arrives: a prefix announcing 1 GiB refused at
     once, what a connection buffers of requests not yet whole bounded;
     the Compressed-Flag and content-type as grpc-go judges them; a
-    health Watch ended at its grpc-timeout
+    health Watch ended at its grpc-timeout; a connection with no request
+    held for timeout_s only
 """
 import datetime
 import os
@@ -516,6 +517,22 @@ try:
     ok(hdrs.get("grpc-status") == "4" and c.data.get(1, b"")[:5] == b"\x00\x00\x00\x00\x02",
        "a health Watch with grpc-timeout 500m: SERVING, then DEADLINE_EXCEEDED",
        f"{hdrs} after {time.monotonic() - t0:.1f} s")
+    c.close()
+
+    # The handshake's time: a preface and SETTINGS, then nothing.
+    c = h2.Conn(s.port)
+    c.pump()
+    t0 = time.monotonic()
+    closed = c.wait_closed(8)
+    ok(closed and time.monotonic() - t0 < 5, "a connection that sends its preface and "
+       "SETTINGS, then nothing: closed after timeout_s (2), not the idle timeout",
+       f"{'closed' if closed else 'open'} after {time.monotonic() - t0:.1f} s")
+    c.close()
+    c = h2.Conn(s.port)
+    c.request(1, "/idgen.v1.IdGen/NextIds", body)
+    c.response_headers(1)
+    time.sleep(3.5)
+    ok(c.alive_after_ping(), "... one that made a call is held past timeout_s (idle timeout)")
     c.close()
 
     # nghttp2's own rapid-reset bound says INTERNAL_ERROR; ours, ENHANCE_YOUR_CALM.
