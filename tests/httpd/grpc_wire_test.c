@@ -18,23 +18,23 @@ static int timeout(const char *v, uint64_t *ns)
 
 TEST(timeout_units)
 {
+	static const struct {
+		const char *v;
+		uint64_t ns;
+	} good[] = {
+		{ "1H", 3600000000000ULL }, { "2M", 120000000000ULL },
+		{ "3S", 3000000000ULL }, { "250m", 250000000ULL }, { "7u", 7000ULL },
+		{ "0n", 0 },
+		/* Eight digits, the most the protocol allows, of the largest unit. */
+		{ "99999999H", UINT64_MAX },
+	};
 	uint64_t ns;
+	size_t i;
 
-	ASSERT_EQ(0, timeout("1H", &ns));
-	EXPECT_EQ(3600000000000ULL, ns);
-	ASSERT_EQ(0, timeout("2M", &ns));
-	EXPECT_EQ(120000000000ULL, ns);
-	ASSERT_EQ(0, timeout("3S", &ns));
-	EXPECT_EQ(3000000000ULL, ns);
-	ASSERT_EQ(0, timeout("250m", &ns));
-	EXPECT_EQ(250000000ULL, ns);
-	ASSERT_EQ(0, timeout("7u", &ns));
-	EXPECT_EQ(7000ULL, ns);
-	ASSERT_EQ(0, timeout("0n", &ns));
-	EXPECT_EQ(0ULL, ns);
-	/* Eight digits, the most the protocol allows, of the largest unit. */
-	ASSERT_EQ(0, timeout("99999999H", &ns));
-	EXPECT_EQ(UINT64_MAX, ns);
+	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ASSERT_EQ(0, timeout(good[i].v, &ns)) TH_LOG("%s", good[i].v);
+		EXPECT_EQ(good[i].ns, ns) TH_LOG("%s", good[i].v);
+	}
 }
 
 TEST(timeout_malformed)
