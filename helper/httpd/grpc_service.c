@@ -57,6 +57,9 @@ static int pack(const ProtobufCMessage *m, struct grpc_reply *out)
 	return status(out, GRPC_OK, NULL);
 }
 
+/* NextIdsRequest's caller, its field number in proto/idgen/v1/idgen.proto. */
+#define NEXT_IDS_REQUEST_CALLER	2
+
 /* A NextIds for the lane. */
 struct grpc_next {
 	struct next n;			/* first: the lane's done finds d by it */
@@ -98,6 +101,16 @@ static int next_ids(struct api *api, const uint8_t *req, size_t len,
 	if (!rq)
 		return status(out, GRPC_INVALID_ARGUMENT, "the request is not a "
 			      "NextIdsRequest message");
+	/*
+	 * protobuf-c's caller ends at its first NUL: "ab\0cd" would be served
+	 * as "ab", and "\0ab" as no caller at all.  The HTTP API refuses a NUL.
+	 */
+	if (grpc_pb_string_has_nul(req, len, NEXT_IDS_REQUEST_CALLER)) {
+		const struct next_status_text *t = next_text(NEXT_INVALID_CALLER);
+
+		idgen__v1__next_ids_request__free_unpacked(rq, NULL);
+		return status(out, t->grpc, t->message);
+	}
 	/* proto3: 0 is the field left out, and means 1; so does "" for none. */
 	ask.count = rq->count ? rq->count : 1;
 	if (rq->caller[0]) {

@@ -209,6 +209,9 @@ try:
         ("caller with a blank", s.ids.NextIds, idgen_pb2.NextIdsRequest(caller="a b")),
         ("caller of 65 bytes", s.ids.NextIds, idgen_pb2.NextIdsRequest(caller="c" * 65)),
         ("caller not ASCII", s.ids.NextIds, idgen_pb2.NextIdsRequest(caller="caf\u00e9")),
+        # protobuf-c's C string would end at the NUL: "ab", or none at all.
+        ("caller with a NUL", s.ids.NextIds, idgen_pb2.NextIdsRequest(caller="ab\0cd")),
+        ("caller a NUL first", s.ids.NextIds, idgen_pb2.NextIdsRequest(caller="\0ab")),
         ("a negative ID", s.ids.DecodeId, idgen_pb2.DecodeIdRequest(id=-1)),
         ("the smallest sfixed64", s.ids.DecodeId, idgen_pb2.DecodeIdRequest(id=-2**63)),
         ("at missing", s.ids.MinIdAt, idgen_pb2.MinIdAtRequest()),
