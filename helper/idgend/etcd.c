@@ -793,116 +793,144 @@ static bool get_uint(struct json_object *o, const char *name, uint64_t max,
 	return *v <= max;
 }
 
-/* {"region_bits": R, "worker_bits": W, "seq_bits": S, "from_ms": N}. */
-static void parse_layout(const unsigned char *v, size_t len,
-			 struct store_layout *l)
-{
-	struct json_object *root = NULL;
-	uint64_t rb, wb, sb, from;
-	char why[64];
-
-	l->valid = false;
-	if (gw_parse_json((const char *)v, len, &root, why, sizeof(why)))
-		return;
-	if (json_object_is_type(root, json_type_object) &&
-	    get_uint(root, "region_bits", 64, &rb) &&
-	    get_uint(root, "worker_bits", 64, &wb) &&
-	    get_uint(root, "seq_bits", 64, &sb) &&
-	    get_uint(root, "from_ms", UINT64_MAX - 1, &from)) {
-		l->region_bits = rb;
-		l->worker_bits = wb;
-		l->seq_bits = sb;
-		l->from_ms = from;
-		l->valid = true;
-	}
-	json_object_put(root);
-}
-
-struct layout_answer {
-	const char *key;
-	struct store_layout *out;
+/*
+ * A record of ours whose value is one JSON object (the layout and region
+ * width records), read by value_get(): its key (malloc'ed: value_get()
+ * frees it), what the value must be (for the message when it is not),
+ * and the record, rec of size bytes, with its exists, valid and
+ * mod_revision fields; fields() takes the object's members into rec and
+ * says whether they were all there.
+ */
+struct value_get {
+	char *key;
+	const char *what;		/* "a layout" */
+	bool (*fields)(struct json_object *root, void *rec);
+	void *rec;
+	size_t size;
+	bool *exists, *valid;
+	int64_t *mod_revision;
 };
 
-static int layout_parse(struct etcd *e, const char *ep,
-			struct json_object *resp, int64_t revision, void *arg)
+#define VALUE_GET(key, what, fields, out)				\
+	{ key, what, fields, out, sizeof(*(out)), &(out)->exists,	\
+	  &(out)->valid, &(out)->mod_revision }
+
+/*
+ * A RangeResponse on g->key: absent, or one kv with a revision and a
+ * value.  A value that is not what g->what says is not a protocol error:
+ * the record exists, unreadable (valid false, its fields zeros).
+ */
+static int value_parse(struct etcd *e, const char *ep, struct json_object *resp,
+		       int64_t revision, void *arg)
 {
-	struct layout_answer *a = arg;
-	struct store_layout *out = a->out;
-	struct json_object *kvs, *kv;
+	struct value_get *g = arg;
+	struct json_object *kvs, *kv, *root = NULL;
 	unsigned char *val = NULL;
 	size_t n, val_len;
+	int64_t mod_revision;
+	char why[64];
 
 	(void)revision;
-	memset(out, 0, sizeof(*out));
+	memset(g->rec, 0, g->size);
 	if (!gw_get_typed(resp, "kvs", json_type_array, &kvs)) {
 		etcd_set_err(e, "%s: kvs is not an array", ep);
 		return -EPROTO;
 	}
 	n = kvs ? json_object_array_length(kvs) : 0;
 	if (n > 1) {
-		etcd_set_err(e, "%s: %zu kvs for the one key %s", ep, n, a->key);
+		etcd_set_err(e, "%s: %zu kvs for the one key %s", ep, n, g->key);
 		return -EPROTO;
 	}
 	if (!n)
 		return 0;
 	kv = json_object_array_get_idx(kvs, 0);
 	if (!json_object_is_type(kv, json_type_object) ||
-	    !gw_get_i64(kv, "mod_revision", &out->mod_revision) ||
+	    !gw_get_i64(kv, "mod_revision", &mod_revision) ||
 	    gw_get_bytes(kv, "value", &val, &val_len)) {
 		free(val);
-		memset(out, 0, sizeof(*out));
 		etcd_set_err(e, "%s: %s: not a kv with a revision and a value", ep,
-			a->key);
+			g->key);
 		return -EPROTO;
 	}
-	out->exists = true;
-	parse_layout(val, val_len, out);
+	if (!gw_parse_json((const char *)val, val_len, &root, why, sizeof(why)) &&
+	    json_object_is_type(root, json_type_object) && g->fields(root, g->rec)) {
+		*g->valid = true;
+	} else {
+		memset(g->rec, 0, g->size);
+		etcd_set_err(e, "%s: %s holds a value that is not %s", ep, g->key,
+			g->what);
+	}
+	*g->exists = true;
+	*g->mod_revision = mod_revision;
+	json_object_put(root);
 	free(val);
-	if (!out->valid)
-		etcd_set_err(e, "%s: %s holds a value that is not a layout", ep,
-			a->key);
 	return 0;
+}
+
+/*
+ * The range on g->key (NULL: out of memory), through value_parse(); on
+ * an error the record is unknown, which is never "absent".
+ */
+static int value_get(struct etcd *e, struct value_get *g)
+{
+	struct json_object *req;
+	int ret = -ENOMEM;
+
+	e->err[0] = '\0';
+	memset(g->rec, 0, g->size);
+	req = g->key ? json_object_new_object() : NULL;
+	if (!req || gw_add_b64(req, "key", g->key, strlen(g->key)))
+		etcd_set_err(e, "out of memory");
+	else
+		ret = etcd_call(e, "/v3/kv/range", gw_to_string(req), 0,
+				value_parse, g);
+	json_object_put(req);
+	free(g->key);
+	if (ret) {
+		memset(g->rec, 0, g->size);
+		*g->exists = true;
+	}
+	return ret;
+}
+
+/* {"region_bits": R, "worker_bits": W, "seq_bits": S, "from_ms": N}. */
+static bool layout_fields(struct json_object *root, void *rec)
+{
+	struct store_layout *l = rec;
+	uint64_t rb, wb, sb, from;
+
+	if (!get_uint(root, "region_bits", 64, &rb) ||
+	    !get_uint(root, "worker_bits", 64, &wb) ||
+	    !get_uint(root, "seq_bits", 64, &sb) ||
+	    !get_uint(root, "from_ms", UINT64_MAX - 1, &from))
+		return false;
+	l->region_bits = rb;
+	l->worker_bits = wb;
+	l->seq_bits = sb;
+	l->from_ms = from;
+	return true;
 }
 
 static int etcd_layout_get(void *ctx, uint32_t region, struct store_layout *out)
 {
 	struct etcd *e = ctx;
-	struct json_object *req = NULL;
-	char *key = layout_key(e, region);
-	struct layout_answer a = { key, out };
-	int ret;
+	struct value_get g = VALUE_GET(layout_key(e, region), "a layout",
+				       layout_fields, out);
 
-	e->err[0] = '\0';
-	memset(out, 0, sizeof(*out));
-	req = key ? json_object_new_object() : NULL;
-	if (!req || gw_add_b64(req, "key", key, strlen(key))) {
-		etcd_set_err(e, "out of memory");
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = etcd_call(e, "/v3/kv/range", gw_to_string(req), 0, layout_parse, &a);
-out:
-	json_object_put(req);
-	free(key);
-	if (ret) {
-		memset(out, 0, sizeof(*out));
-		out->exists = true;	/* unknown: never "absent" */
-	}
-	return ret;
+	return value_get(e, &g);
 }
 
-/* A TxnResponse to the layout's txn: applied (at revision) or not. */
-struct layout_cas_answer {
+/* A TxnResponse to value_put()'s txn: applied (at revision) or not. */
+struct put_answer {
 	int64_t expect_rev;
 	bool succeeded;
 	int64_t revision;
 };
 
-static int layout_cas_parse(struct etcd *e, const char *ep,
-			    struct json_object *resp, int64_t revision,
-			    void *arg)
+static int put_parse(struct etcd *e, const char *ep, struct json_object *resp,
+		     int64_t revision, void *arg)
 {
-	struct layout_cas_answer *a = arg;
+	struct put_answer *a = arg;
 	struct json_object *ok;
 
 	if (!gw_get_typed(resp, "succeeded", json_type_boolean, &ok)) {
@@ -921,6 +949,39 @@ static int layout_cas_parse(struct etcd *e, const char *ep,
 }
 
 /*
+ * The write of a record of ours whose value is one JSON object (the
+ * layout and region width records): one txn (R2) that puts val at key if
+ * the n compares hold, the first of them key's revision against
+ * expect_rev.  0 with *new_rev, -ECANCELED when a compare failed (e->err:
+ * the key and lost), or a store error.
+ */
+static int value_put(struct etcd *e, const struct txn_compare *cmp, size_t n,
+		     const char *key, struct json_object *val,
+		     int64_t expect_rev, const char *lost, int64_t *new_rev)
+{
+	struct put_answer r = { expect_rev, false, 0 };
+	struct json_object *req;
+	int ret;
+
+	req = txn_request(cmp, n, key, gw_to_string(val), NULL, 0);
+	if (!req) {
+		etcd_set_err(e, "out of memory");
+		return -ENOMEM;
+	}
+	ret = etcd_call(e, "/v3/kv/txn", gw_to_string(req), ETCD_CALL_WRITE,
+			put_parse, &r);
+	json_object_put(req);
+	if (ret)
+		return ret;
+	if (!r.succeeded) {
+		etcd_set_err(e, "%s: %s", key, lost);
+		return -ECANCELED;
+	}
+	*new_rev = r.revision;
+	return 0;
+}
+
+/*
  * if MOD(layout) == expect_rev [and MOD(width) == width_rev] [and
  * MOD(every worker key) < workers_rev + 1] then put layout.
  */
@@ -929,9 +990,8 @@ static int etcd_layout_cas(void *ctx, uint32_t region, int64_t expect_rev,
 			   const struct store_layout *l, int64_t *new_rev)
 {
 	struct etcd *e = ctx;
-	struct json_object *req = NULL, *val = NULL;
+	struct json_object *val = NULL;
 	char *key = layout_key(e, region), *start = NULL, *end = NULL, *wkey = NULL;
-	struct layout_cas_answer r = { expect_rev, false, 0 };
 	struct txn_compare cmp[3];
 	size_t n = 0;
 	int ret;
@@ -964,26 +1024,14 @@ static int etcd_layout_cas(void *ctx, uint32_t region, int64_t expect_rev,
 		end[strlen(end) - 1]++;
 		cmp[n++] = (struct txn_compare){ start, end, workers_rev + 1, "LESS" };
 	}
-	req = txn_request(cmp, n, key, gw_to_string(val), NULL, 0);
-	if (!req)
-		goto nomem;
-	ret = etcd_call(e, "/v3/kv/txn", gw_to_string(req), ETCD_CALL_WRITE,
-		   layout_cas_parse, &r);
-	if (ret)
-		goto out;
-	if (r.succeeded) {
-		*new_rev = r.revision;
-	} else {
-		etcd_set_err(e, "%s: changed since it was read", key);
-		ret = -ECANCELED;
-	}
+	ret = value_put(e, cmp, n, key, val, expect_rev, "changed since it was read",
+			new_rev);
 	goto out;
 nomem:
 	etcd_set_err(e, "out of memory");
 	ret = -ENOMEM;
 out:
 	json_object_put(val);
-	json_object_put(req);
 	free(key);
 	free(start);
 	free(end);
@@ -993,124 +1041,47 @@ out:
 
 /* --- the region width record ------------------------------------------- */
 
-struct width_answer {
-	const char *key;
-	struct store_width *out;
-};
-
-static int width_parse(struct etcd *e, const char *ep,
-		       struct json_object *resp, int64_t revision, void *arg)
+/* {"region_bits": R}. */
+static bool width_fields(struct json_object *root, void *rec)
 {
-	struct width_answer *a = arg;
-	struct store_width *out = a->out;
-	struct json_object *kvs, *kv, *root = NULL;
-	unsigned char *val = NULL;
-	size_t n, val_len;
-	char why[64];
+	struct store_width *w = rec;
 	uint64_t rb;
 
-	(void)revision;
-	memset(out, 0, sizeof(*out));
-	if (!gw_get_typed(resp, "kvs", json_type_array, &kvs)) {
-		etcd_set_err(e, "%s: kvs is not an array", ep);
-		return -EPROTO;
-	}
-	n = kvs ? json_object_array_length(kvs) : 0;
-	if (n > 1) {
-		etcd_set_err(e, "%s: %zu kvs for the one key %s", ep, n, a->key);
-		return -EPROTO;
-	}
-	if (!n)
-		return 0;
-	kv = json_object_array_get_idx(kvs, 0);
-	if (!json_object_is_type(kv, json_type_object) ||
-	    !gw_get_i64(kv, "mod_revision", &out->mod_revision) ||
-	    gw_get_bytes(kv, "value", &val, &val_len)) {
-		free(val);
-		memset(out, 0, sizeof(*out));
-		etcd_set_err(e, "%s: %s: not a kv with a revision and a value", ep,
-			a->key);
-		return -EPROTO;
-	}
-	out->exists = true;
-	if (!gw_parse_json((const char *)val, val_len, &root, why, sizeof(why)) &&
-	    json_object_is_type(root, json_type_object) &&
-	    get_uint(root, "region_bits", 64, &rb)) {
-		out->region_bits = rb;
-		out->valid = true;
-	} else {
-		etcd_set_err(e, "%s: %s holds a value that is not a region width", ep,
-			a->key);
-	}
-	json_object_put(root);
-	free(val);
-	return 0;
+	if (!get_uint(root, "region_bits", 64, &rb))
+		return false;
+	w->region_bits = rb;
+	return true;
 }
 
 static int etcd_width_get(void *ctx, struct store_width *out)
 {
 	struct etcd *e = ctx;
-	struct json_object *req = NULL;
-	char *key = width_key(e);
-	struct width_answer a = { key, out };
-	int ret;
+	struct value_get g = VALUE_GET(width_key(e), "a region width",
+				       width_fields, out);
 
-	e->err[0] = '\0';
-	memset(out, 0, sizeof(*out));
-	req = key ? json_object_new_object() : NULL;
-	if (!req || gw_add_b64(req, "key", key, strlen(key))) {
-		etcd_set_err(e, "out of memory");
-		ret = -ENOMEM;
-		goto out;
-	}
-	ret = etcd_call(e, "/v3/kv/range", gw_to_string(req), 0, width_parse, &a);
-out:
-	json_object_put(req);
-	free(key);
-	if (ret) {
-		memset(out, 0, sizeof(*out));
-		out->exists = true;	/* unknown: never "absent" */
-	}
-	return ret;
+	return value_get(e, &g);
 }
 
 /* if MOD(width) == 0 (absent) then put {"region_bits": R}. */
 static int etcd_width_create(void *ctx, uint8_t region_bits, int64_t *new_rev)
 {
 	struct etcd *e = ctx;
-	struct json_object *req = NULL, *val = NULL;
+	struct json_object *val = NULL;
 	char *key = width_key(e);
-	/* A txn answer like the layout's: applied at a new revision, or not. */
-	struct layout_cas_answer r = { 0, false, 0 };
 	int ret;
 
 	e->err[0] = '\0';
 	*new_rev = 0;
 	val = key ? json_object_new_object() : NULL;
 	if (!val || json_object_object_add(val, "region_bits",
-					   json_object_new_int(region_bits)))
-		goto nomem;
-	req = txn_request(&(struct txn_compare){ key, NULL, 0, "EQUAL" }, 1, key,
-			  gw_to_string(val), NULL, 0);
-	if (!req)
-		goto nomem;
-	ret = etcd_call(e, "/v3/kv/txn", gw_to_string(req), ETCD_CALL_WRITE,
-		   layout_cas_parse, &r);
-	if (ret)
-		goto out;
-	if (r.succeeded) {
-		*new_rev = r.revision;
+					   json_object_new_int(region_bits))) {
+		etcd_set_err(e, "out of memory");
+		ret = -ENOMEM;
 	} else {
-		etcd_set_err(e, "%s: exists already", key);
-		ret = -ECANCELED;
+		ret = value_put(e, &(struct txn_compare){ key, NULL, 0, "EQUAL" }, 1,
+				key, val, 0, "exists already", new_rev);
 	}
-	goto out;
-nomem:
-	etcd_set_err(e, "out of memory");
-	ret = -ENOMEM;
-out:
 	json_object_put(val);
-	json_object_put(req);
 	free(key);
 	return ret;
 }
