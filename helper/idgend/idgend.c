@@ -17,7 +17,7 @@
  * that was cut over to another layout).
  *
  * idgend --cut-over-layout R/W/S changes the region's layout record and
- * exits (lease_cut_over()).
+ * exits (layout_cut_over()).
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -39,6 +39,7 @@
 #include "config.h"
 #include "device.h"
 #include "etcd.h"
+#include "layout_protocol.h"
 #include "lease_protocol.h"
 #include "log.h"
 #include "runtime.h"
@@ -377,8 +378,8 @@ static int run_cut_over(struct daemon *d)
 	lc->region = d->cfg.region;
 	lc->layout = d->cfg.layout;
 	lc->lease_ms = d->cfg.lease_ms;
-	err = lease_cut_over(lc, &etcd_store_ops, e, &system_clock_ops, &d->clock,
-			     &d->cfg.cut_over_layout, d->cfg.force);
+	err = layout_cut_over(lc, &etcd_store_ops, e, &system_clock_ops, &d->clock,
+			      &d->cfg.cut_over_layout, d->cfg.force);
 	etcd_free(e);
 	curl_global_cleanup();
 	return !err ? 0 : err == -EINVAL || err == -ERANGE ? EXIT_CONFIG : EXIT_FATAL;

@@ -1,10 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The lease protocol: claim, renew, release, adopt, cut over
- * (lease_protocol.h).
+ * The lease protocol: claim, renew, release, adopt (lease_protocol.h).
  *
  * The rules R1-R7 are Documentation/design.md section 7.1; the model in
- * tests/model/ checks them.  The code below cites them by label.
+ * tests/model/ checks them.  The code below cites them by label where it
+ * enforces them: R1 ownership, R2 every write a compare-and-swap whose
+ * unknown outcome is read back, R4 the floor, R5 renewal, R6 release, R7
+ * adoption.  R3, the layout and region width records, is the layout
+ * protocol's (layout_protocol.c), which every claim and adoption runs
+ * first.
  *
  * The generator enforces its fence by itself (F1, F5), so a daemon that
  * stops here at any point can never cause a duplicate.
@@ -146,6 +150,11 @@ static void new_nonce(struct lease *l)
 	snprintf(l->nonce, sizeof(l->nonce), "%016" PRIx64, x);
 }
 
+/*
+ * R2: every write of a worker record, one txn comparing its revision with
+ * rev and the layout record's with the one read last, under a fresh
+ * nonce (R1).
+ */
 static int write_record(struct lease *l, uint32_t worker, int64_t rev,
 			uint64_t until, int64_t *new_rev,
 			struct store_record *now)
@@ -162,270 +171,14 @@ static int write_record(struct lease *l, uint32_t worker, int64_t rev,
 			     l->layout_rev, &v, new_rev, now);
 }
 
-static bool same_layout(const struct lease_layout *a,
-			const struct store_layout *b)
-{
-	return a->region_bits == b->region_bits &&
-		a->worker_bits == b->worker_bits &&
-		a->seq_bits == b->seq_bits;
-}
-
 /*
- * R3: the prefix's region width record, created with region_bits if there
- * is none.  0 with *width_rev, -EMEDIUMTYPE when it holds another width
- * (logged: a configuration error), or a store error (logged).
- */
-static int check_width(const struct lease_config *cfg,
-		       const struct store_ops *store, void *ctx,
-		       const struct lease_layout *me, int64_t *width_rev)
-{
-	struct store_width cur;
-	int64_t rev;
-	int err;
-
-	err = store->width_get(ctx, &cur);
-	if (!err && !cur.exists) {
-		err = store->width_create(ctx, me->region_bits, &rev);
-		if (!err) {
-			log_notice("recorded the region width of every region under "
-				   "this prefix, %u bits (layout %u/%u/%u)",
-				   me->region_bits, me->region_bits,
-				   me->worker_bits, me->seq_bits);
-			*width_rev = rev;
-			return 0;
-		}
-		/* Another host was first, or the outcome is unknown. */
-		if (err == -ECANCELED || err == -ETIMEDOUT || err == -EPROTO)
-			err = store->width_get(ctx, &cur);
-	}
-	if (err) {
-		log_err("cannot read the prefix's region width record: %s",
-			store->error(ctx));
-		return err;
-	}
-	if (!cur.exists) {
-		log_err("the prefix's region width record is still missing after "
-			"writing it");
-		return -EAGAIN;
-	}
-	if (!cur.valid) {
-		log_err("the prefix's region width record is unreadable (%s); not "
-			"claiming until it is repaired (idgend(8), LAYOUT)",
-			store->error(ctx));
-		return -EMEDIUMTYPE;
-	}
-	if (cur.region_bits != me->region_bits) {
-		log_err("r%" PRIu32 ": every region under this prefix has %u region "
-			"bits (the prefix's region width record), this host's "
-			"layout %u/%u/%u has %u: not claiming, regions of different "
-			"widths mint the same IDs. Use a layout with %u region bits "
-			"(idgend(8), LAYOUT)", cfg->region, cur.region_bits,
-			me->region_bits, me->worker_bits, me->seq_bits,
-			me->region_bits, cur.region_bits);
-		return -EMEDIUMTYPE;
-	}
-	*width_rev = cur.mod_revision;
-	return 0;
-}
-
-/* At most this many records are named in a refusal. */
-#define FAR_NAMED_MAX	10
-
-/*
- * Name the worker records whose valid_until is above limit: the ones a
- * layout record's from_ms would wait for.  Every possible worker number
- * is listed (worker_bits is at most 16), whatever the layout that wrote it.
- */
-static void name_far_records(const struct lease_config *cfg,
-			     const struct store_ops *store, void *ctx,
-			     uint64_t now, uint64_t limit)
-{
-	const uint32_t n = 1U << 16;
-	struct store_record *rec = calloc(n, sizeof(*rec));
-	uint32_t i, named = 0;
-
-	if (!rec || store->list(ctx, cfg->region, rec, n)) {
-		log_err("r%" PRIu32 ": cannot list the records responsible: %s",
-			cfg->region, rec ? store->error(ctx) : "out of memory");
-		free(rec);
-		return;
-	}
-	for (i = 0; i < n; i++) {
-		if (!rec[i].valid || rec[i].valid_until_ms <= limit)
-			continue;
-		if (named++ < FAR_NAMED_MAX)
-			log_err("r%" PRIu32 "/w%" PRIu32 ": owner '%s', valid_until ms %"
-				PRIu64 " (%" PRIu64 " s ahead of this clock)",
-				cfg->region, i, rec[i].owner,
-				rec[i].valid_until_ms,
-				(rec[i].valid_until_ms - now) / 1000);
-	}
-	if (named > FAR_NAMED_MAX)
-		log_err("r%" PRIu32 ": and %" PRIu32 " more", cfg->region,
-			named - FAR_NAMED_MAX);
-	free(rec);
-}
-
-/*
- * R3: write the region's layout record *next, whose mod_revision was
- * expect_rev (0: create it), with from_ms = the highest valid_until of
- * every worker record of the region, whatever its layout, read at the
- * store revision H, in one txn that also requires that no worker record
- * was written after H and that the region width record is still
- * width_rev.  Both the first layout record of a region and every cut-over
- * are written so: the region may hold leases of another layout (a
- * rolling upgrade from an idgend that wrote no layout record, a record
- * deleted by hand), and no ID of the new layout may fall at or below
- * their fences.
- *
- * from_ms is not carried forward from the record it replaces: records
- * are never deleted by idgend, and every ID ever minted in the region is
- * below the valid_until its worker record holds (a record's valid_until
- * never goes below a fence its holders minted under), so the listing
- * alone bounds them all.  Keeping max(old from_ms, listing) would add
- * nothing for a deleted record either (a claim of that number reads floor
- * 0 anyway: deleting records is never safe), and it would make a from_ms
- * set far ahead by mistake (a host whose clock jumped) permanent.  So a
- * from_ms far ahead can be lowered once the record responsible is.
- *
- * A from_ms more than lease_ms ahead of now is refused unless force:
- * the region would mint nothing until then.  0 with *rev, -ERANGE for
- * that refusal (logged, naming the records), -ECANCELED when a compare
- * failed (read again), or a store error.
- */
-static int write_layout(const struct lease_config *cfg,
-			const struct store_ops *store, void *ctx, uint64_t now,
-			bool force, int64_t expect_rev, int64_t width_rev,
-			struct store_layout *next, int64_t *rev)
-{
-	uint64_t max_until;
-	uint32_t garbled;
-	int64_t at;
-	int err;
-
-	err = store->region_scan(ctx, cfg->region, &max_until, &garbled, &at);
-	if (err)
-		return err;
-	if (garbled)
-		log_warn("r%" PRIu32 ": %" PRIu32 " worker records hold values "
-			 "that are not leases; their fences are unknown "
-			 "and not counted", cfg->region, garbled);
-	next->from_ms = max_until;
-	if (max_until > now + cfg->lease_ms) {
-		struct store_layout cur;
-
-		/*
-		 * Creating the first record, and leases a lease_ms ahead:
-		 * when daemons start together in a new region, those are the
-		 * claims of hosts that read a layout record written since
-		 * ours was found missing (their clocks a few ms ahead of
-		 * this one).  Read it again rather than refuse.
-		 */
-		if (!expect_rev && !store->layout_get(ctx, cfg->region, &cur) &&
-		    cur.exists)
-			return -ECANCELED;
-		if (!force) {
-			log_err("r%" PRIu32 ": the layout %u/%u/%u would start at ms %"
-				PRIu64 ", %" PRIu64 " s ahead of this clock (more than "
-				"lease_ms): the region would mint nothing until then. "
-				"Not written; the worker records responsible:",
-				cfg->region, next->region_bits,
-				next->worker_bits, next->seq_bits, max_until,
-				(max_until - now) / 1000);
-			name_far_records(cfg, store, ctx, now,
-					 now + cfg->lease_ms);
-			log_err("r%" PRIu32 ": stop or fix the hosts that hold them "
-				"(a clock far ahead?), or write it anyway with "
-				"idgend --cut-over-layout %u/%u/%u --force "
-				"(idgend(8), LAYOUT)", cfg->region,
-				next->region_bits, next->worker_bits,
-				next->seq_bits);
-			return -ERANGE;
-		}
-		log_warn("r%" PRIu32 ": --force: the layout starts at ms %" PRIu64
-			 ", %" PRIu64 " s ahead of this clock", cfg->region,
-			 max_until, (max_until - now) / 1000);
-	}
-	return store->layout_cas(ctx, cfg->region, expect_rev, at, width_rev,
-				 next, rev);
-}
-
-/* How often a layout write may lose its race with lease writes. */
-#define LAYOUT_TRIES	8
-
-/*
- * R3: read the region's layout record (write it with ours if there is
- * none, as write_layout() does) and check it is ours, and the prefix's
- * region width.  Sets l->layout_rev and l->layout_from_ms.
+ * R3: the region's layout and width records are this host's (the layout
+ * protocol's check); sets l->layout_rev and l->layout_from_ms.
  */
 static int check_layout(struct lease *l)
 {
-	const struct lease_layout *me = &l->cfg->layout;
-	struct store_layout cur, want = {
-		.region_bits = me->region_bits,
-		.worker_bits = me->worker_bits,
-		.seq_bits = me->seq_bits,
-	};
-	int64_t rev, width_rev;
-	int err, tries;
-
-	for (tries = 0; tries < LAYOUT_TRIES; tries++) {
-		err = check_width(l->cfg, l->store, l->store_ctx, me, &width_rev);
-		if (err)
-			return err;
-		err = l->store->layout_get(l->store_ctx, l->cfg->region, &cur);
-		if (err || cur.exists)
-			break;
-		err = write_layout(l->cfg, l->store, l->store_ctx, now_ms(l),
-				   false, 0, width_rev, &want, &rev);
-		if (!err) {
-			log_notice("r%" PRIu32 ": recorded the region's layout, "
-				   "%u/%u/%u (region/worker/sequence bits), from ms %"
-				   PRIu64, l->cfg->region, me->region_bits,
-				   me->worker_bits, me->seq_bits, want.from_ms);
-			l->layout_rev = rev;
-			l->layout_from_ms = want.from_ms;
-			return 0;
-		}
-		if (err == -ERANGE)
-			return -EMEDIUMTYPE;	/* logged; the operator decides */
-		/*
-		 * Another host was first, a lease moved, or the outcome is
-		 * unknown: read it again.
-		 */
-		if (err != -ECANCELED && err != -ETIMEDOUT && err != -EPROTO)
-			break;
-	}
-	if (err) {
-		log_err("r%" PRIu32 ": cannot read the region's layout record: %s",
-			l->cfg->region, store_error(l));
-		return err;
-	}
-	if (!cur.exists) {
-		log_err("r%" PRIu32 ": the region's layout record is still missing "
-			"after writing it %d times", l->cfg->region, tries);
-		return -EAGAIN;
-	}
-	if (!cur.valid) {
-		log_err("r%" PRIu32 ": the region's layout record is unreadable "
-			"(%s); not claiming until it is repaired (idgend "
-			"--cut-over-layout)", l->cfg->region, store_error(l));
-		return -EMEDIUMTYPE;
-	}
-	if (!same_layout(me, &cur)) {
-		log_err("r%" PRIu32 ": the region's layout is %u/%u/%u (since ms %"
-			PRIu64 "), this host's is %u/%u/%u: not claiming, the IDs "
-			"could collide. Set layout = %u/%u/%u in idgend.conf, or cut "
-			"the region over (idgend(8), LAYOUT)", l->cfg->region,
-			cur.region_bits, cur.worker_bits, cur.seq_bits,
-			cur.from_ms, me->region_bits, me->worker_bits,
-			me->seq_bits, cur.region_bits, cur.worker_bits,
-			cur.seq_bits);
-		return -EMEDIUMTYPE;
-	}
-	l->layout_rev = cur.mod_revision;
-	l->layout_from_ms = cur.from_ms;
-	return 0;
+	return layout_check(l->cfg, l->store, l->store_ctx, l->clock,
+			    l->clock_ctx, &l->layout_rev, &l->layout_from_ms);
 }
 
 static int wait_for_sync(struct lease *l)
@@ -448,8 +201,8 @@ static int wait_for_sync(struct lease *l)
 }
 
 /*
- * Give back a claim that was never pushed: nothing was minted under it, so
- * its valid_until goes back to the floor it was taken with.
+ * R4: give back a claim that was never pushed: nothing was minted under
+ * it, so its valid_until goes back to the floor it was taken with (R2).
  */
 static void unclaim(struct lease *l, uint32_t worker, int64_t rev,
 		    uint64_t floor_ms)
@@ -517,7 +270,7 @@ static int pick_free(struct lease *l, const struct store_record *rec,
 }
 
 /*
- * A claiming write timed out: read the record back.  Returns 0 and sets
+ * R2: a claiming write timed out: read the record back.  Returns 0 and sets
  * *new_rev if our write landed, -ECANCELED if it did not (or another
  * claimer's did), or the read's error.
  */
@@ -598,7 +351,7 @@ int lease_claim(struct lease *l)
 			err = w;
 			break;
 		}
-		/* R4 */
+		/* R4: the floor the claiming txn compares, or from_ms. */
 		floor_ms = rec[w].exists ? rec[w].valid_until_ms : 0;
 		if (floor_ms < l->layout_from_ms)
 			floor_ms = l->layout_from_ms;
@@ -608,7 +361,7 @@ int lease_claim(struct lease *l)
 		err = write_record(l, w, rec[w].mod_revision, until, &new_rev,
 				   &now_rec);
 		/*
-		 * A garbled answer is as unknown as a lost one; and a
+		 * R2: a garbled answer is as unknown as a lost one; and a
 		 * request resent by the transport fails its compare against
 		 * our own first copy.
 		 */
@@ -646,7 +399,7 @@ int lease_claim(struct lease *l)
 		}
 
 		/*
-		 * Ours in the store.  The clock must be trusted, and past
+		 * R4: ours in the store.  The clock must be trusted, and past
 		 * the floor, before the generator may mint above it.
 		 */
 		if (l->cfg->require_sync && !l->clock->synced(l->clock_ctx)) {
@@ -698,7 +451,7 @@ int lease_claim(struct lease *l)
 	return err;
 }
 
-/* The record is someone else's: stop minting under it at once. */
+/* R5: the record is someone else's (R1): stop minting under it at once. */
 static int lost(struct lease *l, const struct store_record *cur)
 {
 	uint64_t last = 0;
@@ -763,7 +516,7 @@ static int lost_layout(struct lease *l)
 }
 
 /*
- * Push a fence the store confirmed.  Should the generator no longer hold
+ * R5: push a fence the store confirmed.  Should the generator no longer hold
  * our lease (revoked behind our back), this sets it anew, and the module
  * starts it above every ms it ever used (G2): no floor to fix up here.
  * It cannot have been reloaded under us: our open file pins it.
@@ -785,6 +538,7 @@ static int push_confirmed(struct lease *l)
 	return 0;
 }
 
+/* R5: the renewal, a CAS (R2) pushed only once the store confirmed it. */
 int lease_renew(struct lease *l)
 {
 	struct store_record cur;
@@ -800,6 +554,7 @@ int lease_renew(struct lease *l)
 			until = l->confirmed_ms;	/* never back */
 		memset(&cur, 0, sizeof(cur));
 		err = write_record(l, l->worker, l->rev, until, &new_rev, &cur);
+		/* R2: an unknown outcome is read back before any decision. */
 		if (err == -ETIMEDOUT || err == -EPROTO) {
 			log_warn("r%" PRIu32 "/w%" PRIu32 ": the renewal's outcome is unknown "
 				 "(%s); reading it back", l->cfg->region,
@@ -832,7 +587,7 @@ int lease_renew(struct lease *l)
 				return lost(l, &cur);
 			}
 			/*
-			 * Still ours at another revision: a write of ours
+			 * R5: still ours at another revision: a write of ours
 			 * whose answer was lost.  Take the record as the
 			 * store has it; push only what it says.
 			 */
@@ -907,6 +662,10 @@ static void say_frees_at(struct lease *l, const struct store_record *cur)
 			 l->worker, l->confirmed_ms);
 }
 
+/*
+ * R6: revoke first, then write the last ms as valid_until (R2); our own
+ * write found at another revision (R1) is written over.
+ */
 int lease_release(struct lease *l)
 {
 	struct store_record cur;
@@ -968,7 +727,7 @@ int lease_release(struct lease *l)
 	return 0;
 }
 
-/* Revoke a lease the generator holds that we do not keep, saying why. */
+/* R7: revoke a lease the generator holds that we do not keep, saying why. */
 static int adopt_refused(struct lease *l, const struct idgen_device_state *h,
 			 const char *why)
 {
@@ -982,6 +741,10 @@ static int adopt_refused(struct lease *l, const struct idgen_device_state *h,
 	return err;
 }
 
+/*
+ * R7: the generator's lease is kept only if its record is ours (R1), at
+ * exactly the generator's fence, and written after the layout record.
+ */
 int lease_adopt(struct lease *l)
 {
 	const struct lease_layout *me = &l->cfg->layout;
@@ -1070,78 +833,3 @@ int lease_adopt(struct lease *l)
 	return 0;
 }
 
-int lease_cut_over(const struct lease_config *cfg,
-		   const struct store_ops *store, void *ctx,
-		   const struct clock_ops *clock, void *clock_ctx,
-		   const struct lease_layout *want, bool force)
-{
-	struct store_layout cur, next = {
-		.region_bits = want->region_bits,
-		.worker_bits = want->worker_bits,
-		.seq_bits = want->seq_bits,
-	};
-	int64_t rev, width_rev;
-	uint64_t now;
-	int err, tries;
-
-	for (tries = 0; tries < LAYOUT_TRIES; tries++) {
-		err = store->layout_get(ctx, cfg->region, &cur);
-		if (err)
-			goto fail;
-		now = clock->now_ms(clock_ctx);
-		if (cur.exists && cur.valid) {
-			if (cur.region_bits != want->region_bits) {
-				log_err("r%" PRIu32 ": a cut-over keeps region_bits (%u): "
-					"the region bits are shared by every region, "
-					"and regions of different widths overlap",
-					cfg->region, cur.region_bits);
-				return -EINVAL;
-			}
-			if (same_layout(want, &cur) &&
-			    cur.from_ms <= now + cfg->lease_ms) {
-				log_notice("r%" PRIu32 ": the layout is %u/%u/%u since ms %"
-					   PRIu64 " already; nothing to do",
-					   cfg->region, cur.region_bits,
-					   cur.worker_bits, cur.seq_bits,
-					   cur.from_ms);
-				return 0;
-			}
-			if (same_layout(want, &cur))
-				log_notice("r%" PRIu32 ": the layout is %u/%u/%u, but "
-					   "from ms %" PRIu64 ", %" PRIu64 " s ahead: "
-					   "writing it again from the worker records",
-					   cfg->region, cur.region_bits,
-					   cur.worker_bits, cur.seq_bits,
-					   cur.from_ms, (cur.from_ms - now) / 1000);
-		}
-		err = check_width(cfg, store, ctx, want, &width_rev);
-		if (err == -EMEDIUMTYPE)
-			return -EINVAL;
-		if (err)
-			return err;
-		err = write_layout(cfg, store, ctx, now, force,
-				   cur.exists ? cur.mod_revision : 0, width_rev,
-				   &next, &rev);
-		if (err == -ECANCELED)
-			continue;	/* a lease moved: list again */
-		if (err == -ERANGE)
-			return err;
-		if (err)
-			goto fail;
-		log_notice("r%" PRIu32 ": layout cut over to %u/%u/%u, from ms %" PRIu64
-			   ": every lease of the layout before ends by then, and "
-			   "claims under the new one mint only above it (layout "
-			   "record revision %" PRId64 ")", cfg->region,
-			   next.region_bits, next.worker_bits, next.seq_bits,
-			   next.from_ms, rev);
-		return 0;
-	}
-	log_err("r%" PRIu32 ": the cut-over lost its race with lease writes %d "
-		"times; try again", cfg->region, tries);
-	return -EAGAIN;
-fail:
-	log_err("r%" PRIu32 ": cut-over failed: %s%s", cfg->region,
-		store->error(ctx), err == -ETIMEDOUT ?
-		" (its outcome is unknown: run it again to see)" : "");
-	return err;
-}

@@ -3,6 +3,9 @@
  * The lease protocol of idgend against a store (Documentation/design.md
  * section 7): claim a worker number of the region by compare-and-swap, renew
  * it, give it back, lose it, or adopt the one the generator already holds.
+ * The region's layout and width records each claim and adoption is
+ * checked against, and the cut-over that changes them, are the layout
+ * protocol's (layout_protocol.h).
  *
  * It does no I/O of its own: the store, the generator and the clock are
  * the interfaces it is handed (store.h, device.h, wall_clock.h), so the tests
@@ -23,6 +26,7 @@
 #include "wall_clock.h"
 #include "device.h"
 #include "layout.h"
+#include "layout_protocol.h"
 #include "store.h"
 
 struct lease_config {
@@ -109,23 +113,5 @@ int lease_release(struct lease *l);
  * lease is revoked), or a store or device error.
  */
 int lease_adopt(struct lease *l);
-
-/*
- * Change the region's layout to *want: the explicit cut-over of
- * idgend(8).  Every worker record of the region is read in one listing;
- * the new layout's from_ms is the highest valid_until among them; the
- * layout record is written only if neither it, nor any worker record,
- * nor the prefix's region width record changed since that listing.  0
- * (also when the region has that layout already, unless its from_ms is
- * more than lease_ms ahead: then it is written again from the listing),
- * -EINVAL for a change of region_bits or one the prefix's region width
- * record does not allow (logged), -ERANGE for a from_ms more than
- * lease_ms ahead of the clock without force (logged, naming the records
- * responsible), or a store error (logged).
- */
-int lease_cut_over(const struct lease_config *cfg,
-		   const struct store_ops *store, void *store_ctx,
-		   const struct clock_ops *clock, void *clock_ctx,
-		   const struct lease_layout *want, bool force);
 
 #endif /* IDGEND_LEASE_PROTOCOL_H */

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "layout_protocol.h"
 #include "lease_protocol.h"
 #include "standalone.h"
 #include "state_file.h"
@@ -1175,12 +1176,12 @@ static void test_layout(void)
 	fake_now += 1000;
 	lease_renew(&a.l);
 	fence = a.store.rec[a.l.worker].valid_until_ms;
-	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
-			     &(struct lease_layout){ 2, 4, 16 }, false);
+	err = layout_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+			      &(struct lease_layout){ 2, 4, 16 }, false);
 	check(err == -EINVAL && a.store.layout.worker_bits == 3,
 	      "cut-over: a change of region bits is refused");
-	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock,
-			     NULL, &wide, false);
+	err = layout_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock,
+			      NULL, &wide, false);
 	check(!err && a.store.layout.worker_bits == 2 &&
 	      a.store.layout.from_ms == fence,
 	      "cut-over: the new layout starts above the old layout's last fence");
@@ -1216,8 +1217,8 @@ static void test_layout(void)
 	renew_target = &a.l;
 	after_scan = renew_during_scan;
 	scans = 0;
-	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock,
-			     NULL, &wide, false);
+	err = layout_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock,
+			      NULL, &wide, false);
 	check(!err && scans == 2 &&
 	      a.store.layout.from_ms == a.store.rec[a.l.worker].valid_until_ms &&
 	      a.store.layout.from_ms == a.gen.h.valid_until_ms,
@@ -1228,10 +1229,10 @@ static void test_layout(void)
 	setup(&a, "me", 107);
 	lease_claim(&a.l);
 	fake_now += 1000;
-	lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock,
-			     NULL, &wide, false);
-	lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
-		       &TEST_LAYOUT, false);
+	layout_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock,
+			      NULL, &wide, false);
+	layout_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+		        &TEST_LAYOUT, false);
 	restart(&a);
 	check(!lease_adopt(&a.l) && !a.l.held && !device_leased(&a.gen.h),
 	      "layout: a lease from before a cut-over (and back) is not adopted");
@@ -1274,8 +1275,8 @@ static void test_region_width(void)
 	check(logged_since(mark, "every region under this prefix has 3 region bits") &&
 	      logged_since(mark, "this host's layout 2/4/16 has 2"),
 	      "region width: ... and names both widths");
-	err = lease_cut_over(&b.cfg, &fake_store_ops, &b.store, &fake_clock, NULL,
-			     &(struct lease_layout){ 2, 4, 16 }, false);
+	err = layout_cut_over(&b.cfg, &fake_store_ops, &b.store, &fake_clock, NULL,
+			      &(struct lease_layout){ 2, 4, 16 }, false);
 	check(err == -EINVAL && !b.store.layout.exists,
 	      "region width: a cut-over to another width is refused (%d)", err);
 
@@ -1287,8 +1288,8 @@ static void test_region_width(void)
 	check(!lease_claim(&b.l), "region width: setup");
 	b.store.layout = (struct store_layout){ 0 };
 	b.store.width.mod_revision = ++b.store.revision;
-	err = lease_cut_over(&b.cfg, &fake_store_ops, &b.store, &fake_clock, NULL,
-			     &TEST_LAYOUT, false);
+	err = layout_cut_over(&b.cfg, &fake_store_ops, &b.store, &fake_clock, NULL,
+			      &TEST_LAYOUT, false);
 	check(!err && b.store.layout.exists,
 	      "region width: a layout write compares the width record's "
 	      "revision, read fresh on each try (%d)", err);
@@ -1359,12 +1360,12 @@ static void test_layout_rewritten(void)
 	fake_now += 1000;
 	lease_renew(&p.l);
 	fence = p.gen.h.valid_until_ms;
-	check(!lease_cut_over(&p.cfg, &fake_store_ops, &p.store, &fake_clock,
-			      NULL, &wide, false) &&
-	      !lease_cut_over(&p.cfg, &fake_store_ops, &p.store, &fake_clock,
-			      NULL, &TEST_LAYOUT, false) &&
-	      p.store.layout.worker_bits == 3,
-	      "layout there and back: cut over to 3/2/17 and back to 3/3/16");
+	check(!layout_cut_over(&p.cfg, &fake_store_ops, &p.store, &fake_clock,
+			       NULL, &wide, false) &&
+	       !layout_cut_over(&p.cfg, &fake_store_ops, &p.store, &fake_clock,
+			       NULL, &TEST_LAYOUT, false) &&
+	       p.store.layout.worker_bits == 3,
+	       "layout there and back: cut over to 3/2/17 and back to 3/3/16");
 	fake_now += 1000;
 	mark = log_mark();
 	err = lease_renew(&p.l);
@@ -1409,8 +1410,8 @@ static void test_cut_over_far_ahead(void)
 	fs_write(&a.store, (a.l.worker + 1) % WORKERS, "clock-ahead", far_ahead);
 	old_from = a.store.layout.from_ms;
 	mark = log_mark();
-	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
-			     &wide, false);
+	err = layout_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+			      &wide, false);
 	check(err == -ERANGE && a.store.layout.worker_bits == 3 &&
 	      a.store.layout.from_ms == old_from,
 	      "far ahead: a cut-over whose from_ms is decades ahead is refused, "
@@ -1418,23 +1419,23 @@ static void test_cut_over_far_ahead(void)
 	check(logged_since(mark, "owner 'clock-ahead', valid_until ms") &&
 	      logged_since(mark, "--force"),
 	      "far ahead: ... naming the record responsible and --force");
-	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
-			     &wide, true);
+	err = layout_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+			      &wide, true);
 	check(!err && a.store.layout.worker_bits == 2 &&
 	      a.store.layout.from_ms == far_ahead,
 	      "far ahead: --force writes it (%d)", err);
 
 	/* The record responsible put right: the same layout comes down. */
 	fs_write(&a.store, (a.l.worker + 1) % WORKERS, "clock-ahead", fake_now);
-	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
-			     &wide, false);
+	err = layout_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+			      &wide, false);
 	check(!err && a.store.layout.worker_bits == 2 &&
 	      a.store.layout.from_ms < far_ahead &&
 	      a.store.layout.from_ms >= a.store.rec[a.l.worker].valid_until_ms,
 	      "far ahead: once the record is put right, a cut-over to the same "
 	      "layout lowers from_ms to the listing's (%d)", err);
-	err = lease_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
-			     &wide, false);
+	err = layout_cut_over(&a.cfg, &fake_store_ops, &a.store, &fake_clock, NULL,
+			      &wide, false);
 	check(!err, "far ahead: ... and then has nothing to do");
 
 	/* A host that finds no layout record does not write one far ahead. */
