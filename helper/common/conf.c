@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "conf.h"
 #include "decimal.h"
@@ -252,6 +253,54 @@ int conf_apply_flag(struct conf *c, int argc, char *argv[], int *i)
 	if (parse(c, k, value, why, sizeof(why))) {
 		fprintf(stderr, "%s: --%.*s: %s\n", c->prog, (int)len, arg, why);
 		return -1;
+	}
+	return 0;
+}
+
+int conf_load(struct conf *c, const struct conf_program *p, int argc,
+	      char *argv[])
+{
+	const char *path;
+	int i, ret;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			fputs(p->usage, stdout);
+			return 1;
+		}
+		if (!strcmp(argv[i], "--version")) {
+			printf("%s %s\n", c->prog, p->version);
+			return 1;
+		}
+	}
+	if (conf_path_flag(c, argc, argv, &path))
+		return -1;
+	/* The default file is read if it is there; one named must be. */
+	if (path ? conf_apply_file(c, path) :
+	    !access(p->default_path, F_OK) && conf_apply_file(c, p->default_path))
+		return -1;
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--config")) {
+			i++;
+			continue;
+		}
+		if (!strncmp(argv[i], "--config=", 9))
+			continue;
+		if (!strcmp(argv[i], "--check-config")) {
+			*p->check_only = true;
+			continue;
+		}
+		ret = p->flag ? p->flag(p->flag_arg, argc, argv, &i) : 1;
+		if (ret == 1)
+			ret = conf_apply_flag(c, argc, argv, &i);
+		if (ret < 0)
+			return -1;
+		if (ret == 1) {
+			fprintf(stderr, "%s: %s '%s' (try --help)\n", c->prog,
+				strncmp(argv[i], "--", 2) ? "unexpected argument" :
+				"unknown option", argv[i]);
+			return -1;
+		}
 	}
 	return 0;
 }

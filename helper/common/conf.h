@@ -90,6 +90,35 @@ int conf_path_flag(const struct conf *c, int argc, char *argv[], const char **pa
  */
 int conf_apply_flag(struct conf *c, int argc, char *argv[], int *i);
 
+/*
+ * What a program's command line holds beside its table's keys, for
+ * conf_load().
+ */
+struct conf_program {
+	const char *usage;		/* --help (or -h) prints it on stdout */
+	const char *version;		/* --version prints "PROG VERSION" */
+	const char *default_path;	/* read if it is there, unless --config */
+	bool *check_only;		/* set by --check-config */
+	/*
+	 * A flag of the program's own (NULL: none), argv[*i]: 0 with *i at
+	 * its last word, 1 when it is not one, or -1 after saying why.
+	 */
+	int (*flag)(void *arg, int argc, char *argv[], int *i);
+	void *flag_arg;
+};
+
+/*
+ * The one driver of every program's configuration: --help or --version
+ * anywhere in argv is answered alone (1); otherwise the file --config
+ * names (it must be there), or p->default_path if it is there, and then
+ * every word of argv in order: --config FILE (read already),
+ * --check-config, the program's own flags, the table's keys, and anything
+ * else is an unknown option or an unexpected argument.  0, 1, or -1
+ * after saying why.  c->path is the file read, if any.
+ */
+int conf_load(struct conf *c, const struct conf_program *p, int argc,
+	      char *argv[]);
+
 /* Whether the table's key was given, by the file or a flag. */
 bool conf_given(const struct conf *c, const char *key);
 

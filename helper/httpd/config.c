@@ -7,7 +7,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "api.h"
 #include "conf.h"
@@ -363,14 +362,21 @@ static int set_defaults(struct httpd_config *cfg)
 	       0 : -1;
 }
 
+/* What --listen and --grpc-listen have replaced: the file's lists, once. */
+struct listen_flags {
+	struct httpd_config *cfg;
+	bool replaced[2];
+};
+
 /*
  * --listen or --grpc-listen, repeatable: the first replaces the file's
  * list, the others add to it.  0 (taken), 1 (another flag), -1 (said why).
  */
-static int listen_flag(struct httpd_config *cfg, int argc, char *argv[], int *i,
-		       bool replaced[2])
+static int listen_flag(void *arg, int argc, char *argv[], int *i)
 {
 	static const char *const flags[2] = { "--listen", "--grpc-listen" };
+	struct listen_flags *lf = arg;
+	struct httpd_config *cfg = lf->cfg;
 	const char *value = NULL;
 	unsigned int f, *nr;
 	char **list;
@@ -393,9 +399,9 @@ static int listen_flag(struct httpd_config *cfg, int argc, char *argv[], int *i,
 	f--;
 	list = f ? cfg->grpc_listen : cfg->listen;
 	nr = f ? &cfg->nr_grpc_listen : &cfg->nr_listen;
-	if (!replaced[f])
+	if (!lf->replaced[f])
 		free_list(list, nr);
-	replaced[f] = true;
+	lf->replaced[f] = true;
 	if (*nr == HTTPD_MAX_LISTEN) {
 		fprintf(stderr, PROG ": %s: more than %d addresses\n", flags[f],
 			HTTPD_MAX_LISTEN);
@@ -416,57 +422,27 @@ static int listen_flag(struct httpd_config *cfg, int argc, char *argv[], int *i,
 
 int httpd_config_load(struct httpd_config *cfg, int argc, char *argv[])
 {
-	bool replaced[2] = { false, false };
-	const char *path;
+	struct listen_flags lf = { cfg, { false, false } };
+	const struct conf_program prog = {
+		.usage = usage,
+		.version = IDGEN_VERSION,
+		.default_path = HTTPD_CONFIG_DEFAULT_PATH,
+		.check_only = &cfg->check_only,
+		.flag = listen_flag,
+		.flag_arg = &lf,
+	};
 	struct conf c;
-	int i, ret;
+	int ret;
 
 	if (set_defaults(cfg)) {
 		fprintf(stderr, PROG ": out of memory\n");
 		return -1;
 	}
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(usage, stdout);
-			return 1;
-		}
-		if (!strcmp(argv[i], "--version")) {
-			printf(PROG " %s\n", IDGEN_VERSION);
-			return 1;
-		}
-	}
 	conf_init(&c, PROG, items, NR_ITEMS, cfg);
-	if (conf_path_flag(&c, argc, argv, &path))
-		return -1;
-	/* The default file is read if it is there; one named must be. */
-	if (path ? conf_apply_file(&c, path) :
-	    !access(HTTPD_CONFIG_DEFAULT_PATH, F_OK) &&
-	    conf_apply_file(&c, HTTPD_CONFIG_DEFAULT_PATH))
-		return -1;
+	ret = conf_load(&c, &prog, argc, argv);
+	if (ret)
+		return ret;
 	cfg->path = c.path;
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--config")) {
-			i++;
-			continue;
-		}
-		if (!strncmp(argv[i], "--config=", 9))
-			continue;
-		if (!strcmp(argv[i], "--check-config")) {
-			cfg->check_only = true;
-			continue;
-		}
-		ret = listen_flag(cfg, argc, argv, &i, replaced);
-		if (ret == 1)
-			ret = conf_apply_flag(&c, argc, argv, &i);
-		if (ret < 0)
-			return -1;
-		if (ret == 1) {
-			fprintf(stderr, PROG ": %s '%s' (try --help)\n",
-				strncmp(argv[i], "--", 2) ? "unexpected argument" :
-				"unknown option", argv[i]);
-			return -1;
-		}
-	}
 	return check_quotas(cfg);
 }
 

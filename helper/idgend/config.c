@@ -349,20 +349,11 @@ int config_load_text(struct config *cfg, const char *name, const char *text,
 }
 
 /* A flag of idgend's own, not a key: 0 (taken), 1 (not one), -1 (said why). */
-static int own_flag(struct config *cfg, int argc, char *argv[], int *i)
+static int own_flag(void *cfg_, int argc, char *argv[], int *i)
 {
+	struct config *cfg = cfg_;
 	const char *arg = argv[*i];
 
-	if (!strcmp(arg, "--config")) {
-		++*i;
-		return 0;
-	}
-	if (!strncmp(arg, "--config=", 9))
-		return 0;
-	if (!strcmp(arg, "--check-config")) {
-		cfg->check_only = true;
-		return 0;
-	}
 	/* A flag only: a key in the file would outlive the one start. */
 	if (!strcmp(arg, "--fresh-state")) {
 		cfg->fresh_state = true;
@@ -389,9 +380,16 @@ static int own_flag(struct config *cfg, int argc, char *argv[], int *i)
 
 int config_load(struct config *cfg, int argc, char *argv[])
 {
-	const char *path;
+	const struct conf_program prog = {
+		.usage = usage,
+		.version = IDGEN_VERSION,
+		.default_path = CONFIG_DEFAULT_PATH,
+		.check_only = &cfg->check_only,
+		.flag = own_flag,
+		.flag_arg = cfg,
+	};
 	struct conf c;
-	int i, ret;
+	int ret;
 
 	set_defaults(cfg);
 	if (!cfg->device || !cfg->owner || !cfg->state_file || !cfg->prefix ||
@@ -400,37 +398,11 @@ int config_load(struct config *cfg, int argc, char *argv[])
 		fprintf(stderr, "idgend: out of memory\n");
 		return -1;
 	}
-	for (i = 1; i < argc; i++) {
-		if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-			fputs(usage, stdout);
-			return 1;
-		}
-		if (!strcmp(argv[i], "--version")) {
-			printf("idgend %s\n", IDGEN_VERSION);
-			return 1;
-		}
-	}
 	conf_init(&c, "idgend", items, NR_ITEMS, cfg);
-	if (conf_path_flag(&c, argc, argv, &path))
-		return -1;
-	/* The default file is read if it is there; one named must be. */
-	if (path ? conf_apply_file(&c, path) :
-	    !access(CONFIG_DEFAULT_PATH, F_OK) && conf_apply_file(&c, CONFIG_DEFAULT_PATH))
-		return -1;
+	ret = conf_load(&c, &prog, argc, argv);
+	if (ret)
+		return ret;
 	cfg->path = c.path;
-	for (i = 1; i < argc; i++) {
-		ret = own_flag(cfg, argc, argv, &i);
-		if (ret == 1)
-			ret = conf_apply_flag(&c, argc, argv, &i);
-		if (ret < 0)
-			return -1;
-		if (ret == 1) {
-			fprintf(stderr, "idgend: %s '%s' (try --help)\n",
-				strncmp(argv[i], "--", 2) ? "unexpected argument" :
-				"unknown option", argv[i]);
-			return -1;
-		}
-	}
 	if (mode_defaults(cfg, &c))
 		return -1;
 	return check(cfg);
