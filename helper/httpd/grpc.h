@@ -72,6 +72,7 @@ struct grpc_limits {
 	unsigned int max_streams;
 	unsigned int idle_timeout_s;
 	unsigned int timeout_s;
+	unsigned int handshake_timeout_s;	/* with TLS (api->tls) */
 };
 
 struct grpc_server;

@@ -5,12 +5,14 @@
  * session do or hold, and its timeouts.  What happens on its streams is
  * grpc_stream.c's; the listener that accepts it, grpc_listen.c's.
  */
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "grpc_conn.h"
@@ -36,6 +38,117 @@ static ssize_t plain_send(struct grpc_conn *c, const uint8_t *buf, size_t len)
 }
 
 static const struct grpc_transport plain = { .recv = plain_recv, .send = plain_send };
+
+/* TLS's records (tls.h), errors as errno. */
+static ssize_t tls_io_recv(struct grpc_conn *c, uint8_t *buf, size_t len)
+{
+	ssize_t n = tls_recv(c->tls, buf, len);
+
+	if (n < 0) {
+		errno = -n;
+		return -1;
+	}
+	return n;
+}
+
+static ssize_t tls_io_send(struct grpc_conn *c, const uint8_t *buf, size_t len)
+{
+	ssize_t n = tls_send(c->tls, buf, len);
+
+	if (n < 0) {
+		errno = -n;
+		return -1;
+	}
+	return n;
+}
+
+static const struct grpc_transport tls_io = { .recv = tls_io_recv, .send = tls_io_send };
+
+int grpc_conn_tls(struct grpc_conn *c, struct tls *tls)
+{
+	struct tls_ctx *ctx = tls_current(tls);
+
+	if (tls_session_new(ctx, c->fd, TLS_ALPN_H2, &c->tls)) {
+		tls_ctx_put(ctx);
+		c->tls = NULL;
+		return -1;
+	}
+	c->tls_ctx = ctx;
+	c->io = &tls_io;
+	return 0;
+}
+
+const char *grpc_conn_caller(const struct grpc_conn *c)
+{
+	return c->peer ? c->peer->caller : NULL;
+}
+
+/*
+ * Handshakes that fail come in floods (a port scan, a client without a
+ * certificate): a line at most every LOG_EVERY_S, saying how many more.
+ */
+#define LOG_EVERY_S	10
+
+static void log_handshake(const struct grpc_conn *c, const char *why)
+{
+	static _Atomic int64_t last;
+	static _Atomic unsigned long skipped;
+	char addr[INET6_ADDRSTRLEN] = "?";
+	struct sockaddr_storage sa;
+	socklen_t salen = sizeof(sa);
+	struct timespec now;
+	int64_t then;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	then = atomic_load(&last);
+	if ((then && now.tv_sec - then < LOG_EVERY_S) ||
+	    !atomic_compare_exchange_strong(&last, &then, now.tv_sec ?: 1)) {
+		atomic_fetch_add(&skipped, 1);
+		return;
+	}
+	if (!getpeername(c->fd, (struct sockaddr *)&sa, &salen))
+		inet_ntop(sa.ss_family, sa.ss_family == AF_INET6 ?
+			  (void *)&((struct sockaddr_in6 *)&sa)->sin6_addr :
+			  (void *)&((struct sockaddr_in *)&sa)->sin_addr, addr, sizeof(addr));
+	log_notice("gRPC %s: a TLS handshake from %s failed: %s (%lu more since the "
+		   "line before; a line at most every %d s)", c->srv ? c->srv->addr : "",
+		   addr, why, atomic_exchange(&skipped, 0), LOG_EVERY_S);
+}
+
+/*
+ * The handshake's next step.  Done, the peer's caller is read (with a
+ * client CA), and the session's SETTINGS, queued since the connection
+ * opened, go out first.
+ */
+static void tls_step(struct grpc_conn *c)
+{
+	const char *why = "";
+	char pwhy[512];
+	int ret;
+
+	ret = tls_handshake_step(c->tls, TLS_ALPN_H2, &c->tls_want_write, &why);
+	if (ret == TLS_WANT)
+		return;
+	if (ret < 0) {
+		log_handshake(c, why);
+		c->failed = true;
+		return;
+	}
+	if (tls_ctx_mtls(c->tls_ctx)) {
+		c->peer = malloc(sizeof(*c->peer));
+		if (!c->peer || tls_peer_of(c->tls_ctx, c->tls, c->peer, pwhy, sizeof(pwhy)) ||
+		    !c->peer->certified) {
+			if (c->api->metrics)
+				atomic_fetch_add(&c->api->metrics->tls_peers_refused, 1);
+			log_handshake(c, c->peer ? pwhy : "out of memory");
+			c->failed = true;
+			return;
+		}
+	}
+	c->tls_done = true;
+	if (grpc_conn_flush(c))
+		c->failed = true;
+}
 
 /* What of buf the transport took: n >= 0, or -1 to close (errno's not EAGAIN). */
 static ssize_t transport_send(struct grpc_conn *c, const uint8_t *buf, size_t len)
@@ -68,6 +181,8 @@ int grpc_conn_flush(struct grpc_conn *c)
 			;
 		return n < 0 ? -1 : 0;
 	}
+	if (c->tls && !c->tls_done)
+		return 0;	/* nothing of HTTP/2 before the handshake is done */
 	for (;;) {
 		while (c->unsent) {
 			n = transport_send(c, c->unsent + c->unsent_off,
@@ -131,7 +246,9 @@ void grpc_conn_watch(struct grpc_conn *c)
 	 * are what lets its answers out.  What it is owed is bounded by its
 	 * streams, one answer each, and cut off after timeout_s untaken.
 	 */
-	if (nghttp2_session_want_read(c->session))
+	if (c->tls && !c->tls_done)
+		ev = EPOLLIN | (c->tls_want_write ? EPOLLOUT : 0);
+	else if (nghttp2_session_want_read(c->session))
 		ev |= EPOLLIN;
 	if (c->blocked)
 		ev |= EPOLLOUT;
@@ -262,6 +379,14 @@ void grpc_conn_free(struct grpc_conn *c)
 	/* No close callback runs from here: the streams' calls are cancelled. */
 	nghttp2_session_del(c->session);
 	grpc_streams_free(c);
+	if (c->tls) {
+		/* close_notify, if the socket takes it now; never waited for. */
+		if (c->tls_done && !c->failed)
+			gnutls_bye(c->tls, GNUTLS_SHUT_WR);
+		gnutls_deinit(c->tls);
+		tls_ctx_put(c->tls_ctx);
+		free(c->peer);
+	}
 	if (c->fd >= 0)
 		close(c->fd);
 	free(c->unsent);
@@ -298,14 +423,23 @@ void grpc_conn_event(struct grpc_conn *c, uint32_t events)
 
 	if (events & (EPOLLERR | EPOLLHUP))
 		c->failed = true;
+	if (!c->failed && c->tls && !c->tls_done) {
+		tls_step(c);
+		if (c->failed || !c->tls_done)
+			return;
+		events |= EPOLLIN;	/* the preface may have come with it */
+	}
 	if (!c->failed && (events & EPOLLOUT) && grpc_conn_flush(c))
 		c->failed = true;
-	if (!c->failed && (events & EPOLLIN)) {
+	/* TLS may hold records already read from the socket: those too. */
+	while (!c->failed && (events & EPOLLIN)) {
 		n = c->io->recv(c, buf, sizeof(buf));
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 			c->failed = true;
 		else if (n > 0 && conn_recv(c, buf, n))
 			c->failed = true;
+		if (n <= 0 || !c->tls || !tls_pending(c->tls))
+			break;
 	}
 }
 
@@ -315,6 +449,19 @@ static void conn_timeouts(struct grpc_conn *c, uint64_t now)
 	const struct grpc_server *s = c->srv;
 	const uint64_t timeout = c->lim->timeout_s * NS_PER_S;
 	const uint64_t idle = c->lim->idle_timeout_s * NS_PER_S;
+
+	/*
+	 * A TLS handshake not done within its bound: held half-finished or
+	 * trickled, it has its slot no longer.  Nothing else runs before it.
+	 */
+	if (c->tls && !c->tls_done) {
+		if (now - c->opened_ns > c->lim->handshake_timeout_s * NS_PER_S) {
+			c->failed = true;
+			if (c->api->metrics)
+				atomic_fetch_add(&c->api->metrics->tls_handshake_timeouts, 1);
+		}
+		return;
+	}
 
 	/* Owed bytes the peer takes none of, for timeout_s: cut off. */
 	if (!c->queued && !c->blocked)
@@ -356,6 +503,10 @@ void grpc_conn_stop(struct grpc_conn *c)
 {
 	struct grpc_stream *st;
 
+	if (c->tls && !c->tls_done) {
+		c->failed = true;	/* no request on it yet: nothing to drain */
+		return;
+	}
 	nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE,
 			      nghttp2_session_get_last_proc_stream_id(c->session),
 			      NGHTTP2_NO_ERROR, NULL, 0);

@@ -15,11 +15,13 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include <gnutls/gnutls.h>
 #include <nghttp2/nghttp2.h>
 
 #include "api.h"
 #include "grpc.h"
 #include "list.h"
+#include "tls.h"
 
 #define NS_PER_S	1000000000ULL
 #define NS_PER_MS	1000000ULL
@@ -48,9 +50,9 @@ struct grpc_server {
 struct grpc_conn;
 
 /*
- * How a connection's bytes reach its peer, below HTTP/2: a plain socket
- * today.  TLS would be a second pair of these over the socket (its
- * handshake done before the session's first byte); nothing above them
+ * How a connection's bytes reach its peer, below HTTP/2: a plain socket,
+ * or with TLS (api->tls) GnuTLS's records over it, its handshake done
+ * before the session's first byte (grpc_conn_tls()); nothing above them
  * touches the socket.  Each returns as recv(2) and send(2) do.
  */
 struct grpc_transport {
@@ -89,6 +91,16 @@ struct grpc_conn {
 	bool dead;			/* closed; freed after this round of events */
 	bool served;			/* a whole request came: past the handshake */
 	uint32_t events;		/* what epoll watches now */
+	/*
+	 * With TLS: its session, the context it began with (held until it
+	 * closes: a reload does not touch it), whether the handshake is done
+	 * and which way it waits, and with a client CA the caller its
+	 * certificate proves.
+	 */
+	gnutls_session_t tls;
+	struct tls_ctx *tls_ctx;
+	bool tls_done, tls_want_write;
+	struct tls_peer *peer;
 };
 
 /*
@@ -97,6 +109,15 @@ struct grpc_conn {
  * The listener sets srv and key.
  */
 struct grpc_conn *grpc_conn_new(struct api *api, const struct grpc_limits *lim, int fd);
+
+/*
+ * c speaks TLS on tls's context in force now (ALPN h2), its handshake
+ * first: 0, or -1 (out of memory) with c unchanged.
+ */
+int grpc_conn_tls(struct grpc_conn *c, struct tls *tls);
+
+/* The caller c's client certificate proves (next_ask.authenticated), or NULL. */
+const char *grpc_conn_caller(const struct grpc_conn *c);
 
 /* c, its session, its streams (their calls on the lane cancelled), its socket. */
 void grpc_conn_free(struct grpc_conn *c);

@@ -114,6 +114,10 @@ static void accept_one(struct grpc_server *s)
 	}
 	c->srv = s;
 	memcpy(c->key, key, sizeof(key));
+	if (s->api->tls && grpc_conn_tls(c, s->api->tls)) {
+		grpc_conn_free(c);
+		return;
+	}
 	c->events = EPOLLIN;
 	e = (struct epoll_event){ .events = EPOLLIN, .data.ptr = c };
 	if (epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, fd, &e)) {

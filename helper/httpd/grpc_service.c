@@ -88,9 +88,12 @@ static int next_reply(const struct next *n, struct grpc_reply *out)
 }
 
 static int next_ids(struct api *api, const uint8_t *req, size_t len,
-		    uint64_t deadline_ns, struct grpc_reply *out, struct grpc_next **deferred)
+		    uint64_t deadline_ns, const char *authenticated,
+		    struct grpc_reply *out, struct grpc_next **deferred)
 {
-	struct next_ask ask = { .deadline_ns = deadline_ns, .fd = -1 };
+	struct next_ask ask = {
+		.deadline_ns = deadline_ns, .fd = -1, .authenticated = authenticated,
+	};
 	Idgen__V1__NextIdsRequest *rq;
 	struct grpc_next *d;
 	enum next_status st;
@@ -242,8 +245,8 @@ static int min_id_at(const uint8_t *req, size_t len, struct grpc_reply *out)
 }
 
 int grpc_call(struct api *api, enum metrics_grpc_method m, const uint8_t *req,
-	      size_t len, uint64_t deadline_ns, struct grpc_reply *out,
-	      struct grpc_next **d)
+	      size_t len, uint64_t deadline_ns, const char *authenticated,
+	      struct grpc_reply *out, struct grpc_next **d)
 {
 	int st;
 
@@ -254,7 +257,7 @@ int grpc_call(struct api *api, enum metrics_grpc_method m, const uint8_t *req,
 			      "the call was read");
 	switch (m) {
 	case GRPC_NEXT_IDS:
-		return next_ids(api, req, len, deadline_ns, out, d);
+		return next_ids(api, req, len, deadline_ns, authenticated, out, d);
 	case GRPC_DECODE_ID:
 		return decode_id(api, req, len, out);
 	case GRPC_MIN_ID_AT:

@@ -45,13 +45,14 @@ struct grpc_next;
 /*
  * Answer a unary call of method m (not a health Watch) to the request
  * message req (len bytes).  deadline_ns (CLOCK_MONOTONIC; 0: none) is
- * the caller's.  0 with *out made; 1 when the call is a large NextIds
+ * the caller's; authenticated, the caller the connection's client
+ * certificate proves, or NULL (next.h's next_ask).  0 with *out made; 1 when the call is a large NextIds
  * to be minted on the lane: *d is set, nothing in *out, and
  * grpc_next_submit(*d) follows; or -ENOMEM.
  */
 int grpc_call(struct api *api, enum metrics_grpc_method m, const uint8_t *req,
-	      size_t len, uint64_t deadline_ns, struct grpc_reply *out,
-	      struct grpc_next **d);
+	      size_t len, uint64_t deadline_ns, const char *authenticated,
+	      struct grpc_reply *out, struct grpc_next **d);
 
 /*
  * Mint d on the lane; done(d, arg) once it is, on the lane's thread or

@@ -494,7 +494,8 @@ static void dispatch(struct grpc_stream *st)
 		request_free(st);
 		return;
 	}
-	ret = grpc_call(c->api, st->method, msg, st->req_len, st->deadline_ns, &r, &d);
+	ret = grpc_call(c->api, st->method, msg, st->req_len, st->deadline_ns,
+			grpc_conn_caller(c), &r, &d);
 	request_free(st);
 	if (ret < 0)
 		grpc_stream_status(st, GRPC_RESOURCE_EXHAUSTED, "out of memory");

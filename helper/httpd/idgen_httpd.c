@@ -165,12 +165,6 @@ static int tls_files(const struct httpd_config *cfg, struct tls_files *f)
 	}
 	if (!*cfg->tls_cert)
 		return 0;
-	/* Not yet: TLS must never leave a listener plaintext unsaid. */
-	if (cfg->nr_grpc_listen) {
-		fprintf(stderr, "idgen-httpd: grpc_listen with tls_cert: gRPC over TLS "
-			"is not built yet, and it will not serve h2c in its place\n");
-		return 1;
-	}
 	*f = (struct tls_files){
 		.cert = cfg->tls_cert,
 		.key = cfg->tls_key,
@@ -364,6 +358,7 @@ int main(int argc, char *argv[])
 		.max_streams = cfg.grpc_max_streams,
 		.idle_timeout_s = cfg.grpc_idle_timeout_s,
 		.timeout_s = cfg.timeout_s,
+		.handshake_timeout_s = cfg.tls_handshake_timeout_s,
 	};
 	for (i = 0; !ret && i < cfg.nr_grpc_listen; i++) {
 		grpc[i] = grpc_server_start(cfg.grpc_listen[i], &glim, &api);
@@ -371,8 +366,8 @@ int main(int argc, char *argv[])
 			ret = 1;
 			break;
 		}
-		log_info("serving gRPC (idgen.v1.IdGen, h2c) on %s (port %u)",
-			 cfg.grpc_listen[i], grpc_server_port(grpc[i]));
+		log_info("serving gRPC (idgen.v1.IdGen, %s) on %s (port %u)",
+			 tls ? "TLS" : "h2c", cfg.grpc_listen[i], grpc_server_port(grpc[i]));
 	}
 	while (!ret) {
 		do {

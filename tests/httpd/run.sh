@@ -643,6 +643,10 @@ tap_run tls bash "$here/tls_live.sh" "$httpd" "$work"
 # ... and hostile input on the TLS port: plaintext, garbage, handshakes
 # held or trickled, renegotiation, a flood (tls_hostile.py).
 tap_run tls-hostile /usr/bin/python3 "$here/tls_hostile.py" "$httpd" "$work" "$work/tls/certs"
+tap_run tls-hostile-grpc /usr/bin/python3 "$here/tls_hostile.py" "$httpd" "$work" "$work/tls/certs" grpc
+# ... gRPC over TLS with client certificates, through grpcio's
+# ssl_channel_credentials (grpc_tls_test.py); grpc-js below.
+tap_run grpc-tls /usr/bin/python3 "$here/grpc_tls_test.py" "$httpd" "$work" "$work/tls/certs"
 
 # ---- the gRPC face, through grpcio and raw HTTP/2 (grpc_test.py) --------
 # Debian's grpcio is for Debian's python3, whatever else is first in PATH.
@@ -671,6 +675,16 @@ if tap_step "@grpc/grpc-js and @grpc/proto-loader as grpc-node/package-lock.json
 		stop
 	else
 		not_ok "idgen-httpd --grpc-listen starts for the Node client"
+	fi
+	# ... and over TLS, a client certificate the caller (grpc-node/tls.mjs).
+	c=$work/tls/certs
+	if start "$work/grpc-node-tls.log" --device sim:45 --clock-check no --grpc-listen 127.0.0.1:0 \
+		--tls-cert "$c/server.pem" --tls-key "$c/server.key" --tls-client-ca "$c/ca.pem" \
+		--caller-map "$c/callers.map" --callers 'order-service billing'; then
+		tap_run grpc-node-tls node "$here/grpc-node/tls.mjs" "$(grpc_port "$work/grpc-node-tls.log")" "$c"
+		stop
+	else
+		not_ok "idgen-httpd --grpc-listen with TLS starts for the Node client"
 	fi
 fi
 
