@@ -19,6 +19,7 @@
 
 #include <openssl/crypto.h>
 
+#include "credential.h"
 #include "decimal.h"
 #include "ff1.h"
 #include "internal.h"
@@ -429,40 +430,6 @@ IDGEN_EXPORT int idgen_key_parse(const char *text, size_t len, uint32_t *version
 	return 0;
 }
 
-/*
- * Whether path, group-readable, is a credential as systemd lays them out
- * (LoadCredential=): a file directly in $CREDENTIALS_DIRECTORY, of this
- * process's group (systemd's 0440 for the service's user and group,
- * which DynamicUser= makes its own), and that directory of this user or
- * root, writable by nobody and closed to others (0500 or 0550).  No one
- * but the service reads it there, so it is as private as a 0600 file
- * elsewhere; outside it, 0440 is refused as before.
- */
-static bool systemd_credential(const char *path, const struct stat *st)
-{
-	const char *dir = getenv("CREDENTIALS_DIRECTORY");
-	struct stat dst, pst;
-	char *real, *slash;
-	bool ok = false;
-
-	if ((st->st_mode & 077) != S_IRGRP || st->st_gid != getegid() ||
-	    !dir || dir[0] != '/' || stat(dir, &dst) || !S_ISDIR(dst.st_mode) ||
-	    (dst.st_uid != geteuid() && dst.st_uid != 0) ||
-	    (dst.st_mode & (S_IWUSR | S_IWGRP | S_IRWXO)))
-		return false;
-	real = realpath(path, NULL);
-	if (!real)
-		return false;
-	slash = strrchr(real, '/');
-	if (slash) {
-		*(slash == real ? slash + 1 : slash) = '\0';
-		ok = !stat(real, &pst) && pst.st_dev == dst.st_dev &&
-		     pst.st_ino == dst.st_ino;
-	}
-	free(real);
-	return ok;
-}
-
 IDGEN_EXPORT int idgen_keyring_load(struct idgen_keyring *kr, const char *path,
 				    char *err, size_t errlen)
 {
@@ -493,7 +460,7 @@ IDGEN_EXPORT int idgen_keyring_load(struct idgen_keyring *kr, const char *path,
 	 * As ssh does for its keys: whoever else could write the file could
 	 * plant a key of their own, so only this user or root owns it and
 	 * only the owner writes it; and only the owner reads it, but for a
-	 * credential systemd gave the service (systemd_credential()).
+	 * credential systemd gave the service (idgen_systemd_credential()).
 	 */
 	if (st.st_uid != geteuid() && st.st_uid != 0) {
 		close(fd);
@@ -508,7 +475,7 @@ IDGEN_EXPORT int idgen_keyring_load(struct idgen_keyring *kr, const char *path,
 				"writable by group or others (mode %04o): a key file must be "
 				"mode 0600 (chmod 600 %s)", (unsigned int)(st.st_mode & 07777), path);
 	}
-	if (st.st_mode & (S_IRGRP | S_IROTH) && !systemd_credential(path, &st)) {
+	if (st.st_mode & (S_IRGRP | S_IROTH) && !idgen_systemd_credential(path, &st)) {
 		close(fd);
 		return key_fail(err, errlen, -EACCES, path,
 				"readable by group or others (mode %04o): a key file must be "

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: LGPL-2.1-or-later */
+/*
+ * The one rule for a secret file that systemd handed the service as a
+ * credential (LoadCredential=): libidgen's public-ID key files
+ * (idgen_keyring_load()) and idgend's key and password files
+ * (helper/idgend/etcd_creds.c) both take a group-readable file only so.
+ * Not part of the library's ABI: built with hidden visibility into
+ * libidgen.a, which idgend links.
+ */
+#ifndef LIBIDGEN_CREDENTIAL_H
+#define LIBIDGEN_CREDENTIAL_H
+
+#include <stdbool.h>
+#include <sys/stat.h>
+
+/*
+ * Whether path, whose stat(2) is *st and which is group-readable, is a
+ * credential as systemd lays them out: a file directly in
+ * $CREDENTIALS_DIRECTORY, of this process's group (systemd's 0440 for
+ * the service's user and group, which DynamicUser= makes its own), and
+ * that directory of this user or root, writable by nobody and closed to
+ * others (0500 or 0550).  No one but the service reads it there, so it is
+ * as private as a 0600 file elsewhere; outside it, 0440 is refused.
+ */
+bool idgen_systemd_credential(const char *path, const struct stat *st);
+
+#endif /* LIBIDGEN_CREDENTIAL_H */
