@@ -17,6 +17,29 @@
 #                               SIGKILLed (status 137) if still up by SECS
 #   daemon_kill_all             SIGKILL whatever still runs (thawed first)
 #   gnow                        the wall clock in ms since the idgen epoch
+#
+# What every suite that runs daemons starts with, and starts them with:
+#
+#   daemon_workdir SUITE [FN]   $work, a new build/idgend-SUITE.XXXXXX; at
+#                               exit FN (if given) runs, then every daemon
+#                               and etcd member (etcd-lib.sh) is killed,
+#                               and $work is removed if every test passed,
+#                               else kept for inspection
+#   sim_daemon NAME MODE ARGS...  daemon_start NAME --mode MODE on a
+#                               simulated generator of its own,
+#                               sim:$work/NAME.gen, which logs every push
+#                               and revoke to $work/NAME.gen.log
+#   etcd_daemon NAME ARGS...    sim_daemon NAME etcd, not waiting for a
+#                               synchronised clock (the host's may not be)
+#   pushes NAME, revokes NAME   how many pushes and revokes its simulated
+#                               generator logged
+
+# It sources what every such suite uses: tests/lib/tap.sh (from $top, the
+# tree's top, which the suite sets first) and etcd-lib.sh.
+# shellcheck source=../lib/tap.sh
+. "$top/tests/lib/tap.sh"
+# shellcheck source=etcd-lib.sh
+. "${BASH_SOURCE[0]%/*}/etcd-lib.sh"
 
 declare -A PID
 IDGEND_WRAP=()
@@ -81,3 +104,43 @@ daemon_kill_all() {
 
 EPOCH_MS=1767225600000
 gnow() { echo $(($(date +%s%3N) - EPOCH_MS)); }
+
+daemon_workdir() {
+	mkdir -p "$top/build" &&
+		work=$(mktemp -d "$top/build/idgend-$1.XXXXXX") || exit 1
+	DAEMON_ON_EXIT=${2:-}
+	trap daemon_cleanup EXIT
+}
+
+daemon_cleanup() {
+	[ -n "$DAEMON_ON_EXIT" ] && "$DAEMON_ON_EXIT"
+	daemon_kill_all
+	etcd_cleanup
+	wait 2>/dev/null
+	if [ "$status" -eq 0 ]; then
+		rm -rf "$work"
+	else
+		echo "# kept for inspection: ${work#"$top"/}"
+	fi
+}
+
+sim_daemon() {
+	local name=$1 mode=$2
+	shift 2
+	daemon_start "$name" --mode "$mode" --device "sim:$work/$name.gen" "$@"
+}
+
+etcd_daemon() {
+	local name=$1
+	shift
+	sim_daemon "$name" etcd --require-clock-sync no "$@"
+}
+
+# gen_count NAME WORD: the lines of its generator's log that WORD names.
+gen_count() {
+	local c
+	c=$(grep -c " $2 " "$work/$1.gen.log" 2>/dev/null)
+	echo "${c:-0}"
+}
+pushes() { gen_count "$1" push; }
+revokes() { gen_count "$1" revoke; }

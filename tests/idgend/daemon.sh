@@ -12,35 +12,14 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 idgend=${1:-$top/helper/idgend/idgend}
-# shellcheck source=../lib/tap.sh
-. "$top/tests/lib/tap.sh"
-# shellcheck source=etcd-lib.sh
-. "$here/etcd-lib.sh"
 # shellcheck source=daemon-lib.sh
 . "$here/daemon-lib.sh"
 
-work=$(mktemp -d "$top/build/idgend-daemon.XXXXXX")
-
-cleanup() {
-	daemon_kill_all
+# fake_etcd.py, when it runs, stops with the rest.
+stop_fake() {
 	[ -n "${fake_pid:-}" ] && kill "$fake_pid" 2>/dev/null
-	etcd_cleanup
-	wait 2>/dev/null
-	if [ "$status" -eq 0 ]; then
-		rm -rf "$work"
-	else
-		echo "# kept for inspection: ${work#"$top"/}"
-	fi
 }
-trap cleanup EXIT
-
-# start NAME ARGS...: an idgend on a simulated generator of its own.
-start() {
-	local name=$1
-	shift
-	daemon_start "$name" --mode etcd --device "sim:$work/$name.gen" \
-		--require-clock-sync no "$@"
-}
+daemon_workdir daemon stop_fake
 
 # The worker number a daemon claimed or adopted, from its log.
 worker_of() {
@@ -48,12 +27,7 @@ worker_of() {
 		tail -n 1 | sed 's/.*w//'
 }
 
-# Fields of a daemon's simulated generator log.
-pushes() {
-	local c
-	c=$(grep -c ' push ' "$work/$1.gen.log" 2>/dev/null)
-	echo "${c:-0}"
-}
+# Fields of a daemon's simulated generator log (pushes: daemon-lib.sh).
 last_push_field() {
 	grep ' push ' "$work/$1.gen.log" | tail -n 1 | grep -Eo "$2=[0-9]+" | cut -d= -f2
 }
@@ -130,7 +104,7 @@ installs() {
 check "make install: binary, man page, unit (ExecStart at the prefix), example configuration" installs
 
 port=$(etcd_free_port)
-start unreachable "${fast[@]}" --endpoints "http://127.0.0.1:$port" --start-timeout-ms 1500
+etcd_daemon unreachable "${fast[@]}" --endpoints "http://127.0.0.1:$port" --start-timeout-ms 1500
 wait "${PID[unreachable]}"
 rc=$?
 unset "PID[unreachable]"
@@ -170,7 +144,7 @@ if check "a region of 25,000 records (etcd_fill.py)" \
 	# to record one above fences held for years.
 	recorded /big
 	# Roomier timeouts: a listing is 49 requests on a loaded machine.
-	start big --lease-ms 10000 --renew-ms 4000 --timeout-ms 2000 --claim-retry-ms 500 \
+	etcd_daemon big --lease-ms 10000 --renew-ms 4000 --timeout-ms 2000 --claim-retry-ms 500 \
 		--endpoints "$ep" --prefix /big
 	check "large region: claims the one free number, w99" \
 		wait_log big 'lease claimed: r0/w99,' 20
@@ -198,7 +172,7 @@ fi
 
 # The first endpoint answers 200 with garbage: reads go on to the member,
 # and the claim's write goes where the read was answered.
-start garbled "${fast[@]}" --prefix /garbled \
+etcd_daemon garbled "${fast[@]}" --prefix /garbled \
 	--endpoints "http://127.0.0.1:$port/via/${ep##*:}/garble,$ep"
 check "first endpoint answers garbage: the lease is claimed through the second" \
 	wait_log garbled 'lease claimed' 10
@@ -210,7 +184,7 @@ stop garbled
 check "... clean stop" test $? -eq 0
 
 # Only garbage at start: retried like an unreachable etcd, not fatal.
-start garbage "${fast[@]}" --prefix /garbage --start-timeout-ms 60000 \
+etcd_daemon garbage "${fast[@]}" --prefix /garbage --start-timeout-ms 60000 \
 	--endpoints "http://127.0.0.1:$port/via/${ep##*:}/garble"
 check "only garbage at start: retried, with a line saying so" \
 	wait_log garbage 'etcd is answering garbage .*retrying every 2000 ms' 10
@@ -221,7 +195,7 @@ check "... clean stop while it waits" test $? -eq 0
 # The first daemon under valgrind: its exit status is 99 on a leak or error.
 command -v valgrind >/dev/null &&
 	IDGEND_WRAP=(valgrind -q --leak-check=full --errors-for-leak-kinds=definite --error-exitcode=99)
-start a "${fast[@]}" --endpoints "$ep" --prefix /t1
+etcd_daemon a "${fast[@]}" --endpoints "$ep" --prefix /t1
 IDGEND_WRAP=()
 if wait_log a 'lease claimed' 20; then
 	ok "claim: lease claimed"
@@ -244,7 +218,7 @@ if wait_log a 'lease claimed' 20; then
 	# The same host again, every other number held: the floor is the
 	# last ms released.
 	fill /t1 $(($(gnow) + 600000)) "$w"
-	start a2 "${fast[@]}" --endpoints "$ep" --prefix /t1 --owner a
+	etcd_daemon a2 "${fast[@]}" --endpoints "$ep" --prefix /t1 --owner a
 	wait_log a2 'lease claimed' 10
 	check "claim after release: floor is the last ms released" \
 		test "$(first_push_field a2 floor)" = "$last"
@@ -253,7 +227,7 @@ if wait_log a 'lease claimed' 20; then
 	kill -KILL "${PID[a2]}"
 	wait "${PID[a2]}" 2>/dev/null
 	unset "PID[a2]"
-	start a2 "${fast[@]}" --endpoints "$ep" --prefix /t1 --owner a
+	etcd_daemon a2 "${fast[@]}" --endpoints "$ep" --prefix /t1 --owner a
 	check "restart: the lease the generator holds is adopted" \
 		wait_log a2 "lease adopted: r0/w$w," 10
 	check "restart: ... and not claimed anew" \
@@ -265,7 +239,7 @@ fi
 
 # 50 daemons race for the 128 numbers of one region.
 for ((i = 0; i < 50; i++)); do
-	start "r$i" --lease-ms 60000 --renew-ms 10000 --endpoints "$ep" --prefix /race
+	etcd_daemon "r$i" --lease-ms 60000 --renew-ms 10000 --endpoints "$ep" --prefix /race
 done
 claimed=0
 for ((i = 0; i < 50; i++)); do
@@ -295,7 +269,7 @@ check "race: all 50 released cleanly" test "$rcs" -eq 0
 # Pool exhaustion: a clear error, then a retry that succeeds.
 fill /full $(($(gnow) + 600000)) 77
 etcdctl_ put /full/r0/w/77 "{\"owner\":\"other\",\"valid_until_ms\":$(($(gnow) + 3000))}" >/dev/null
-start x "${fast[@]}" --endpoints "$ep" --prefix /full
+etcd_daemon x "${fast[@]}" --endpoints "$ep" --prefix /full
 check "exhaustion: a clear error" \
 	wait_log x 'no free worker number: all 128 are held; the first frees at ms' 10
 check "exhaustion: the daemon stays up, nothing pushed" \
@@ -306,12 +280,12 @@ stop x
 
 # Takeover after the holder froze: the new floor is the old fence.
 fill /take $(($(gnow) + 600000)) 5
-start h "${fast[@]}" --endpoints "$ep" --prefix /take --owner frozen
+etcd_daemon h "${fast[@]}" --endpoints "$ep" --prefix /take --owner frozen
 wait_log h 'lease claimed: r0/w5,' 10
 sleep 1.5
 kill -STOP "${PID[h]}"
 fence=$(last_push_field h until)
-start n "${fast[@]}" --endpoints "$ep" --prefix /take --owner newhost
+etcd_daemon n "${fast[@]}" --endpoints "$ep" --prefix /take --owner newhost
 if wait_log n 'lease claimed: r0/w5,' 20; then
 	floor=$(first_push_field n floor)
 	check "takeover: the new owner's floor ($floor) is at least the frozen holder's last fence ($fence)" \
@@ -338,11 +312,11 @@ windows() { /usr/bin/python3 "$here/windows.py" "${@/#/$work/}"; }
 
 # (a) X frozen past its lease, Y claims, X thaws.
 fill /twa $(($(gnow) + 600000)) 5
-start xa "${fast[@]}" --endpoints "$ep" --prefix /twa --owner same
+etcd_daemon xa "${fast[@]}" --endpoints "$ep" --prefix /twa --owner same
 wait_log xa 'lease claimed: r0/w5,' 10
 sleep 1.5
 kill -STOP "${PID[xa]}"
-start ya "${fast[@]}" --endpoints "$ep" --prefix /twa --owner same
+etcd_daemon ya "${fast[@]}" --endpoints "$ep" --prefix /twa --owner same
 check "twins (a): Y, with X's owner name, claims w5 once X's lease ran out" \
 	wait_log ya 'lease claimed: r0/w5,' 20
 from=$(log_lines xa)
@@ -359,15 +333,15 @@ check "twins (a): no two generators held overlapping windows on r0/w5" \
 
 # (b) X killed, Y claims, X restarts with its generator's lease.
 fill /twb $(($(gnow) + 600000)) 5
-start xb "${fast[@]}" --endpoints "$ep" --prefix /twb --owner same
+etcd_daemon xb "${fast[@]}" --endpoints "$ep" --prefix /twb --owner same
 wait_log xb 'lease claimed: r0/w5,' 10
 kill -KILL "${PID[xb]}"
 wait "${PID[xb]}" 2>/dev/null
-start yb "${fast[@]}" --endpoints "$ep" --prefix /twb --owner same
+etcd_daemon yb "${fast[@]}" --endpoints "$ep" --prefix /twb --owner same
 check "twins (b): Y claims w5 once the killed X's lease ran out" \
 	wait_log yb 'lease claimed: r0/w5,' 20
 from=$(log_lines xb)
-start xb "${fast[@]}" --endpoints "$ep" --prefix /twb --owner same
+etcd_daemon xb "${fast[@]}" --endpoints "$ep" --prefix /twb --owner same
 check "twins (b): X, restarted, does not adopt Y's record: revoked" \
 	wait_log xb 'the generator held r0/w5 .*another token: revoked' 10 "$from"
 check "twins (b): ... with the loud line" \
@@ -390,13 +364,13 @@ check "twins (b): no two generators held overlapping windows on r0/w5" \
 # container image with its /run, a cloned VM).  X frozen past its lease, Y
 # claims, X thaws: only the write nonce tells Y's record from X's own.
 fill /twc $(($(gnow) + 600000)) 5
-start xc "${fast[@]}" --endpoints "$ep" --prefix /twc --owner same
+etcd_daemon xc "${fast[@]}" --endpoints "$ep" --prefix /twc --owner same
 wait_log xc 'lease claimed: r0/w5,' 10
 sleep 1.5
 kill -STOP "${PID[xc]}"
 mkdir -p "$work/yc.run"
 cp "$work/xc.run/owner-token" "$work/yc.run/owner-token"
-start yc "${fast[@]}" --endpoints "$ep" --prefix /twc --owner same
+etcd_daemon yc "${fast[@]}" --endpoints "$ep" --prefix /twc --owner same
 check "one token (c): Y, with X's owner and token, claims w5 once X's lease ran out" \
 	wait_log yc 'lease claimed: r0/w5,' 20
 check "one token (c): ... with X's token (same boot: the file was kept)" \
@@ -415,12 +389,12 @@ check "one token (c): no two generators held overlapping windows on r0/w5" \
 
 # --- the layout record -------------------------------------------------------
 
-start la "${fast[@]}" --endpoints "$ep" --prefix /lay
+etcd_daemon la "${fast[@]}" --endpoints "$ep" --prefix /lay
 wait_log la 'lease claimed' 10
 check "layout: the first claim records the region's layout (3/7/12, from ms 0)" \
 	test "$(layout_field /lay worker_bits)/$(layout_field /lay seq_bits)/$(layout_field /lay from_ms)" = 7/12/0
 check "layout: pushed with every lease" grep -q ' push .*layout=3/7/12$' "$work/la.gen.log"
-start lb "${fast[@]}" --endpoints "$ep" --prefix /lay --layout 3/10/9
+etcd_daemon lb "${fast[@]}" --endpoints "$ep" --prefix /lay --layout 3/10/9
 wait "${PID[lb]}"
 rc=$?
 unset "PID[lb]"
@@ -444,7 +418,7 @@ check "cut-over: the old layout's next renewal fails; it revokes and exits 2" \
 last=$(grep -Eo 'revoke last=[0-9]+' "$work/la.gen.log" | tail -n 1 | cut -d= -f2)
 check "cut-over: ... its generator minted nothing at or above from_ms" \
 	test -n "$last" -a "$last" -lt "$from_ms" -a "$(last_push_field la until)" -le "$from_ms"
-start lc "${fast[@]}" --endpoints "$ep" --prefix /lay --layout 3/10/9
+etcd_daemon lc "${fast[@]}" --endpoints "$ep" --prefix /lay --layout 3/10/9
 check "cut-over: a host of the new layout claims" wait_log lc 'lease claimed' 15
 check "cut-over: ... pushing 3/10/9 with a floor at or above from_ms" \
 	test "$(first_push_field lc floor)" -ge "$from_ms" -a \
@@ -457,11 +431,11 @@ check "cut-over: a change of region bits is refused (exit 2)" \
 
 # One region width for the whole prefix: r0 of 2/8/12 worker 133 and r1
 # of 3/7/12 worker 5 share their node bits (0x85000).
-start wa "${fast[@]}" --endpoints "$ep" --prefix /width --region 0 --layout 2/8/12
+etcd_daemon wa "${fast[@]}" --endpoints "$ep" --prefix /width --region 0 --layout 2/8/12
 wait_log wa 'lease claimed' 10
 check "region width: the first layout records the prefix's region width (2)" \
 	test "$(etcdctl_ get --print-value-only /width/region_bits)" = '{"region_bits":2}'
-start wb "${fast[@]}" --endpoints "$ep" --prefix /width --region 1 --layout 3/7/12
+etcd_daemon wb "${fast[@]}" --endpoints "$ep" --prefix /width --region 1 --layout 3/7/12
 wait_exit wb 15
 rc=$?
 check "region width: a region of another width exits 2" test "$rc" -eq 2
@@ -499,14 +473,14 @@ check "--force without --cut-over-layout: exit 2" \
 
 # A layout record deleted by hand and written again by a host of another
 # layout: it starts above every lease the region holds, as a cut-over.
-start p "${fast[@]}" --endpoints "$ep" --prefix /again
+etcd_daemon p "${fast[@]}" --endpoints "$ep" --prefix /again
 wait_log p 'lease claimed' 10
 sleep 1.5
 kill -STOP "${PID[p]}"
 pw=$(worker_of p)
 fence=$(record /again "$pw" valid_until_ms)
 etcdctl_ del /again/r0/layout >/dev/null
-start q "${fast[@]}" --endpoints "$ep" --prefix /again --layout 3/10/9
+etcd_daemon q "${fast[@]}" --endpoints "$ep" --prefix /again --layout 3/10/9
 wait_log q 'lease claimed' 15
 from_ms=$(layout_field /again from_ms)
 check "layout re-created: from_ms ($from_ms) is the other layout's last fence ($fence)" \
@@ -531,7 +505,7 @@ if ! etcd_cluster three 3; then
 	exit 1
 fi
 ep=$(etcd_endpoints)
-start c --lease-ms 6000 --renew-ms 1000 --timeout-ms 400 --endpoints "$ep" --prefix /c
+etcd_daemon c --lease-ms 6000 --renew-ms 1000 --timeout-ms 400 --endpoints "$ep" --prefix /c
 wait_log c 'lease claimed' 15
 leader=$(etcd_leader)
 if [ -n "$leader" ]; then
@@ -585,7 +559,7 @@ etcd_cleanup
 # --- a fake endpoint ------------------------------------------------------------
 
 for scenario in garbage truncated; do
-	start "f-$scenario" "${fast[@]}" --endpoints "http://127.0.0.1:$port/$scenario" \
+	etcd_daemon "f-$scenario" "${fast[@]}" --endpoints "http://127.0.0.1:$port/$scenario" \
 		--prefix /f --start-timeout-ms 0
 	wait "${PID[f-$scenario]}"
 	rc=$?
@@ -598,7 +572,7 @@ done
 
 # Default-omitted answers (no kvs, no count, no succeeded) are valid: the
 # layout record reads as absent, and its create-if-absent as lost.
-start f-minimal "${fast[@]}" --endpoints "http://127.0.0.1:$port/minimal" \
+etcd_daemon f-minimal "${fast[@]}" --endpoints "http://127.0.0.1:$port/minimal" \
 	--prefix /f --start-timeout-ms 0
 check "fake endpoint, default-omitted JSON: read as an absent record and a lost create" \
 	wait_log f-minimal "(layout|region width) record is still missing after writing it" 10

@@ -27,28 +27,11 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 idgend=${1:-$top/helper/idgend/idgend}
-# shellcheck source=../lib/tap.sh
-. "$top/tests/lib/tap.sh"
-# shellcheck source=etcd-lib.sh
-. "$here/etcd-lib.sh"
 # shellcheck source=daemon-lib.sh
 . "$here/daemon-lib.sh"
 
-mkdir -p "$top/build"
-work=$(mktemp -d "$top/build/idgend-secure.XXXXXX")
+daemon_workdir secure
 tls=$work/tls
-
-cleanup() {
-	daemon_kill_all
-	etcd_cleanup
-	wait 2>/dev/null
-	if [ "$status" -eq 0 ]; then
-		rm -rf "$work"
-	else
-		echo "# kept for inspection: ${work#"$top"/}"
-	fi
-}
-trap cleanup EXIT
 
 # --- certificates ----------------------------------------------------------
 
@@ -114,22 +97,10 @@ users() {
 secure() {
 	local name=$1
 	shift
-	daemon_start "$name" --mode etcd --device "sim:$work/$name.gen" \
-		--require-clock-sync no --endpoints "$(etcd_endpoints)" \
+	etcd_daemon "$name" --endpoints "$(etcd_endpoints)" \
 		--ca-file "$tls/ca.pem" --cert-file "$tls/idgend.pem" \
 		--key-file "$tls/idgend.key" --user idgend \
 		--password-file "$work/password" "${fast[@]}" "$@"
-}
-
-pushes() {
-	local c
-	c=$(grep -c ' push ' "$work/$1.gen.log" 2>/dev/null)
-	echo "${c:-0}"
-}
-revokes() {
-	local c
-	c=$(grep -c ' revoke ' "$work/$1.gen.log" 2>/dev/null)
-	echo "${c:-0}"
 }
 
 # Worker records that name owner NAME ("unknown" when etcd cannot be

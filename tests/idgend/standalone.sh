@@ -12,30 +12,17 @@ set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 top=$(cd "$here/../.." && pwd)
 idgend=${1:-$top/helper/idgend/idgend}
-# shellcheck source=../lib/tap.sh
-. "$top/tests/lib/tap.sh"
 # shellcheck source=daemon-lib.sh
 . "$here/daemon-lib.sh"
 
-mkdir -p "$top/build"
-work=$(mktemp -d "$top/build/idgend-standalone.XXXXXX") || exit 1
-cleanup() {
-	daemon_kill_all
-	if [ "$status" -eq 0 ]; then
-		rm -rf "$work"
-	else
-		echo "# kept for inspection: ${work#"$top"/}"
-	fi
-}
-trap cleanup EXIT
+daemon_workdir standalone
 
 # sa NAME ARGS...: a standalone idgend on a simulated generator of its own,
 # its state in $work/NAME/state unless ARGS say otherwise.
 sa() {
 	local name=$1
 	shift
-	daemon_start "$name" --mode standalone --device "sim:$work/$name.gen" \
-		--state-file "$work/$name/state" --lease-ms 4000 --renew-ms 1000 "$@"
+	sim_daemon "$name" standalone --state-file "$work/$name/state" --lease-ms 4000 --renew-ms 1000 "$@"
 }
 
 # exits NAME SECS: its exit status, once it exits within SECS (else 124,
@@ -52,12 +39,6 @@ exits() {
 	unset "PID[$1]"
 	[ $t -lt $(($2 * 10)) ] || rc=124
 	return $rc
-}
-
-pushes() {
-	local c
-	c=$(grep -c ' push ' "$work/$1.gen.log" 2>/dev/null)
-	echo "${c:-0}"
 }
 
 echo "TAP version 13"
