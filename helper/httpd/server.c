@@ -43,8 +43,6 @@
 #define REFUSED_RETRY_S	1
 /* How often the deadline of every connection's request is looked at. */
 #define WATCH_MS	100
-/* Repeated log lines of one kind: one per LOG_EVERY_S. */
-#define LOG_EVERY_S	10
 
 /*
  * One connection.  libmicrohttpd's idle timeout restarts with every byte,
@@ -110,56 +108,6 @@ static int64_t now_ms(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &t);
 	return t.tv_sec * 1000LL + t.tv_nsec / 1000000;
-}
-
-/*
- * A log line of kind key (its first KEY_LEN bytes count) at most once per
- * LOG_EVERY_S: a flood of connections must not become a flood of lines.
- * The next line of the kind says how many were left out.
- */
-#define KEY_LEN		40
-
-static void log_every(int prio, const char *key, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void log_every(int prio, const char *key, const char *fmt, ...)
-{
-	static struct {
-		char key[KEY_LEN + 1];
-		int64_t last_ms;
-		unsigned long skipped;
-	} kinds[32];
-	static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-	unsigned long skipped;
-	int64_t now = now_ms();
-	char line[768];
-	va_list ap;
-	size_t i;
-
-	pthread_mutex_lock(&lock);
-	for (i = 0; i < sizeof(kinds) / sizeof(kinds[0]) - 1; i++)
-		if (!kinds[i].key[0] || !strncmp(kinds[i].key, key, KEY_LEN))
-			break;		/* the last slot: every kind past the rest */
-	if (kinds[i].key[0] && now - kinds[i].last_ms < LOG_EVERY_S * 1000) {
-		kinds[i].skipped++;
-		pthread_mutex_unlock(&lock);
-		return;
-	}
-	snprintf(kinds[i].key, sizeof(kinds[i].key), "%s", key);
-	kinds[i].last_ms = now;
-	skipped = kinds[i].skipped;
-	kinds[i].skipped = 0;
-	pthread_mutex_unlock(&lock);
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	if (skipped)
-		log_msg(prio, "%s (and %lu more like it since that line)", line,
-			skipped);
-	else
-		log_msg(prio, "%s (lines like it: at most one every %d s)", line,
-			LOG_EVERY_S);
 }
 
 /* One request: its body as it comes. */
@@ -512,9 +460,9 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		}
 		why = framing(c);
 		if (why) {
-			log_every(LOG_INFO, "framing", "%s: a request with %s: answered "
-				  "400, connection closed (the client's error, or a "
-				  "proxy's)", s->addr, why);
+			log_ratelimited_by(LOG_INFO, "framing", "%s: a request with "
+					   "%s: answered 400, connection closed (the "
+					   "client's error, or a proxy's)", s->addr, why);
 			return refuse(s, c, rq, 400, "invalid_framing", why, 0, true);
 		}
 		/*
@@ -546,9 +494,10 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 			rq->too_large = true;
 			rq->dropped += *upload_size;
 			if (rq->dropped > DROP_LIMIT) {
-				log_every(LOG_INFO, "chunked-cut", "%s: a client sent a "
-					  "chunked body past %d KiB: connection closed "
-					  "(the client's error)", s->addr, DROP_LIMIT / 1024);
+				log_ratelimited_by(LOG_INFO, "chunked-cut", "%s: a client "
+						   "sent a chunked body past %d KiB: "
+						   "connection closed (the client's error)",
+						   s->addr, DROP_LIMIT / 1024);
 				return MHD_NO;	/* close the connection */
 			}
 		}
@@ -835,9 +784,10 @@ static void notify_connection(void *cls, struct MHD_Connection *c,
 			if (refused - 1 == REFUSED_MAX_CONNECTIONS_PER_IP &&
 			    cn->ip[16] == 6 && s->ipv6_prefix < 128)
 				snprintf(prefix, sizeof(prefix), "/%u", s->ipv6_prefix);
-			log_every(LOG_WARNING, limit_name[refused - 1], "%s: connection "
-				  "from %s%s refused (503): %s (%u) reached", s->addr,
-				  cn->addr, prefix, limit_name[refused - 1], limit_n);
+			log_ratelimited_by(LOG_WARNING, limit_name[refused - 1],
+					   "%s: connection from %s%s refused (503): %s "
+					   "(%u) reached", s->addr, cn->addr, prefix,
+					   limit_name[refused - 1], limit_n);
 		}
 		return;
 	}
@@ -908,10 +858,10 @@ static void *watch(void *arg)
 			continue;
 		if (s->api->metrics)
 			atomic_fetch_add(&s->api->metrics->conn_cut, cut);
-		log_every(LOG_NOTICE, "deadline", "%s: %u connection(s) closed: a request "
-			  "not answered within %u ms of the connection's opening or its "
-			  "previous answer (a slow or stalled client)", s->addr, cut,
-			  s->deadline_ms);
+		log_ratelimited_by(LOG_NOTICE, "deadline", "%s: %u connection(s) "
+				   "closed: a request not answered within %u ms of the "
+				   "connection's opening or its previous answer (a slow "
+				   "or stalled client)", s->addr, cut, s->deadline_ms);
 	}
 	return NULL;
 }
@@ -936,9 +886,9 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
 	if (has(line, "closed by remote") || has(line, "disconnected") ||
 	    has(line, "is closed when reading") || has(line, "Failed to receive") ||
 	    has(line, "Failed to send") || has(line, "Application reported internal error"))
-		log_every(LOG_DEBUG, line, "%s: %s", s->addr, line);
+		log_ratelimited_by(LOG_DEBUG, line, "%s: %s", s->addr, line);
 	else
-		log_every(LOG_WARNING, line, "%s: %s", s->addr, line);
+		log_ratelimited_by(LOG_WARNING, line, "%s: %s", s->addr, line);
 }
 
 /*
