@@ -537,7 +537,7 @@ int idgen_ff1_decrypt(const struct idgen_ff1 *f, const uint8_t *tweak, size_t tl
  * new version everywhere.
  *
  * idgen_keyring_add():  -EEXIST for a version loaded already, -E2BIG past
- *   64 versions.
+ *   LIBIDGEN_KEYRING_MAX versions.
  * idgen_keyring_load(): adds the key file at path: one line, the version
  *   in decimal, a space, 64 hex digits, an optional newline; refused with
  *   -EACCES when readable or writable by group or others or owned by
@@ -560,6 +560,8 @@ int idgen_ff1_decrypt(const struct idgen_ff1 *f, const uint8_t *tweak, size_t tl
  *   n is too small); returns the count.
  */
 #define LIBIDGEN_PUBLIC_KEY_BYTES	32
+/* Key versions a keyring holds, and so the candidates of a plain public ID. */
+#define LIBIDGEN_KEYRING_MAX		64
 /* "v4294967295." + 19 digits + NUL */
 #define LIBIDGEN_PUBLIC_STRLEN		32
 struct idgen_keyring;

@@ -25,7 +25,6 @@
 #include "internal.h"
 
 #define PUBLIC_BITS	63
-#define KEYRING_MAX	64
 /* "4294967295 " + 64 hex digits + "\n", and room to see more. */
 #define KEY_FILE_MAX	128
 
@@ -46,7 +45,7 @@ struct idgen_keyring {
 	bool pinned;		/* current set: an added version decodes only */
 	uint32_t current;	/* when pinned */
 	size_t n;
-	struct public_key k[KEYRING_MAX];	/* by version, increasing */
+	struct public_key k[LIBIDGEN_KEYRING_MAX];	/* by version, increasing */
 };
 
 IDGEN_EXPORT int idgen_keyring_new(struct idgen_keyring **out)
@@ -110,7 +109,7 @@ IDGEN_EXPORT int idgen_keyring_add(struct idgen_keyring *kr, uint32_t version,
 	for (i = 0; i < kr->n; i++)
 		if (kr->k[i].version == version)
 			ret = -EEXIST;
-	if (!ret && kr->n == KEYRING_MAX)
+	if (!ret && kr->n == LIBIDGEN_KEYRING_MAX)
 		ret = -E2BIG;
 	if (!ret) {
 		for (i = kr->n; i > 0 && kr->k[i - 1].version > version; i--)
@@ -510,7 +509,8 @@ IDGEN_EXPORT int idgen_keyring_load(struct idgen_keyring *kr, const char *path,
 	if (ret == -EEXIST)
 		return key_fail(err, errlen, ret, path, "key version %u is loaded already", version);
 	if (ret == -E2BIG)
-		return key_fail(err, errlen, ret, path, "more than %d key versions", KEYRING_MAX);
+		return key_fail(err, errlen, ret, path, "more than %d key versions",
+				LIBIDGEN_KEYRING_MAX);
 	if (ret)
 		return key_fail(err, errlen, ret, path, "%s", strerror(-ret));
 	return 0;

@@ -150,9 +150,10 @@ static int set_words(struct httpd_config *cfg, enum words w, const char *value,
 			return -1;
 		}
 		if (callers && (!api_caller_valid(p, len) || (len == 5 && !strncmp(p, "other", 5)))) {
-			snprintf(err, errlen, "'%.*s' is not a caller's name (1 to 64 "
+			snprintf(err, errlen, "'%.*s' is not a caller's name (1 to %d "
 				 "letters, digits, '.', '_', ':' or '-'; not \"other\")",
-				 (int)(len > 64 ? 64 : len), p);
+				 (int)(len > API_MAX_CALLER ? API_MAX_CALLER : len), p,
+				 API_MAX_CALLER);
 			return -1;
 		}
 		/* Each caller is one series in /metrics: once. */
@@ -260,9 +261,10 @@ static int set_quotas(const struct conf_item *it, const char *value, void *field
 			return -1;
 		}
 		if (!api_caller_valid(p, eq - p)) {
-			snprintf(err, errlen, "'%.*s' is not a caller's name (1 to 64 "
+			snprintf(err, errlen, "'%.*s' is not a caller's name (1 to %d "
 				 "letters, digits, '.', '_', ':' or '-'; or other)",
-				 (int)(eq - p > 64 ? 64 : eq - p), p);
+				 (int)(eq - p > API_MAX_CALLER ? API_MAX_CALLER : eq - p), p,
+				 API_MAX_CALLER);
 			return -1;
 		}
 		for (i = 0; i < cfg->nr_quotas; i++)

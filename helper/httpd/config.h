@@ -13,10 +13,12 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "idgen.h"
+
 #define HTTPD_CONFIG_DEFAULT_PATH	"/etc/idgen/idgen-httpd.conf"
 #define HTTPD_MAX_LISTEN		8
 #define HTTPD_MAX_CALLERS		32
-#define HTTPD_MAX_KEYS			64	/* libidgen's keyring holds 64 */
+#define HTTPD_MAX_KEYS			LIBIDGEN_KEYRING_MAX	/* a keyring's */
 
 /* A caller's quota: rate_milli / 1000 IDs per second, burst IDs at once. */
 struct httpd_quota {

@@ -17,8 +17,6 @@
 #include "idgenctl.h"
 
 #define MINT_MAX	(1U << 20)
-/* The most IDs one POST /v1/ids:next gives. */
-#define REMOTE_BATCH	10000
 /* A command waits longer than an application would. */
 #define REMOTE_DEADLINE_MS	1000
 
@@ -41,7 +39,9 @@ static int mint_remote(const char *remote, uint64_t *ids, uint64_t n)
 		return 1;
 	}
 	while (got < n) {
-		r = idgen_client_next_n(c, ids + got, n - got < REMOTE_BATCH ? n - got : REMOTE_BATCH);
+		/* The most one request takes. */
+		r = idgen_client_next_n(c, ids + got, n - got < IDGEN_CLIENT_MAX_COUNT ?
+					n - got : IDGEN_CLIENT_MAX_COUNT);
 		if (r < 0) {
 			fprintf(stderr, "%s: mint --remote: %s\n", PROG_NAME,
 				idgen_client_last_error());

@@ -108,11 +108,12 @@ static int load_keys(const char *usage, int argc, char *argv[], struct idgen_key
 /* Every ID a public ID may stand for, one line each: "ID version N". */
 static int print_candidates(const struct idgen_keyring *kr, const char *s)
 {
-	uint64_t ids[64];
-	uint32_t versions[64];
+	uint64_t ids[LIBIDGEN_KEYRING_MAX];
+	uint32_t versions[LIBIDGEN_KEYRING_MAX];
 	ssize_t n, i;
 
-	n = idgen_public_candidates(kr, s, ids, versions, 64);
+	/* One per version at the most. */
+	n = idgen_public_candidates(kr, s, ids, versions, LIBIDGEN_KEYRING_MAX);
 	for (i = 0; i < n; i++)
 		printf("%llu version %u\n", (unsigned long long)ids[i], versions[i]);
 	return n < 0 ? (int)n : 0;

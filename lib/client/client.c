@@ -37,7 +37,6 @@
 
 #define EXPORT	__attribute__((visibility("default")))
 
-#define COUNT_MAX	10000	/* the service's count limit */
 #define REASON_LEN	160
 #define LOOK_NS		1000000ULL	/* the loop's look at a busy buffer */
 #define BUSY_NS		1000000000ULL	/* busy: a buffer call within this long */
@@ -1114,9 +1113,9 @@ EXPORT ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t
 	if (ret)
 		return ret;
 	BUMP(c, calls);
-	if (!n || n > COUNT_MAX) {
+	if (!n || n > IDGEN_CLIENT_MAX_COUNT) {
 		BUMP(c, calls_failed);
-		set_error("count %zu out of range (1 to %u)", n, COUNT_MAX);
+		set_error("count %zu out of range (1 to %u)", n, IDGEN_CLIENT_MAX_COUNT);
 		return -EINVAL;
 	}
 	if (c->o.buffer_size) {
@@ -1281,9 +1280,9 @@ static int check_options(struct idgen_client *c, const struct idgen_client_optio
 		set_error("options: deadline_ms %u out of range (1 to 3600000)", m->deadline_ms);
 		return -EINVAL;
 	}
-	if (m->buffer_size > COUNT_MAX) {
+	if (m->buffer_size > IDGEN_CLIENT_MAX_COUNT) {
 		set_error("options: buffer_size %u out of range (0 to %u)", m->buffer_size,
-			  COUNT_MAX);
+			  IDGEN_CLIENT_MAX_COUNT);
 		return -EINVAL;
 	}
 	if (m->buffer_size && m->refill_mark >= m->buffer_size) {
@@ -1301,16 +1300,19 @@ static int check_options(struct idgen_client *c, const struct idgen_client_optio
 		return -EINVAL;
 	}
 	if (m->caller) {
-		/* The service's rule: 1 to 64 of these, no escaping needed. */
+		/*
+		 * The service's rule: 1 to IDGEN_CLIENT_MAX_CALLER of these,
+		 * no escaping needed.
+		 */
 		size_t len = strlen(m->caller);
 
 		for (i = 0; i < len; i++)
 			if (!strchr("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 				    "0123456789._:-", m->caller[i]))
 				break;
-		if (!len || len > 64 || i < len) {
-			set_error("options: caller '%s': 1 to 64 letters, digits and ._:-",
-				  m->caller);
+		if (!len || len > IDGEN_CLIENT_MAX_CALLER || i < len) {
+			set_error("options: caller '%s': 1 to %d letters, digits and ._:-",
+				  m->caller, IDGEN_CLIENT_MAX_CALLER);
 			return -EINVAL;
 		}
 		snprintf(c->caller_json, sizeof(c->caller_json), ",\"caller\":\"%s\"",
@@ -1398,7 +1400,7 @@ EXPORT int idgen_client_new(const char *endpoints, const struct idgen_client_opt
 	c->buf = calloc(c->o.buffer_size ? c->o.buffer_size : 1, sizeof(c->buf[0]));
 	if (c->o.buffer_size) {
 		/* Room for a buffer's worth and an idgen_client_next_n() of the most. */
-		c->refill_cap = COUNT_MAX;
+		c->refill_cap = IDGEN_CLIENT_MAX_COUNT;
 		c->refill_req = calloc(1, sizeof(*c->refill_req));
 		if (c->refill_req)
 			c->refill_req->ids = calloc(c->refill_cap, sizeof(uint64_t));

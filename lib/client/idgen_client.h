@@ -48,6 +48,14 @@ extern "C" {
 #define IDGEN_CLIENT_MAX_HOSTS	64
 
 /*
+ * The service's limits, as idgen-httpd's API states them (POST
+ * /v1/ids:next): the most IDs one request takes, and the longest caller
+ * name (1 to this many of A-Z a-z 0-9 . _ : -).
+ */
+#define IDGEN_CLIENT_MAX_COUNT	10000U
+#define IDGEN_CLIENT_MAX_CALLER	64
+
+/*
  * Options.  Fill with idgen_client_options_init() first, then change what
  * you need: the struct may grow (size says which fields a caller knows).
  */
@@ -92,12 +100,12 @@ int idgen_client_new(const char *endpoints, const struct idgen_client_options *o
 int idgen_client_next(struct idgen_client *c, uint64_t *id);
 
 /*
- * Up to n IDs (1 to 10000).  Without a buffer they are one host's answer,
- * strictly increasing; with it, what the buffer holds and the rest from
- * its refills, those of one host strictly increasing.  Returns how many
- * were written: n, or fewer only when some were had and the deadline
- * passed before the rest; or, with none, a negative errno as for
- * idgen_client_next() (-EINVAL for n out of range).
+ * Up to n IDs (1 to IDGEN_CLIENT_MAX_COUNT).  Without a buffer they are
+ * one host's answer, strictly increasing; with it, what the buffer holds
+ * and the rest from its refills, those of one host strictly increasing.
+ * Returns how many were written: n, or fewer only when some were had and
+ * the deadline passed before the rest; or, with none, a negative errno as
+ * for idgen_client_next() (-EINVAL for n out of range).
  */
 ssize_t idgen_client_next_n(struct idgen_client *c, uint64_t *ids, size_t n);
 
