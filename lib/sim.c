@@ -31,10 +31,11 @@
 #include "decimal.h"
 #include "forkguard.h"
 #include "internal.h"
+#include "sim_spec.h"
 
 /* The module's load-time layout: version 1, 3/7/12. */
 #define SIM_REGION_BITS	3
-#define SIM_WORKER_BITS	7
+#define SIM_WORKER_BITS	IDGEN_SIM_WORKER_BITS
 #define SIM_SEQ_BITS	12
 
 /*
@@ -1067,9 +1068,11 @@ static int open_file(const char *file, struct idgen_sim **out, char *err,
 IDGEN_EXPORT int idgen_sim_open(const char *spec, uint64_t lease_ms,
 				struct idgen_sim **out, char *err, size_t errlen)
 {
-	uint64_t worker = 0;
+	struct idgen_sim_spec p;
+	int ret;
 
-	if (!spec || (strcmp(spec, "sim") && strncmp(spec, "sim:", 4))) {
+	ret = idgen_sim_spec_parse(spec, &p, err, errlen);
+	if (!ret && p.kind == IDGEN_SIM_NONE) {
 		say(err, errlen, "not a simulated generator: give sim, sim:WORKER or sim:FILE");
 		return -EINVAL;
 	}
@@ -1084,23 +1087,19 @@ IDGEN_EXPORT int idgen_sim_open(const char *spec, uint64_t lease_ms,
 		    "process from its parent");
 		return -EOPNOTSUPP;
 	}
-	if (!spec[3])
-		return open_node(0, lease_ms, out, err, errlen);
-	spec += 4;
-	if (!*spec || strspn(spec, "0123456789") != strlen(spec))
-		return *spec ? open_file(spec, out, err, errlen) :
-		       (say(err, errlen, "sim: names no worker and no file"), -EINVAL);
-	if (idgen_decimal_str(spec, 0, (1U << SIM_WORKER_BITS) - 1, &worker)) {
-		say(err, errlen, "the simulation's worker must be a decimal number "
-		    "from 0 to 127");
-		return -EINVAL;
-	}
-	return open_node(worker, lease_ms, out, err, errlen);
+	if (ret)
+		return ret;
+	if (p.kind == IDGEN_SIM_FILE)
+		return open_file(p.file, out, err, errlen);
+	return open_node(p.worker, lease_ms, out, err, errlen);
 }
 
 IDGEN_EXPORT int idgen_sim_is_spec(const char *spec)
 {
-	return spec && (!strcmp(spec, "sim") || !strncmp(spec, "sim:", 4));
+	struct idgen_sim_spec p;
+
+	/* A spec that names a simulation wrongly ("sim:") is one too. */
+	return idgen_sim_spec_parse(spec, &p, NULL, 0) || p.kind != IDGEN_SIM_NONE;
 }
 
 IDGEN_EXPORT void idgen_sim_close(struct idgen_sim *s)

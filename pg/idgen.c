@@ -41,6 +41,7 @@
 #include "utils/timestamp.h"
 
 #include "idgen.h"
+#include "sim_spec.h"
 
 PG_MODULE_MAGIC;
 
@@ -222,14 +223,12 @@ static void device_release(void)
  */
 static void sim_open(void)
 {
-	const char *w = device_path + 4;
-	size_t len = strlen(w);
+	struct idgen_sim_spec spec;
 	char why[512];
 	int ret;
 
-	if (strncmp(device_path, "sim:", 4) || !len || len > 3 ||
-	    strspn(w, "0123456789") != len || (w[0] == '0' && len > 1) ||
-	    atoi(w) > 127)
+	if (idgen_sim_spec_parse(device_path, &spec, NULL, 0) ||
+	    spec.kind != IDGEN_SIM_WORKER || !spec.worker_named)
 		ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("idgen.device \"%s\" is not a simulated worker", device_path),

@@ -10,10 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decimal.h"
 #include "idgen.h"
 #include "log.h"
 #include "minter.h"
+#include "sim_spec.h"
 
 struct device {
 	int fd;
@@ -176,19 +176,23 @@ static const struct minter_ops device_ops = {
 int minter_open(struct minter *m, const char *spec, uint64_t sim_lease_ms,
 		char *err, size_t errlen)
 {
+	struct idgen_sim_spec sim;
 	struct device *d;
-	uint64_t worker = 0;
 	char why[512];
 	int fd, ret;
 
 	memset(m, 0, sizeof(*m));
-	if (spec && (!strcmp(spec, "sim") || !strncmp(spec, "sim:", 4))) {
-		if (spec[3] && idgen_decimal_str(spec + 4, 0, 127, &worker)) {
-			snprintf(err, errlen, "device '%s': the simulation's worker "
-				 "must be a decimal number from 0 to 127", spec);
-			return -EINVAL;
+	ret = idgen_sim_spec_parse(spec, &sim, why, sizeof(why));
+	if (ret || sim.kind != IDGEN_SIM_NONE) {
+		/* A node of its own, "sim" or "sim:WORKER": not the file form. */
+		if (!ret && sim.kind == IDGEN_SIM_FILE) {
+			snprintf(why, sizeof(why), "the simulation's worker must be a "
+				 "decimal number from 0 to %u",
+				 (1U << IDGEN_SIM_WORKER_BITS) - 1);
+			ret = -EINVAL;
 		}
-		ret = sim_open(m, worker, sim_lease_ms, why, sizeof(why));
+		if (!ret)
+			ret = sim_open(m, sim.worker, sim_lease_ms, why, sizeof(why));
 		if (ret)
 			snprintf(err, errlen, "device '%s': %s", spec, why);
 		return ret;

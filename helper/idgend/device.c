@@ -10,6 +10,7 @@
 
 #include "device.h"
 #include "log.h"
+#include "sim_spec.h"
 
 struct module_dev {
 	int fd;
@@ -80,18 +81,14 @@ static const struct device_ops sim_device_ops = {
 	.held = sim_held,
 };
 
-/* "sim:FILE": the lease side of a host, in a file (never a node's number). */
-static int sim_open(struct device *dev, const char *file,
+/* "sim:FILE": the lease side of a host, in a file. */
+static int sim_open(struct device *dev, const char *spec,
 		    const struct lease_layout *layout)
 {
 	struct sim_dev *d;
-	char spec[4096], why[512];
+	char why[512];
 	int err;
 
-	/* A file named by digits alone would be read as a worker. */
-	if (snprintf(spec, sizeof(spec), "sim:%s%s",
-		     file[strspn(file, "0123456789")] ? "" : "./", file) >= (int)sizeof(spec))
-		return -ENAMETOOLONG;
 	d = calloc(1, sizeof(*d));
 	if (!d)
 		return -ENOMEM;
@@ -112,11 +109,28 @@ static int sim_open(struct device *dev, const char *file,
 int device_open(struct device *dev, const char *spec,
 		const struct lease_layout *layout)
 {
+	struct idgen_sim_spec sim;
 	struct module_dev *d;
+	char why[256];
 	int err;
 
-	if (!strncmp(spec, "sim:", 4))
-		return sim_open(dev, spec + 4, layout);
+	/*
+	 * libidgen's one reading of a simulation's spec.  idgend holds the
+	 * lease side of a host, never a node of its own ("sim", "sim:N").
+	 */
+	err = idgen_sim_spec_parse(spec, &sim, why, sizeof(why));
+	if (!err && sim.kind == IDGEN_SIM_WORKER) {
+		snprintf(why, sizeof(why), "idgend takes a simulation's lease side, "
+			 "sim:FILE, not a node of its own (sim or sim:WORKER; a "
+			 "file named by digits is sim:./FILE)");
+		err = -EINVAL;
+	}
+	if (err) {
+		log_err("cannot use the generator %s: %s", spec, why);
+		return err;
+	}
+	if (sim.kind == IDGEN_SIM_FILE)
+		return sim_open(dev, spec, layout);
 
 	d = calloc(1, sizeof(*d));
 	if (!d)

@@ -226,8 +226,8 @@ static void subscribe(struct daemon *d)
 {
 	uint32_t near = fence_near_ms(&d->cfg);
 
-	if (!strncmp(d->cfg.device, "sim:", 4))
-		return;
+	if (idgen_sim_is_spec(d->cfg.device))
+		return;		/* no module to listen to */
 	d->nl = idgen_nl_subscribe();
 	if (!d->nl) {
 		log_warn("not watching the generator's netlink events; renewals "

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "idgen.h"
+#include "sim_spec.h"
 #include "child.h"
 #include "kselftest_harness.h"
 
@@ -407,6 +408,39 @@ TEST(specs)
 	EXPECT_EQ(-EINVAL, idgen_sim_open("sim:", 0, &m, err, sizeof(err)));
 	EXPECT_EQ(-EINVAL, idgen_sim_open("sim:128", 0, &m, err, sizeof(err)));
 	EXPECT_EQ(-EINVAL, idgen_sim_open("sim:012", 0, &m, err, sizeof(err)));
+}
+
+/* The one reading of a spec (sim_spec.h), which every program takes. */
+TEST(spec_parse)
+{
+	struct idgen_sim_spec p;
+
+	ASSERT_EQ(0, idgen_sim_spec_parse("sim", &p, err, sizeof(err)));
+	EXPECT_EQ(IDGEN_SIM_WORKER, p.kind);
+	EXPECT_FALSE(p.worker_named);
+	EXPECT_EQ(0U, p.worker);
+	ASSERT_EQ(0, idgen_sim_spec_parse("sim:127", &p, err, sizeof(err)));
+	EXPECT_EQ(IDGEN_SIM_WORKER, p.kind);
+	EXPECT_TRUE(p.worker_named);
+	EXPECT_EQ(127U, p.worker);
+	ASSERT_EQ(0, idgen_sim_spec_parse("sim:/tmp/x", &p, err, sizeof(err)));
+	EXPECT_EQ(IDGEN_SIM_FILE, p.kind);
+	EXPECT_STREQ("/tmp/x", p.file);
+	ASSERT_EQ(0, idgen_sim_spec_parse("sim:+5", &p, err, sizeof(err)));
+	EXPECT_EQ(IDGEN_SIM_FILE, p.kind);
+	ASSERT_EQ(0, idgen_sim_spec_parse("/dev/idgen", &p, err, sizeof(err)));
+	EXPECT_EQ(IDGEN_SIM_NONE, p.kind);
+	ASSERT_EQ(0, idgen_sim_spec_parse("simulated", &p, err, sizeof(err)));
+	EXPECT_EQ(IDGEN_SIM_NONE, p.kind);
+	ASSERT_EQ(0, idgen_sim_spec_parse(NULL, &p, err, sizeof(err)));
+	EXPECT_EQ(IDGEN_SIM_NONE, p.kind);
+	EXPECT_EQ(-EINVAL, idgen_sim_spec_parse("sim:", &p, err, sizeof(err)));
+	EXPECT_STREQ("sim: names no worker and no file", err);
+	EXPECT_EQ(-EINVAL, idgen_sim_spec_parse("sim:128", &p, err, sizeof(err)));
+	EXPECT_STREQ("the simulation's worker must be a decimal number from 0 to 127",
+		     err);
+	EXPECT_EQ(-EINVAL, idgen_sim_spec_parse("sim:012", &p, NULL, 0));
+	EXPECT_TRUE(idgen_sim_is_spec("sim:"));
 }
 
 /*
