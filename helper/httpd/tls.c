@@ -19,6 +19,7 @@
 
 #include <gnutls/x509.h>
 
+#include "credential.h"
 #include "log.h"
 #include "metrics.h"
 #include "tls.h"
@@ -82,41 +83,9 @@ static const char *resolve(const char *name, char *buf, size_t size)
 }
 
 /*
- * Whether st, group-readable, is a credential as systemd lays them out: a
- * file directly in $CREDENTIALS_DIRECTORY, of this process's group, that
- * directory of this user or root, writable by nobody and closed to others.
- * Only the service reads it there.  The rule idgend's key files and
- * libidgen's public-ID key files follow (helper/idgend/etcd_creds.c,
- * lib/public.c): one function for the three once libidgen exports one.
- */
-static bool systemd_credential(const char *path, const struct stat *st)
-{
-	const char *dir = getenv("CREDENTIALS_DIRECTORY");
-	struct stat dst, pst;
-	char *real, *slash;
-	bool ok = false;
-
-	if ((st->st_mode & 077) != S_IRGRP || st->st_gid != getegid() ||
-	    !dir || dir[0] != '/' || stat(dir, &dst) || !S_ISDIR(dst.st_mode) ||
-	    (dst.st_uid != geteuid() && dst.st_uid != 0) ||
-	    (dst.st_mode & (S_IWUSR | S_IWGRP | S_IRWXO)))
-		return false;
-	real = realpath(path, NULL);
-	if (!real)
-		return false;
-	slash = strrchr(real, '/');
-	if (slash) {
-		*(slash == real ? slash + 1 : slash) = '\0';
-		ok = !stat(real, &pst) && pst.st_dev == dst.st_dev &&
-		     pst.st_ino == dst.st_ino;
-	}
-	free(real);
-	return ok;
-}
-
-/*
  * A secret's file: whoever else could read it has the key, whoever else
- * could write it could plant one (idgend's rule for its key files).
+ * could write it could plant one (idgend's rule for its key files, and
+ * libidgen's one rule for a systemd credential, credential.h).
  */
 static int private_fault(const char *path, const struct stat *st, char *err,
 			 size_t errlen)
@@ -133,7 +102,7 @@ static int private_fault(const char *path, const struct stat *st, char *err,
 		     "must be mode 0600 (chmod 600 %s)", path, mode, path);
 		return -1;
 	}
-	if (st->st_mode & (S_IRGRP | S_IROTH) && !systemd_credential(path, st)) {
+	if (st->st_mode & (S_IRGRP | S_IROTH) && !idgen_systemd_credential(path, st)) {
 		fail(err, errlen, "%s: readable by group or others (mode %04o): it "
 		     "must be mode 0600 (chmod 600 %s)", path, mode, path);
 		return -1;

@@ -27,8 +27,8 @@
  *             the certificate's (tls_peer_of())
  *
  * Key files follow idgend's rule for secrets: this user's or root's, mode
- * 0600, or a systemd credential; a bare name (no '/') is one, in
- * $CREDENTIALS_DIRECTORY.  The certificate, the CA and the caller
+ * 0600, or a systemd credential (libidgen's rule, credential.h); a bare
+ * name (no '/') is one, in $CREDENTIALS_DIRECTORY.  The certificate, the CA and the caller
  * map are public, and may be named bare too.
  */
 #ifndef HTTPD_TLS_H
