@@ -12,7 +12,6 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "grpc_conn.h"
@@ -85,34 +84,21 @@ const char *grpc_conn_caller(const struct grpc_conn *c)
 
 /*
  * Handshakes that fail come in floods (a port scan, a client without a
- * certificate): a line at most every LOG_EVERY_S, saying how many more.
+ * certificate): rate-limited.
  */
-#define LOG_EVERY_S	10
-
 static void log_handshake(const struct grpc_conn *c, const char *why)
 {
-	static _Atomic int64_t last;
-	static _Atomic unsigned long skipped;
+	static struct log_ratelimit rl;
 	char addr[INET6_ADDRSTRLEN] = "?";
 	struct sockaddr_storage sa;
 	socklen_t salen = sizeof(sa);
-	struct timespec now;
-	int64_t then;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	then = atomic_load(&last);
-	if ((then && now.tv_sec - then < LOG_EVERY_S) ||
-	    !atomic_compare_exchange_strong(&last, &then, now.tv_sec ?: 1)) {
-		atomic_fetch_add(&skipped, 1);
-		return;
-	}
 	if (!getpeername(c->fd, (struct sockaddr *)&sa, &salen))
 		inet_ntop(sa.ss_family, sa.ss_family == AF_INET6 ?
 			  (void *)&((struct sockaddr_in6 *)&sa)->sin6_addr :
 			  (void *)&((struct sockaddr_in *)&sa)->sin_addr, addr, sizeof(addr));
-	log_notice("gRPC %s: a TLS handshake from %s failed: %s (%lu more since the "
-		   "line before; a line at most every %d s)", c->srv ? c->srv->addr : "",
-		   addr, why, atomic_exchange(&skipped, 0), LOG_EVERY_S);
+	log_ratelimited(&rl, LOG_NOTICE, "gRPC %s: a TLS handshake from %s failed: %s",
+			c->srv ? c->srv->addr : "", addr, why);
 }
 
 /*

@@ -118,24 +118,17 @@ static enum next_status refusal(struct next *n, int err)
 }
 
 /*
- * A client that names a caller its certificate is not: one line per
- * LOG_EVERY_S, in the authenticated name (the counter has every one).
+ * A client that names a caller its certificate is not: in the
+ * authenticated name, rate-limited (the counter has every one).
  */
 static void log_mismatch(const struct next_ask *ask)
 {
-	static _Atomic int64_t last;
-	struct timespec now;
-	int64_t then;
+	static struct log_ratelimit rl;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	then = atomic_load(&last);
-	if ((then && now.tv_sec - then < LOG_EVERY_S) ||
-	    !atomic_compare_exchange_strong(&last, &then, now.tv_sec ?: 1))
-		return;
-	log_notice("a client certificate of caller %s asked for IDs as '%.*s': "
-		   "refused, 403 caller_mismatch (logged at most every %d s)",
-		   *ask->authenticated ? ask->authenticated : "other (unmapped)",
-		   (int)ask->caller_len, ask->caller, LOG_EVERY_S);
+	log_ratelimited(&rl, LOG_NOTICE, "a client certificate of caller %s asked for "
+			"IDs as '%.*s': refused, 403 caller_mismatch",
+			*ask->authenticated ? ask->authenticated : "other (unmapped)",
+			(int)ask->caller_len, ask->caller);
 }
 
 /* The checks, before anything is taken. */

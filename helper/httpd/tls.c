@@ -681,29 +681,13 @@ int tls_peer_of_der(const struct tls_ctx *ctx, const gnutls_datum_t *der,
 	return 0;
 }
 
-/*
- * Refused certificates come in floods: a line at most every LOG_EVERY_S,
- * saying how many more there were (the counter has each).
- */
-#define LOG_EVERY_S	10
-
+/* Refused certificates come in floods: rate-limited (the counter has each). */
 static void log_refused(const char *addr, const char *why)
 {
-	static _Atomic int64_t last;
-	static _Atomic unsigned long skipped;
-	struct timespec now;
-	int64_t then;
+	static struct log_ratelimit rl;
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	then = atomic_load(&last);
-	if ((then && now.tv_sec - then < LOG_EVERY_S) ||
-	    !atomic_compare_exchange_strong(&last, &then, now.tv_sec ?: 1)) {
-		atomic_fetch_add(&skipped, 1);
-		return;
-	}
-	log_notice("TLS: a client certificate from %s refused at the handshake: %s "
-		   "(%lu more refused since the line before; a line at most every "
-		   "%d s)", addr, why, atomic_exchange(&skipped, 0), LOG_EVERY_S);
+	log_ratelimited(&rl, LOG_NOTICE, "TLS: a client certificate from %s refused at "
+			"the handshake: %s", addr, why);
 }
 
 /*
