@@ -34,7 +34,9 @@
  * in timeout_s from its opening (the handshake: a preface and SETTINGS
  * alone hold no slot longer), or after its first with no stream begun
  * or ended for grpc_idle_timeout_s (PINGs do not count), is sent GOAWAY
- * and closed.
+ * and closed; accept() out of descriptors (EMFILE, ENFILE) leaves the
+ * listener unpolled for GRPC_ACCEPT_PAUSE_MS, not retried in a busy
+ * loop.
  */
 #ifndef HTTPD_GRPC_H
 #define HTTPD_GRPC_H
@@ -61,6 +63,8 @@
 #define GRPC_MAX_OUTBOUND_ACK	1000
 /* How often a listener looks at its timeouts, and at readiness for Watch. */
 #define GRPC_TICK_MS		250
+/* A listener out of descriptors stops accepting this long (to a tick). */
+#define GRPC_ACCEPT_PAUSE_MS	250
 /* Bytes of large answers a connection: grpc_max_streams' 100 of 10000 IDs. */
 #define GRPC_MAX_OWED		(8 << 20)
 #define GRPC_MAX_OWED_TOTAL	(256 << 20)	/* ... every connection's */

@@ -39,6 +39,7 @@ struct grpc_server {
 	struct list_node conns;		/* open: struct grpc_conn */
 	unsigned int nr_conns;
 	struct list_node dead;		/* closed in this round of events */
+	uint64_t accept_paused_ns;	/* out of descriptors since; 0: accepting */
 	/* Calls the lane has finished (struct grpc_pending), under lock. */
 	pthread_mutex_t lock;
 	struct list_node done;

@@ -78,6 +78,32 @@ static unsigned int count_per_ip(struct grpc_server *s, const unsigned char key[
 	return n;
 }
 
+/* accept() found no descriptor: the listener unpolled until the tick after next. */
+static void accept_pause(struct grpc_server *s, int err)
+{
+	static struct log_ratelimit logged;
+
+	epoll_ctl(s->epoll_fd, EPOLL_CTL_DEL, s->listen_fd, NULL);
+	s->accept_paused_ns = monotonic_ns();
+	if (s->api->metrics)
+		atomic_fetch_add(&s->api->metrics->accept_paused, 1);
+	log_ratelimited(&logged, LOG_ERR, "gRPC %s: cannot accept connections: %s; "
+			"not accepting for %d ms (%u open here: raise LimitNOFILE=, or "
+			"lower max_connections)", s->addr, strerror(err),
+			GRPC_ACCEPT_PAUSE_MS, s->nr_conns);
+}
+
+static void accept_resume(struct grpc_server *s, uint64_t now)
+{
+	struct epoll_event e = { .events = EPOLLIN, .data.ptr = &s->listen_fd };
+
+	if (!s->accept_paused_ns || s->listen_fd < 0 ||
+	    now - s->accept_paused_ns < GRPC_ACCEPT_PAUSE_MS * NS_PER_MS)
+		return;
+	s->accept_paused_ns = 0;
+	epoll_ctl(s->epoll_fd, EPOLL_CTL_ADD, s->listen_fd, &e);
+}
+
 static void accept_one(struct grpc_server *s)
 {
 	struct sockaddr_storage sa;
@@ -90,9 +116,9 @@ static void accept_one(struct grpc_server *s)
 	fd = accept4(s->listen_fd, (struct sockaddr *)&sa, &salen,
 		     SOCK_NONBLOCK | SOCK_CLOEXEC);
 	if (fd < 0) {
-		if (errno == EMFILE || errno == ENFILE)
-			log_warn("gRPC %s: cannot accept: %s (raise LimitNOFILE=)",
-				 s->addr, strerror(errno));
+		/* The listener stays readable: retried at once, it would spin. */
+		if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+			accept_pause(s, errno);
 		return;
 	}
 	server_conn_key((struct sockaddr *)&sa, s->lim.ipv6_prefix_per_ip, key);
@@ -158,6 +184,7 @@ static void tick(struct grpc_server *s)
 	uint64_t now = monotonic_ns();
 
 	s->ready = -1;
+	accept_resume(s, now);
 	list_for_each_entry_safe(c, tmp, &s->conns, node) {
 		grpc_conn_tick(c, now, &s->ready);
 		conn_settle(s, c);

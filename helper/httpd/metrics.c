@@ -225,6 +225,9 @@ static void write_connections(struct metrics *m, FILE *f)
 		GET(m->conn_refused[REFUSED_MAX_CONNECTIONS_PER_IP]));
 	counter(f, "idgen_connections_cut_total", "Connections closed because a "
 		"request was not complete by its deadline", GET(m->conn_cut));
+	counter(f, "idgen_accept_paused_total", "Times a gRPC listener stopped "
+		"accepting for a while: no file descriptor was left (EMFILE, ENFILE)",
+		GET(m->accept_paused));
 }
 
 /* Only with TLS: a plaintext service's exposition stays as it was. */

@@ -18,7 +18,8 @@
  *   idgen_ready                               what /readyz answers
  *   idgen_build_info{version,layout_version}
  *   idgen_connections_open, idgen_connections_refused_total{reason},
- *   idgen_connections_cut_total               the listeners' connections
+ *   idgen_connections_cut_total,
+ *   idgen_accept_paused_total                 the listeners' connections
  *   idgen_tls_certificate_expiry_seconds      with TLS (tls.h): until the
  *                                             certificate in force expires
  *   idgen_tls_reloads_total{result}           SIGHUP's reloads, ok or failed
@@ -83,6 +84,7 @@ struct metrics {
 	_Atomic int64_t conn_open;
 	_Atomic uint64_t conn_refused[NR_REFUSED];	/* at a connection limit */
 	_Atomic uint64_t conn_cut;	/* a request past its deadline */
+	_Atomic uint64_t accept_paused;	/* a gRPC listener out of descriptors */
 	/* TLS, counted by tls.c and the listeners; tls_not_after 0: no TLS. */
 	_Atomic int64_t tls_not_after;	/* Unix seconds, the certificate in force */
 	_Atomic uint64_t tls_reloads[2];	/* succeeded, failed */

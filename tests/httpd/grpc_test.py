@@ -29,8 +29,10 @@ and gRPC's own health.proto (grpc-proto) where Debian packages it.
     once, what a connection buffers of requests not yet whole bounded;
     the Compressed-Flag and content-type as grpc-go judges them; a
     health Watch ended at its grpc-timeout; a connection with no request
-    held for timeout_s only
+    held for timeout_s only; accept() out of descriptors without a busy
+    loop
 """
+import resource
 import datetime
 import os
 import re
@@ -101,14 +103,20 @@ class Server:
     count = 0
     running = []
 
-    def __init__(self, *args):
+    def __init__(self, *args, max_fds=None):
         Server.count += 1
         self.log = os.path.join(work, f"grpc{Server.count}.log")
+
+        def limit():
+            if max_fds:
+                resource.setrlimit(resource.RLIMIT_NOFILE, (max_fds, max_fds))
+
         with open(self.log, "w") as f:
             self.p = subprocess.Popen([httpd, "--listen", "127.0.0.1:0",
                                        "--grpc-listen", "127.0.0.1:0",
                                        "--clock-check", "no", *args],
-                                      stdout=f, stderr=subprocess.STDOUT)
+                                      stdout=f, stderr=subprocess.STDOUT,
+                                      preexec_fn=limit)
         Server.running.append(self)
         for _ in range(100):
             http = re.search(r"listening on .* \(port (\d+)\)", self.text())
@@ -132,6 +140,15 @@ class Server:
     def get(self, path):
         with urllib.request.urlopen(self.http + path, timeout=10) as r:
             return r.read().decode()
+
+    def cpu_s(self):
+        with open(f"/proc/{self.p.pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+    def metric(self, name):
+        m = re.search(r"^%s (\d+)$" % re.escape(name), self.get("/metrics"), re.M)
+        return int(m.group(1)) if m else None
 
     def minted(self):
         m = re.search(r"^idgen_generator_ids_total (\d+)$", self.get("/metrics"), re.M)
@@ -586,6 +603,30 @@ try:
        f"after {time.monotonic() - t0:.1f} s")
     ok(healthy(), "... another connection served meanwhile")
     c.close()
+    ok(s.stop() == 0, "SIGTERM: exit 0")
+
+    # accept() out of descriptors: no busy loop, a line, a count, and
+    # accepting again once there are descriptors.
+    s = Server("--device", "sim:43", "--threads", "1", max_fds=48)
+    socks = [socket.create_connection(("127.0.0.1", s.port), timeout=10) for _ in range(60)]
+    time.sleep(0.5)
+    cpu = s.cpu_s()
+    time.sleep(2)
+    cpu = s.cpu_s() - cpu
+    lines = s.text().count("cannot accept connections")
+    ok(cpu < 0.5 and 1 <= lines <= 2, "accept() at EMFILE: the listener paused, not a busy "
+       "loop", f"{cpu:.2f} s of CPU in 2 s, {lines} log lines")
+    for k in socks:
+        k.close()
+    time.sleep(1)
+    try:
+        r = s.ids.NextIds(idgen_pb2.NextIdsRequest(), timeout=10)
+        served_again = len(r.ids) == 1
+    except grpc.RpcError as e:
+        served_again = e
+    ok(served_again is True, "... accepting again once descriptors are free", served_again)
+    paused = s.metric("idgen_accept_paused_total")
+    ok(paused and paused >= 1, "... counted in idgen_accept_paused_total", paused)
     ok(s.stop() == 0, "SIGTERM: exit 0")
 finally:
     for srv in list(Server.running):
