@@ -24,7 +24,11 @@
  * control frames (PING, SETTINGS, PRIORITY, empty DATA) at
  * GRPC_CTRL_RATE a second after a burst of GRPC_CTRL_BURST, and stream
  * resets at GRPC_RST_RATE after GRPC_RST_BURST (rapid reset): past
- * either, GOAWAY ENHANCE_YOUR_CALM; the answers of large NextIds calls
+ * either, GOAWAY ENHANCE_YOUR_CALM; so is a peer that has more frames
+ * waiting than GRPC_QUEUED_FRAMES_PER_STREAM a stream and
+ * GRPC_MAX_OUTBOUND_ACK (one that reads nothing while it opens streams,
+ * each refused with a RST_STREAM), and nothing more is read from it; the
+ * answers of large NextIds calls
  * (minted on the lane) up to GRPC_MAX_OWED bytes a connection and
  * GRPC_MAX_OWED_TOTAL for the process until they are read, a call past
  * either answered RESOURCE_EXHAUSTED before any ID is minted for it, and
@@ -61,6 +65,8 @@
 #define GRPC_RST_RATE		33	/* stream resets a second (nghttp2's) */
 /* PING and SETTINGS acknowledgements queued before it is a flood. */
 #define GRPC_MAX_OUTBOUND_ACK	1000
+/* Frames a stream may have waiting (headers, trailers, a reset, windows). */
+#define GRPC_QUEUED_FRAMES_PER_STREAM 4
 /* How often a listener looks at its timeouts, and at readiness for Watch. */
 #define GRPC_TICK_MS		250
 /* A listener out of descriptors stops accepting this long (to a tick). */

@@ -24,6 +24,9 @@
 #define MAX_CONTINUATIONS 8		/* CONTINUATION frames of one header block */
 #define MAX_SETTINGS	32		/* entries of one SETTINGS frame */
 
+/* Peers cut off, a line a kind now and then: they come in floods. */
+static struct log_ratelimit ctrl_flood, unread;
+
 /* --- the transport ------------------------------------------------------ */
 
 static ssize_t plain_recv(struct grpc_conn *c, uint8_t *buf, size_t len)
@@ -228,13 +231,14 @@ void grpc_conn_watch(struct grpc_conn *c)
 	if (!s)
 		return;
 	/*
-	 * Always read while the session wants to: the peer's WINDOW_UPDATEs
-	 * are what lets its answers out.  What it is owed is bounded by its
-	 * streams, one answer each, and cut off after timeout_s untaken.
+	 * Read while the session wants to: the peer's WINDOW_UPDATEs are
+	 * what lets its answers out.  What it is owed is bounded by its
+	 * streams, one answer each, and cut off after timeout_s untaken;
+	 * what nghttp2 queues for it by conn_recv()'s bound.
 	 */
 	if (c->tls && !c->tls_done)
 		ev = EPOLLIN | (c->tls_want_write ? EPOLLOUT : 0);
-	else if (nghttp2_session_want_read(c->session))
+	else if (!c->stalled && nghttp2_session_want_read(c->session))
 		ev |= EPOLLIN;
 	if (c->blocked)
 		ev |= EPOLLOUT;
@@ -290,8 +294,9 @@ static int frame_recv_cb(nghttp2_session *session, const nghttp2_frame *frame,
 		break;
 	}
 	if (ctrl && !ctrl_take(c)) {
-		log_warn("gRPC: a client sends control frames faster than %d a second: "
-			 "GOAWAY ENHANCE_YOUR_CALM", GRPC_CTRL_RATE);
+		log_ratelimited(&ctrl_flood, LOG_WARNING, "gRPC: %s sends control frames "
+				"faster than %d a second: GOAWAY ENHANCE_YOUR_CALM",
+				c->addr, GRPC_CTRL_RATE);
 		nghttp2_session_terminate_session(session, NGHTTP2_ENHANCE_YOUR_CALM);
 		return 0;
 	}
@@ -299,16 +304,38 @@ static int frame_recv_cb(nghttp2_session *session, const nghttp2_frame *frame,
 	return 0;
 }
 
+/*
+ * Frames a connection's session may hold for a peer that does not read:
+ * a stream's own few, and the acknowledgements nghttp2 bounds itself.
+ * Past it the peer is opening streams only to have them refused.
+ */
+static size_t queued_frames_max(const struct grpc_conn *c)
+{
+	return (size_t)GRPC_QUEUED_FRAMES_PER_STREAM * c->lim->max_streams +
+	       GRPC_MAX_OUTBOUND_ACK;
+}
+
 /* Bytes from the peer into the session: 0, or -1 to close. */
 static int conn_recv(struct grpc_conn *c, const uint8_t *data, size_t len)
 {
+	size_t queued;
 	ssize_t n;
 
 	c->last_recv_ns = monotonic_ns();
 	n = nghttp2_session_mem_recv(c->session, data, len);
-	if (n < 0)
+	if (n < 0 || grpc_conn_flush(c))
 		return -1;
-	return grpc_conn_flush(c);
+	queued = nghttp2_session_get_outbound_queue_size(c->session);
+	if (!c->stalled && queued > queued_frames_max(c)) {
+		log_ratelimited(&unread, LOG_WARNING, "gRPC: %s reads nothing of what it "
+				"is sent and opens streams all the while (%zu frames wait "
+				"for it): GOAWAY ENHANCE_YOUR_CALM, nothing more is read "
+				"from it", c->addr, queued);
+		nghttp2_session_terminate_session(c->session, NGHTTP2_ENHANCE_YOUR_CALM);
+		c->stalled = true;
+		return grpc_conn_flush(c);
+	}
+	return 0;
 }
 
 struct grpc_conn *grpc_conn_new(struct api *api, const struct grpc_limits *lim, int fd)
@@ -331,6 +358,7 @@ struct grpc_conn *grpc_conn_new(struct api *api, const struct grpc_limits *lim, 
 	c->io = &plain;
 	list_init(&c->node);
 	list_init(&c->streams);
+	snprintf(c->addr, sizeof(c->addr), "?");
 	c->opened_ns = c->last_recv_ns = c->last_send_ns = c->last_active_ns = monotonic_ns();
 	if (nghttp2_session_callbacks_new(&cb)) {
 		free(c);
@@ -418,7 +446,7 @@ void grpc_conn_event(struct grpc_conn *c, uint32_t events)
 	if (!c->failed && (events & EPOLLOUT) && grpc_conn_flush(c))
 		c->failed = true;
 	/* TLS may hold records already read from the socket: those too. */
-	while (!c->failed && (events & EPOLLIN)) {
+	while (!c->failed && !c->stalled && (events & EPOLLIN)) {
 		n = c->io->recv(c, buf, sizeof(buf));
 		if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR))
 			c->failed = true;

@@ -70,6 +70,7 @@ struct grpc_conn {
 	const struct grpc_transport *io;
 	nghttp2_session *session;
 	unsigned char key[17];		/* the peer, as per-address limits count it */
+	char addr[56];			/* ... and as the log names it */
 	struct list_node streams;	/* struct grpc_stream */
 	unsigned int nr_streams;
 	size_t queued;			/* bytes of body not yet sent */
@@ -86,6 +87,7 @@ struct grpc_conn {
 	uint64_t ping_ns;		/* a PING of ours unanswered since; 0: none */
 	uint64_t ctrl_tat_ns;		/* the control frames' bucket (GCRA) */
 	bool blocked;			/* the socket took no more */
+	bool stalled;			/* it reads nothing, we read no more of it */
 	uint8_t *unsent;		/* what a full socket left, to send first */
 	size_t unsent_len, unsent_off;
 	bool failed;			/* close it */
@@ -107,7 +109,7 @@ struct grpc_conn {
 /*
  * A connection on the socket fd (-1: none, grpc_conn_mem()) with its
  * server session, the session's SETTINGS queued; NULL: out of memory.
- * The listener sets srv and key.
+ * The listener sets srv, key and addr.
  */
 struct grpc_conn *grpc_conn_new(struct api *api, const struct grpc_limits *lim, int fd);
 

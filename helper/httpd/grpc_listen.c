@@ -111,6 +111,7 @@ static void accept_one(struct grpc_server *s)
 	struct grpc_conn *c;
 	struct epoll_event e;
 	unsigned char key[17];
+	char peer[INET6_ADDRSTRLEN + 8];
 	int fd, one = 1;
 
 	fd = accept4(s->listen_fd, (struct sockaddr *)&sa, &salen,
@@ -122,6 +123,9 @@ static void accept_one(struct grpc_server *s)
 		return;
 	}
 	server_conn_key((struct sockaddr *)&sa, s->lim.ipv6_prefix_per_ip, key);
+	if (getnameinfo((struct sockaddr *)&sa, salen, peer, sizeof(peer), NULL, 0,
+			NI_NUMERICHOST))
+		snprintf(peer, sizeof(peer), "?");
 	if (s->nr_conns >= s->lim.max_connections ||
 	    (s->lim.max_connections_per_ip &&
 	     count_per_ip(s, key) >= s->lim.max_connections_per_ip)) {
@@ -140,6 +144,7 @@ static void accept_one(struct grpc_server *s)
 	}
 	c->srv = s;
 	memcpy(c->key, key, sizeof(key));
+	snprintf(c->addr, sizeof(c->addr), "%s", peer);
 	if (s->api->tls && grpc_conn_tls(c, s->api->tls)) {
 		grpc_conn_free(c);
 		return;

@@ -30,7 +30,8 @@ and gRPC's own health.proto (grpc-proto) where Debian packages it.
     the Compressed-Flag and content-type as grpc-go judges them; a
     health Watch ended at its grpc-timeout; a connection with no request
     held for timeout_s only; accept() out of descriptors without a busy
-    loop
+    loop; a peer that reads nothing while it opens streams cut off before
+    it costs memory
 """
 import resource
 import datetime
@@ -140,6 +141,13 @@ class Server:
     def get(self, path):
         with urllib.request.urlopen(self.http + path, timeout=10) as r:
             return r.read().decode()
+
+    def status(self, key):
+        """A line of /proc/PID/status: VmRSS in KiB, say."""
+        with open(f"/proc/{self.p.pid}/status") as f:
+            for line in f:
+                if line.startswith(key + ":"):
+                    return int(line.split()[1])
 
     def cpu_s(self):
         with open(f"/proc/{self.p.pid}/stat") as f:
@@ -554,6 +562,28 @@ try:
     time.sleep(3.5)
     ok(c.alive_after_ping(), "... one that made a call is held past timeout_s (idle timeout)")
     c.close()
+
+    # A peer that reads nothing and opens streams, each refused with a
+    # RST_STREAM the server must queue: a million of them.
+    rss = s.status("VmRSS")
+    raw = socket.socket()
+    raw.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    raw.connect(("127.0.0.1", s.port))
+    raw.settimeout(10)
+    flood = h2.unread_streams(10**6)
+    sent = 0
+    try:
+        while sent < len(flood):
+            sent += raw.send(flood[sent:sent + (1 << 20)])
+    except OSError:
+        pass
+    grown = (s.status("VmRSS") - rss) // 1024
+    ok(sent < len(flood) and grown < 32, "a peer that reads nothing while it opens a "
+       "million streams: not read past a bound, the server's memory the same",
+       f"{sent} of {len(flood)} bytes taken, {grown} MiB more")
+    ok("reads nothing of what it is sent" in s.text(), "... and logged", s.text()[-2000:])
+    ok(healthy(), "... another connection served meanwhile")
+    raw.close()
 
     # nghttp2's own rapid-reset bound says INTERNAL_ERROR; ours, ENHANCE_YOUR_CALM.
     # A flood of frames that each want an ACK may be closed on before its

@@ -3,8 +3,9 @@
 
 What a gRPC library never sends: requests with chosen headers and
 bodies, and the floods the gRPC listener must cut off (PING, SETTINGS,
-rapid reset).  Each flood returns the GOAWAY error code the server sent,
-or CLOSED when it only closed the connection.
+rapid reset, streams opened by a peer that reads nothing).  Each flood
+returns the GOAWAY error code the server sent, or CLOSED when it only
+closed the connection.
 """
 import socket
 import struct
@@ -174,6 +175,25 @@ class Conn:
 
     def close(self):
         self.sock.close()
+
+
+def unread_streams(n, path="/idgen.v1.IdGen/NextIds"):
+    """The bytes of a connection that opens n streams, each with its
+    headers alone (never whole, so each holds a stream until the server's
+    limit refuses the next): the preface, then HEADERS frames made by
+    hand once HPACK has every header indexed, so that a million cost
+    14 bytes each and no time."""
+    c = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+    c.initiate_connection()
+    hdrs = [(":method", "POST"), (":scheme", "http"), (":path", path),
+            (":authority", "localhost"), ("content-type", "application/grpc")]
+    c.send_headers(1, hdrs)
+    start = c.data_to_send()
+    c.send_headers(3, hdrs)
+    block = c.data_to_send()[9:]        # every field from the table now
+    head = struct.pack(">I", len(block))[1:] + b"\x01\x04"   # HEADERS, END_HEADERS
+    return start + b"".join(head + struct.pack(">I", sid) + block
+                            for sid in range(3, 3 + 2 * (n - 1), 2))
 
 
 def ping_flood(c, n=20000):
