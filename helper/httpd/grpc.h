@@ -13,34 +13,38 @@
  * it hold; grpc_stream.c the streams, the framing of their messages and
  * unary dispatch; grpc_health.c the health service, Check and Watch.
  *
- * Limits, all per connection unless said: grpc_max_streams concurrent
- * streams (SETTINGS_MAX_CONCURRENT_STREAMS); GRPC_MAX_HEADER_LIST bytes
- * of a stream's headers, as HPACK decodes them (the bound against HPACK
- * bombs); a request message of GRPC_MAX_MESSAGE bytes, refused as its
- * 5-byte prefix arrives (nothing of a larger one is kept), and at most
- * GRPC_MAX_BUFFERED bytes of requests not yet whole, a stream past it
- * answered RESOURCE_EXHAUSTED; max_connections per
- * listener and max_connections_per_ip as the HTTP listeners count them;
- * control frames (PING, SETTINGS, PRIORITY, empty DATA) at
- * GRPC_CTRL_RATE a second after a burst of GRPC_CTRL_BURST, and stream
- * resets at GRPC_RST_RATE after GRPC_RST_BURST (rapid reset): past
- * either, GOAWAY ENHANCE_YOUR_CALM; so is a peer that has more frames
- * waiting than GRPC_QUEUED_FRAMES_PER_STREAM a stream and
- * GRPC_MAX_OUTBOUND_ACK (one that reads nothing while it opens streams,
- * each refused with a RST_STREAM), and nothing more is read from it; the
- * answers of large NextIds calls
- * (minted on the lane) up to GRPC_MAX_OWED bytes a connection and
- * GRPC_MAX_OWED_TOTAL for the process until they are read, a call past
- * either answered RESOURCE_EXHAUSTED before any ID is minted for it, and
- * a large answer held no longer than timeout_s once made; a peer that
- * takes nothing of what is owed to it for timeout_s, or leaves a PING
- * unanswered that long, is cut off; a connection with no whole request
- * in timeout_s from its opening (the handshake: a preface and SETTINGS
- * alone hold no slot longer), or after its first with no stream begun
- * or ended for grpc_idle_timeout_s (PINGs do not count), is sent GOAWAY
- * and closed; accept() out of descriptors (EMFILE, ENFILE) leaves the
- * listener unpolled for GRPC_ACCEPT_PAUSE_MS, not retried in a busy
- * loop.
+ * Limits, all per connection unless said:
+ *  - grpc_max_streams concurrent streams (SETTINGS_MAX_CONCURRENT_STREAMS);
+ *    GRPC_MAX_HEADER_LIST bytes of a stream's headers, as HPACK decodes
+ *    them (the bound against HPACK bombs);
+ *  - a request message of GRPC_MAX_MESSAGE bytes, refused as its 5-byte
+ *    prefix arrives (nothing of a larger one is kept), and at most
+ *    GRPC_MAX_BUFFERED bytes of requests not yet whole, a stream past it
+ *    answered RESOURCE_EXHAUSTED;
+ *  - max_connections per listener and max_connections_per_ip as the HTTP
+ *    listeners count them; a connection past either is sent GOAWAY with
+ *    the limit's name and closed (over TLS, closed);
+ *  - control frames (PING, SETTINGS, PRIORITY, empty DATA) at
+ *    GRPC_CTRL_RATE a second after a burst of GRPC_CTRL_BURST, and stream
+ *    resets at GRPC_RST_RATE after GRPC_RST_BURST (rapid reset): past
+ *    either, GOAWAY ENHANCE_YOUR_CALM;
+ *  - frames waiting to be sent, past GRPC_QUEUED_FRAMES_PER_STREAM a
+ *    stream and GRPC_MAX_OUTBOUND_ACK (a peer that reads nothing while it
+ *    opens streams, each refused with a RST_STREAM): GOAWAY
+ *    ENHANCE_YOUR_CALM, and nothing more is read from it;
+ *  - the answers of large NextIds calls (minted on the lane) up to
+ *    GRPC_MAX_OWED bytes a connection and GRPC_MAX_OWED_TOTAL for the
+ *    process until they are read, a call past either answered
+ *    RESOURCE_EXHAUSTED before any ID is minted for it, and a large answer
+ *    held no longer than timeout_s once made;
+ *  - a peer that takes nothing of what is owed to it for timeout_s, or
+ *    leaves a PING unanswered that long, is cut off;
+ *  - timeout_s from its opening to its first whole request (the
+ *    handshake: a preface and SETTINGS alone hold no slot longer), then
+ *    grpc_idle_timeout_s with no stream begun or ended (PINGs do not
+ *    count): GOAWAY, and closed;
+ *  - accept() out of descriptors (EMFILE, ENFILE): the listener is left
+ *    unpolled for GRPC_ACCEPT_PAUSE_MS, not retried in a busy loop.
  */
 #ifndef HTTPD_GRPC_H
 #define HTTPD_GRPC_H

@@ -3,7 +3,7 @@
  * idgen-httpd's gRPC listeners (grpc.h): a listening socket, and a
  * thread with an epoll loop over it, its connections (grpc_conn.c), a
  * timer and the bulk lane's eventfd; the limits on how many connections
- * there are.
+ * there are, and what a connection past them is told.
  *
  * Everything of a listener happens on its thread but the bulk lane's
  * minting; a call the lane finishes comes back through the listener's
@@ -29,6 +29,7 @@
 #include "server.h"
 
 #define MAX_EVENTS	64
+#define DRAIN_SIZE	16384		/* a refused peer's bytes, read before the close */
 
 /* --- connections -------------------------------------------------------- */
 
@@ -76,6 +77,52 @@ static unsigned int count_per_ip(struct grpc_server *s, const unsigned char key[
 	list_for_each_entry(c, &s->conns, node)
 		n += !memcmp(c->key, key, 17);
 	return n;
+}
+
+/*
+ * A connection over a limit: told so in HTTP/2's terms, then closed.  A
+ * session of its own writes the server's SETTINGS and a GOAWAY that
+ * processed no stream, its debug data naming the limit, to the fresh
+ * socket's empty buffer; what the peer sent is read before the close, so
+ * that it is a FIN, not a reset that could overtake the GOAWAY.
+ */
+static void refuse(struct grpc_server *s, int fd, const char *peer,
+		   enum metrics_refusal why, unsigned int limit)
+{
+	static const char *const name[NR_REFUSED] = {
+		[REFUSED_MAX_CONNECTIONS] = "max_connections",
+		[REFUSED_MAX_CONNECTIONS_PER_IP] = "max_connections_per_ip",
+	};
+	static struct log_ratelimit logged[NR_REFUSED];
+	/* One address holding too many is its own doing; a full listener is not. */
+	uint32_t code = why == REFUSED_MAX_CONNECTIONS_PER_IP ? NGHTTP2_ENHANCE_YOUR_CALM :
+			NGHTTP2_NO_ERROR;
+	/*
+	 * Over TLS the GOAWAY would need the handshake first, the very cost
+	 * the limit spares the listener: the close alone, then.
+	 */
+	struct grpc_conn *c = s->api->tls ? NULL : grpc_conn_new(s->api, &s->lim, fd);
+	uint8_t drain[DRAIN_SIZE];
+	char debug[64];
+	int len;
+
+	if (s->api->metrics)
+		atomic_fetch_add(&s->api->metrics->conn_refused[why], 1);
+	log_ratelimited(&logged[why], LOG_WARNING, "gRPC %s: connection from %s "
+			"refused (%s): %s (%u) reached", s->addr, peer,
+			c ? "GOAWAY" : "closed", name[why], limit);
+	if (!c) {
+		close(fd);
+		return;
+	}
+	c->srv = s;
+	len = snprintf(debug, sizeof(debug), "%s (%u) reached", name[why], limit);
+	nghttp2_submit_goaway(c->session, NGHTTP2_FLAG_NONE, 0, code, (uint8_t *)debug, len);
+	grpc_conn_flush(c);
+	shutdown(fd, SHUT_WR);
+	while (recv(fd, drain, sizeof(drain), MSG_DONTWAIT) > 0)
+		;
+	grpc_conn_free(c);
 }
 
 /* accept() found no descriptor: the listener unpolled until the tick after next. */
@@ -126,14 +173,17 @@ static void accept_one(struct grpc_server *s)
 	if (getnameinfo((struct sockaddr *)&sa, salen, peer, sizeof(peer), NULL, 0,
 			NI_NUMERICHOST))
 		snprintf(peer, sizeof(peer), "?");
-	if (s->nr_conns >= s->lim.max_connections ||
-	    (s->lim.max_connections_per_ip &&
-	     count_per_ip(s, key) >= s->lim.max_connections_per_ip)) {
-		if (s->api->metrics)
-			atomic_fetch_add(&s->api->metrics->conn_refused[
-				s->nr_conns >= s->lim.max_connections ?
-				REFUSED_MAX_CONNECTIONS : REFUSED_MAX_CONNECTIONS_PER_IP], 1);
-		close(fd);
+	if (s->nr_conns >= s->lim.max_connections) {
+		refuse(s, fd, peer, REFUSED_MAX_CONNECTIONS, s->lim.max_connections);
+		return;
+	}
+	if (s->lim.max_connections_per_ip &&
+	    count_per_ip(s, key) >= s->lim.max_connections_per_ip) {
+		if (key[16] == 6 && s->lim.ipv6_prefix_per_ip < 128)
+			snprintf(peer + strlen(peer), sizeof(peer) - strlen(peer), "/%u",
+				 s->lim.ipv6_prefix_per_ip);
+		refuse(s, fd, peer, REFUSED_MAX_CONNECTIONS_PER_IP,
+		       s->lim.max_connections_per_ip);
 		return;
 	}
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));

@@ -31,7 +31,8 @@ and gRPC's own health.proto (grpc-proto) where Debian packages it.
     health Watch ended at its grpc-timeout; a connection with no request
     held for timeout_s only; accept() out of descriptors without a busy
     loop; a peer that reads nothing while it opens streams cut off before
-    it costs memory
+    it costs memory; a connection over a limit told so in a GOAWAY, and
+    logged
 """
 import resource
 import datetime
@@ -658,6 +659,25 @@ try:
     paused = s.metric("idgen_accept_paused_total")
     ok(paused and paused >= 1, "... counted in idgen_accept_paused_total", paused)
     ok(s.stop() == 0, "SIGTERM: exit 0")
+
+    # A connection over a limit: a GOAWAY that says which, and a log line.
+    for flag, limit, want, code_name in (
+            ("--max-connections-per-ip", "max_connections_per_ip", h2.ENHANCE_YOUR_CALM,
+             "ENHANCE_YOUR_CALM"),
+            ("--max-connections", "max_connections", 0, "NO_ERROR")):
+        s = Server("--device", "sim:43", flag, "1")
+        first = h2.Conn(s.port)
+        first.pump()
+        second = h2.Conn(s.port)
+        code = second.drain(5)
+        ok(code == want and f"{limit} (1) reached".encode() == second.goaway_data,
+           f"a second connection past {flag} 1: GOAWAY {code_name}, the limit named "
+           "in its debug data", f"{code} {second.goaway_data}")
+        ok(f"connection from 127.0.0.1 refused (GOAWAY): {limit} (1) reached" in s.text(),
+           "... logged with the client's address", s.text()[-2000:])
+        second.close()
+        first.close()
+        ok(s.stop() == 0, "SIGTERM: exit 0")
 finally:
     for srv in list(Server.running):
         srv.p.kill()

@@ -45,6 +45,7 @@ class Conn:
         self.data = {}          # stream -> the bytes of its DATA frames
         self.ended = set()      # streams reset or ended
         self.goaway = None
+        self.goaway_data = b""  # the GOAWAY's debug data
         self.closed = False
 
     def flush(self):
@@ -91,6 +92,7 @@ class Conn:
                 self.headers.setdefault(e.stream_id, {})["rst"] = e.error_code
             elif isinstance(e, h2.events.ConnectionTerminated):
                 self.goaway = e.error_code
+                self.goaway_data = e.additional_data or b""
             elif isinstance(e, h2.events.DataReceived):
                 self.data[e.stream_id] = self.data.get(e.stream_id, b"") + e.data
                 if ack:
