@@ -16,6 +16,7 @@
 #define _GNU_SOURCE	/* asprintf() */
 #endif
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -23,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -30,6 +32,7 @@
 #include <curl/curl.h>
 
 #include "answer.h"
+#include "credential.h"
 #include "forkguard.h"
 #include "http_body.h"
 #include "http_url.h"
@@ -37,7 +40,7 @@
 
 #define EXPORT	__attribute__((visibility("default")))
 
-#define REASON_LEN	160
+#define REASON_LEN	256
 #define LOOK_NS		1000000ULL	/* the loop's look at a busy buffer */
 #define BUSY_NS		1000000000ULL	/* busy: a buffer call within this long */
 #define ERR_LEN		(IDGEN_CLIENT_MAX_HOSTS * 48 + 256)
@@ -82,6 +85,7 @@ struct xfer {
 	struct request *req;		/* NULL for a probe */
 	struct xfer *next;		/* the request's other tries */
 	CURL *easy;
+	char curl_err[CURL_ERROR_SIZE];	/* libcurl's detail (TLS: why) */
 	struct idgen_http_body body;	/* the answer so far, and its limit */
 	uint64_t start_ns;
 	bool timed_out;			/* past the per-try timeout, counted */
@@ -121,6 +125,7 @@ struct idgen_client {
 	struct host hosts[IDGEN_CLIENT_MAX_HOSTS];
 	uint64_t per_try_ns, deadline_ns, health_ns;
 	char caller_json[96];		/* ",\"caller\":\"...\"" or "" */
+	char *ca_file, *cert_file, *key_file;	/* copies of the options' */
 
 	pthread_t thread;
 	CURLM *multi;
@@ -356,6 +361,20 @@ static struct xfer *xfer_start(struct idgen_client *c, unsigned int hi,
 	curl_easy_setopt(x->easy, CURLOPT_WRITEDATA, &x->body);
 	curl_easy_setopt(x->easy, CURLOPT_TIMEOUT_MS, total_ms > 0 ? total_ms : 1L);
 	curl_easy_setopt(x->easy, CURLOPT_CONNECTTIMEOUT_MS, ms > 0 ? ms : 1L);
+	curl_easy_setopt(x->easy, CURLOPT_ERRORBUFFER, x->curl_err);
+	/*
+	 * https: the server's certificate and its name (or IP) always
+	 * checked.  Every transfer has the same TLS settings, so the multi
+	 * handle's cache reuses a host's connection: one handshake per host.
+	 */
+	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYPEER, 1L);
+	curl_easy_setopt(x->easy, CURLOPT_SSL_VERIFYHOST, 2L);
+	if (c->ca_file)
+		curl_easy_setopt(x->easy, CURLOPT_CAINFO, c->ca_file);
+	if (c->cert_file) {
+		curl_easy_setopt(x->easy, CURLOPT_SSLCERT, c->cert_file);
+		curl_easy_setopt(x->easy, CURLOPT_SSLKEY, c->key_file);
+	}
 	if (r) {
 		snprintf(post, sizeof(post), "{\"count\":%u%s}", r->want, c->caller_json);
 		curl_easy_setopt(x->easy, CURLOPT_URL, h->next_url);
@@ -383,7 +402,11 @@ static struct xfer *xfer_start(struct idgen_client *c, unsigned int hi,
 static void xfer_end(struct xfer *x)
 {
 	struct idgen_client *c = x->c;
+	long connects = 0;
 
+	if (curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK &&
+	    connects > 0)
+		ADD(c, connects, (uint64_t)connects);
 	curl_multi_remove_handle(c->multi, x->easy);
 	if (x->req)
 		c->hosts[x->hi].in_flight--;
@@ -525,6 +548,32 @@ static void start_try(struct idgen_client *c, struct request *r, uint64_t now)
 	r->hedge_ns = now + c->per_try_ns;
 }
 
+/*
+ * Over TLS 1.3 a server judges the client's certificate after the
+ * client's side of the handshake is done, and refuses it by closing the
+ * connection: libcurl then says only "Recv failure" or "Send failure".
+ * Say what that most likely means, or "".
+ */
+static const char *tls_hint(const struct idgen_client *c, struct xfer *x, CURLcode cc)
+{
+	curl_off_t app_us = 0;
+	long connects = 0;
+
+	if (cc != CURLE_RECV_ERROR && cc != CURLE_SEND_ERROR && cc != CURLE_GOT_NOTHING &&
+	    cc != CURLE_SSL_CONNECT_ERROR)
+		return "";
+	if (strncmp(c->hosts[x->hi].base, "https:", 6) ||
+	    curl_easy_getinfo(x->easy, CURLINFO_NUM_CONNECTS, &connects) != CURLE_OK ||
+	    !connects ||
+	    curl_easy_getinfo(x->easy, CURLINFO_APPCONNECT_TIME_T, &app_us) != CURLE_OK ||
+	    !app_us)
+		return "";
+	return c->cert_file ? " (the server closed the new TLS connection: it most likely "
+			      "refused this client's certificate, cert_file; its log says why)" :
+			      " (the server closed the new TLS connection: it most likely "
+			      "requires a client certificate, cert_file and key_file)";
+}
+
 /* A try's outcome.  The try is already off r->tries. */
 static void try_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint64_t now)
 {
@@ -548,8 +597,9 @@ static void try_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint64
 			snprintf(why, sizeof(why), "timed out after %llu ms",
 				 (unsigned long long)((now - x->start_ns) / 1000000));
 		} else {
-			snprintf(why, sizeof(why), "%s%s%s", curl_easy_strerror(cc),
-				 oserr ? ": " : "", oserr ? strerror((int)oserr) : "");
+			snprintf(why, sizeof(why), "%.100s%s%.30s%s", x->curl_err[0] ?
+				 x->curl_err : curl_easy_strerror(cc), oserr ? ": " : "",
+				 oserr ? strerror((int)oserr) : "", tls_hint(c, x, cc));
 			BUMP(c, connect_errors);
 			definite = true;
 		}
@@ -612,7 +662,9 @@ static void probe_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint
 		if (cc == CURLE_OK)
 			snprintf(why, sizeof(why), "/readyz answered %ld", status);
 		else
-			snprintf(why, sizeof(why), "/readyz: %s", curl_easy_strerror(cc));
+			snprintf(why, sizeof(why), "/readyz: %.100s%s",
+				 x->curl_err[0] ? x->curl_err : curl_easy_strerror(cc),
+				 tls_hint(c, x, cc));
 		host_down(c, h, now, why, false);
 	}
 	xfer_end(x);
@@ -1190,6 +1242,7 @@ EXPORT int idgen_client_stats(struct idgen_client *c, struct idgen_client_stats 
 	for (i = 0; i < offsetof(struct idgen_client_stats, hosts) / sizeof(uint64_t); i++)
 		dst[i] = __atomic_load_n(&src[i], __ATOMIC_RELAXED);
 	t.hosts = c->nhosts;
+	t.connects = __atomic_load_n(&c->st.connects, __ATOMIC_RELAXED);
 	for (i = 0; i < c->nhosts; i++)
 		t.hosts_healthy += host_usable(&c->hosts[i]);
 	if (size > sizeof(t))
@@ -1255,10 +1308,77 @@ static int parse_endpoints(struct idgen_client *c, const char *endpoints)
 	}
 }
 
+/*
+ * A TLS file of the options: a regular file this process can read; the
+ * key, besides, private (lib/credential.h's rule, as idgend's keys): mode
+ * 0600 of this user or root, or a systemd credential.  Copied to *copy.
+ */
+static int tls_file(const char *what, const char *path, bool secret, char **copy)
+{
+	struct stat st;
+	int fd;
+
+	if (!path)
+		return 0;
+	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0 || fstat(fd, &st)) {
+		set_error("options: %s %s: %s", what, path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -EINVAL;
+	}
+	close(fd);
+	if (!S_ISREG(st.st_mode)) {
+		set_error("options: %s %s: not a regular file", what, path);
+		return -EINVAL;
+	}
+	if (secret) {
+		if (st.st_uid != geteuid() && st.st_uid != 0) {
+			set_error("options: %s %s: owned by uid %u, neither this user "
+				  "(uid %u) nor root", what, path, (unsigned int)st.st_uid,
+				  (unsigned int)geteuid());
+			return -EINVAL;
+		}
+		if ((st.st_mode & (S_IWGRP | S_IWOTH)) ||
+		    ((st.st_mode & (S_IRGRP | S_IROTH)) && !idgen_systemd_credential(path, &st))) {
+			set_error("options: %s %s: %s by group or others (mode %04o): it "
+				  "must be mode 0600 (chmod 600 %s)", what, path,
+				  st.st_mode & (S_IWGRP | S_IWOTH) ? "writable" : "readable",
+				  (unsigned int)(st.st_mode & 07777), path);
+			return -EINVAL;
+		}
+	}
+	*copy = strdup(path);
+	if (!*copy) {
+		set_error("out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int check_tls_files(struct idgen_client *c, const struct idgen_client_options *m)
+{
+	int ret;
+
+	if (!m->cert_file != !m->key_file) {
+		set_error("options: cert_file and key_file go together (%s without %s)",
+			  m->cert_file ? "cert_file" : "key_file",
+			  m->cert_file ? "key_file" : "cert_file");
+		return -EINVAL;
+	}
+	ret = tls_file("ca_file", m->ca_file, false, &c->ca_file);
+	if (!ret)
+		ret = tls_file("cert_file", m->cert_file, false, &c->cert_file);
+	if (!ret)
+		ret = tls_file("key_file", m->key_file, true, &c->key_file);
+	return ret;
+}
+
 static int check_options(struct idgen_client *c, const struct idgen_client_options *o)
 {
 	struct idgen_client_options *m = &c->o;
 	size_t i;
+	int ret;
 
 	idgen_client_options_init(m);
 	if (o) {
@@ -1321,6 +1441,10 @@ static int check_options(struct idgen_client *c, const struct idgen_client_optio
 	}
 	m->layouts = o && o->size > offsetof(struct idgen_client_options, layouts) ?
 		     o->layouts : NULL;
+	ret = check_tls_files(c, m);
+	m->ca_file = m->cert_file = m->key_file = NULL;	/* c's copies instead */
+	if (ret)
+		return ret;
 	c->per_try_ns = (uint64_t)m->per_try_ms * 1000000;
 	c->deadline_ns = (uint64_t)m->deadline_ms * 1000000;
 	c->health_ns = (uint64_t)m->health_check_ms * 1000000;
@@ -1336,6 +1460,9 @@ static void client_free(struct idgen_client *c)
 		free(c->hosts[i].next_url);
 		free(c->hosts[i].ready_url);
 	}
+	free(c->ca_file);
+	free(c->cert_file);
+	free(c->key_file);
 	while (c->npool)
 		curl_easy_cleanup(c->pool[--c->npool]);
 	if (c->multi)

@@ -73,6 +73,19 @@ struct idgen_client_options {
 					   version 1 alone): an answer's
 					   layout_version must be the one in
 					   force at its first ID */
+	/*
+	 * TLS, for https:// endpoints (idgen-httpd --tls-cert, and with
+	 * --tls-client-ca its mTLS).  The server's certificate is always
+	 * verified, its name or IP against the endpoint's host.  Paths, read
+	 * when the client is made and copied; NULL: none.
+	 */
+	const char *ca_file;		/* PEM CAs the servers' certificates must
+					   chain to; NULL: the system's */
+	const char *cert_file;		/* PEM client certificate (its chain),
+					   for mTLS; with key_file */
+	const char *key_file;		/* its PEM private key, mode 0600 (a
+					   systemd credential 0440): a key
+					   others can read is refused */
 };
 
 /* refill_mark's default: half the buffer, whatever its size. */
@@ -84,7 +97,8 @@ struct idgen_client;
 
 /*
  * endpoints: base URLs separated by commas, "http://10.0.0.1:8080,
- * http://10.0.0.2:8080" (a trailing "/" is dropped; http or https).
+ * http://10.0.0.2:8080" (a trailing "/" is dropped; http or https: see
+ * the options' ca_file, cert_file and key_file).
  * options: NULL for the defaults.  Starts the event-loop thread.  0, or
  * -EINVAL (bad endpoints or options; idgen_client_last_error() says
  * which), -ENOMEM, -EAGAIN (no thread).
@@ -137,6 +151,9 @@ struct idgen_client_stats {
 				   scheduling cost the client */
 	unsigned int hosts;	/* endpoints */
 	unsigned int hosts_healthy;	/* of them, not skipped now */
+	uint64_t connects;	/* connections made (over https, each one TLS
+				   handshake): kept alive and reused, about
+				   one per host however many requests */
 };
 
 /* Copy the counters; size is sizeof(struct idgen_client_stats). */

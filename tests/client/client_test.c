@@ -792,6 +792,77 @@ static int t_fork_pid1(const char *urls, const char *how, bool no_wipe)
 	return WEXITSTATUS(status);
 }
 
+/* ---- https: idgen-httpd with TLS and mTLS ------------------------------ */
+
+static const char *opt_file(const char *s)
+{
+	return strcmp(s, "-") ? s : NULL;
+}
+
+/*
+ * calls idgen_client_next() over https with ca, cert and key ("-": none).
+ * expect "ok": every call answered, no ID twice, and at most max_conn
+ * connections made (TLS handshakes) for them all: reused, not one per
+ * request.  Otherwise expect is what the error must say (from
+ * idgen_client_new(), or from the first call, which must fail).
+ */
+static int t_tls(const char *urls, const char *ca, const char *cert, const char *key,
+		 size_t calls, unsigned long max_conn, const char *expect)
+{
+	struct idgen_client_options o;
+	struct idgen_client_stats s;
+	struct idgen_client *c;
+	uint64_t *ids = calloc(calls ? calls : 1, sizeof(*ids));
+	size_t i, got = 0, dups = 0;
+	bool ok = !strcmp(expect, "ok");
+	int ret;
+
+	idgen_client_options_init(&o);
+	o.buffer_size = 0;
+	o.deadline_ms = 2000;	/* handshakes on shared, loaded cores */
+	o.health_check_ms = 3600000;	/* one probe per host, at the start */
+	o.ca_file = opt_file(ca);
+	o.cert_file = opt_file(cert);
+	o.key_file = opt_file(key);
+	ret = idgen_client_new(urls, &o, &c);
+	if (ret) {
+		printf("# idgen_client_new: %s\n", idgen_client_last_error());
+		check(!ok && strstr(idgen_client_last_error(), expect),
+		      "idgen_client_new refused: \"%s\"", expect);
+		free(ids);
+		return tap_done();
+	}
+	/* The start's probes done: their connections are the tries' too. */
+	usleep(300000);
+	for (i = 0; i < calls; i++) {
+		ret = idgen_client_next(c, &ids[got]);
+		if (ret) {
+			printf("# call %zu: %s\n", i, idgen_client_last_error());
+			break;
+		}
+		got++;
+	}
+	if (ok) {
+		check(got == calls, "%zu of %zu calls over https answered", got, calls);
+		qsort(ids, got, sizeof(*ids), cmp_u64);
+		for (i = 1; i < got; i++)
+			dups += ids[i] == ids[i - 1];
+		check(!dups, "... no ID twice (%zu)", dups);
+		idgen_client_stats(c, &s, sizeof(s));
+		printf("# requests %" PRIu64 " tries %" PRIu64 " retries %" PRIu64
+		       " connects %" PRIu64 "\n", s.requests, s.tries, s.retries, s.connects);
+		check(s.connects >= 1 && s.connects <= max_conn,
+		      "... %" PRIu64 " connection(s) made (TLS handshakes) for %zu requests, "
+		      "at most %lu: reused", s.connects, calls, max_conn);
+	} else {
+		check(got == 0 && strstr(idgen_client_last_error(), expect),
+		      "refused, the error says \"%s\"", expect);
+	}
+	idgen_client_free(c);
+	free(ids);
+	return tap_done();
+}
+
 int main(int argc, char *argv[])
 {
 	const char *m = argc > 1 ? argv[1] : "";
@@ -832,6 +903,9 @@ int main(int argc, char *argv[])
 	}
 	if (!strcmp(m, "forkwait") && argc == 4)
 		return t_forkwait(argv[2], num(argv[3]));
+	if (!strcmp(m, "tls") && argc == 9)
+		return t_tls(argv[2], argv[3], argv[4], argv[5], num(argv[6]), num(argv[7]),
+			     argv[8]);
 	if (!strcmp(m, "bad") && argc == 7)
 		return t_bad(argv[2], argv[3], num(argv[4]), num(argv[5]), argv[6]);
 	fprintf(stderr, "client_test: unknown mode or wrong arguments (see the source)\n");

@@ -26,6 +26,11 @@
 #     IDs older than the buffer's bound...): refused, and the call answered
 #     by the good host
 #   - idgenctl mint --remote
+#   - https against idgen-httpd with TLS and mTLS (tests/httpd/tls-certs.sh's
+#     certificates): mint, one handshake per host however many calls,
+#     failover from a TLS host that is down; a wrong CA, a certificate for
+#     another name, a client certificate the server refuses, none, and a
+#     key file others can read, each refused with its reason
 #   - the scenarios under valgrind, built with ASan and UBSan, and with
 #     ThreadSanitizer
 set -uo pipefail
@@ -93,14 +98,15 @@ tap_step "a program builds with pkg-config idgen-client against the installed li
 	cc -Wall -Werror -o '$work/p' '$work/p.c' \$flags &&
 	LD_LIBRARY_PATH='$root/usr/lib' '$work/p'"
 
-# host W [PORT]: idgen-httpd --device sim:W on 127.0.0.1:PORT (default: a
-# free one); sets hpid[W] and hport[W].  A restarted host may find its port
-# held a moment (TIME_WAIT): it is tried for 5 s.
+# host W [PORT [ARGS...]]: idgen-httpd --device sim:W on 127.0.0.1:PORT
+# (default: a free one) with ARGS; sets hpid[W] and hport[W].  A restarted
+# host may find its port held a moment (TIME_WAIT): it is tried for 5 s.
 host() {
 	local w=$1 port=${2:-0} log=$work/host$1.log t try
+	shift $(($# < 2 ? $# : 2))
 	for ((try = 0; try < 25; try++)); do
 		: >"$log"
-		"$httpd" --device "sim:$w" --clock-check no --listen "127.0.0.1:$port" >>"$log" 2>&1 &
+		"$httpd" --device "sim:$w" --clock-check no --listen "127.0.0.1:$port" "$@" >>"$log" 2>&1 &
 		hpid[$w]=$!
 		for ((t = 0; t < 100; t++)); do
 			hport[$w]=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$log" | head -n 1)
@@ -249,6 +255,70 @@ sed 's/^/# /' "$work/ctl-down.out"
 rc=$?
 check "idgenctl mint --remote ftp://x: exit 1, the endpoint refused" \
 	test $rc = 1 -a -n "$(grep 'is not an http:// or https:// URL' "$work/ctl-bad.out")"
+
+# ---- https: idgen-httpd with TLS and mTLS -----------------------------------
+# Two hosts requiring client certificates of ca.pem (tests/httpd's
+# certificates), a third started and stopped (its port refuses), and a
+# fourth whose certificate names only other.example.
+certs=$work/certs
+# other_name: certs/other.pem, of ca.pem, for DNS:other.example alone.
+other_name() {
+	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout "$certs/other.key" \
+		-out "$certs/other.csr" -subj /CN=other.example 2>/dev/null &&
+	printf '%s\n' subjectAltName=DNS:other.example basicConstraints=CA:FALSE \
+		keyUsage=critical,digitalSignature extendedKeyUsage=serverAuth >"$certs/other.ext" &&
+	openssl x509 -req -in "$certs/other.csr" -CA "$certs/ca.pem" -CAkey "$certs/ca.key" \
+		-CAcreateserial -days 2 -extfile "$certs/other.ext" -out "$certs/other.pem" 2>/dev/null &&
+	chmod 600 "$certs/other.key"
+}
+if tap_step "tests/httpd/tls-certs.sh makes the certificates" "$top/tests/httpd/tls-certs.sh" "$certs" &&
+   tap_step "a server certificate for other.example alone" other_name &&
+   host 40 0 --tls-cert "$certs/server.pem" --tls-key "$certs/server.key" --tls-client-ca "$certs/ca.pem" &&
+   host 41 0 --tls-cert "$certs/server.pem" --tls-key "$certs/server.key" --tls-client-ca "$certs/ca.pem" &&
+   host 42 0 --tls-cert "$certs/server.pem" --tls-key "$certs/server.key" --tls-client-ca "$certs/ca.pem" &&
+   host 43 0 --tls-cert "$certs/other.pem" --tls-key "$certs/other.key" --tls-client-ca "$certs/ca.pem"; then
+	ok "four idgen-httpd hosts with TLS and mTLS (--tls-client-ca)"
+	stop_host 42
+	s1="https://127.0.0.1:${hport[40]}" s2="https://127.0.0.1:${hport[41]}"
+	sdown="https://127.0.0.1:${hport[42]}"
+	mine=("$certs/ca.pem" "$certs/spiffe.pem" "$certs/spiffe.key")
+	tap_run "https, mTLS: 300 calls on two hosts, at most 2 handshakes (one per host)" \
+		"$ct" tls "$s1,$s2" "${mine[@]}" 300 2 ok
+	tap_run "https by name (localhost): the certificate's DNS name verified" \
+		"$ct" tls "https://localhost:${hport[40]}" "${mine[@]}" 50 1 ok
+	tap_run "failover: a TLS host down, the other answers every call, 1 handshake" \
+		"$ct" tls "$sdown,$s1" "${mine[@]}" 200 1 ok
+	tap_run "a wrong CA (foreign-ca.pem): refused, the certificate problem said" \
+		"$ct" tls "$s1" "$certs/foreign-ca.pem" "$certs/spiffe.pem" "$certs/spiffe.key" 3 1 \
+		"SSL certificate problem: unable to get local issuer certificate"
+	tap_run "a client certificate of another CA: the server refuses it, the error says so" \
+		"$ct" tls "$s1" "$certs/ca.pem" "$certs/foreign.pem" "$certs/foreign.key" 3 1 \
+		"most likely refused this client's certificate"
+	check "... and the server's log names the refused certificate" \
+		grep -q 'a client certificate from 127.0.0.1 refused at the handshake' "$work/host40.log"
+	tap_run "no client certificate: the error says the server most likely requires one" \
+		"$ct" tls "$s1" "$certs/ca.pem" - - 3 1 "most likely requires a client certificate"
+	# The name (IP) check is always on.
+	tap_run "a certificate for other.example from 127.0.0.1: refused, the name said" \
+		"$ct" tls "https://127.0.0.1:${hport[43]}" "${mine[@]}" 3 1 \
+		"no alternative certificate subject name matches target host name '127.0.0.1'"
+	cp "$certs/spiffe.key" "$work/open.key" && chmod 644 "$work/open.key"
+	tap_run "a key file others can read (0644): refused, with the chmod that mends it" \
+		"$ct" tls "$s1" "$certs/ca.pem" "$certs/spiffe.pem" "$work/open.key" 3 1 \
+		"readable by group or others (mode 0644): it must be mode 0600 (chmod 600"
+	tap_run "cert_file without key_file: refused" \
+		"$ct" tls "$s1" "$certs/ca.pem" "$certs/spiffe.pem" - 3 1 "cert_file and key_file go together"
+	# Control: the "ok" scenario's checks fail on a bad input (a wrong CA).
+	"$ct" tls "$s1" "$certs/foreign-ca.pem" "$certs/spiffe.pem" "$certs/spiffe.key" 3 1 ok \
+		>"$work/tls-control.out" 2>&1
+	check "control: the https scenario fails with a wrong CA (exit $?)" \
+		grep -q '^not ok .*calls over https answered' "$work/tls-control.out"
+	stop_host 40
+	stop_host 41
+	stop_host 43
+else
+	not_ok "four idgen-httpd hosts with TLS and mTLS (--tls-client-ca)"
+fi
 
 # ---- bad answers ------------------------------------------------------------
 python3 "$here/fake_server.py" >"$work/fake.log" 2>&1 &
