@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * idgenctl mint [--remote URL[,URL...]] [-n N] [--raw | --json]
+ * idgenctl mint [--remote URL[,URL...] [--ca-file F] [--cert-file F --key-file F]]
+ *                [-n N] [--raw | --json]
  *
  * One read() of N IDs through libidgen, printed one per line and decoded,
  * bare with --raw, or as JSON with the IDs as strings.  With --remote, the
  * IDs come from idgen-httpd hosts through libidgen-client instead of the
- * device, and are decoded here the same way.
+ * device, and are decoded here the same way; over https:// with
+ * --ca-file (the servers' CA) and, for mTLS, --cert-file and --key-file.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -20,10 +22,17 @@
 /* A command waits longer than an application would. */
 #define REMOTE_DEADLINE_MS	1000
 
-static const char mint_usage[] = "mint [--remote URL[,URL...]] [-n N] [--raw | --json]";
+static const char mint_usage[] = "mint [--remote URL[,URL...] [--ca-file FILE] "
+	"[--cert-file FILE --key-file FILE]] [-n N] [--raw | --json]";
+
+/* --ca-file, --cert-file, --key-file: for https:// hosts. */
+struct tls_files {
+	const char *ca, *cert, *key;
+};
 
 /* n IDs from the hosts at remote, in batches; 0, or 1 after reporting. */
-static int mint_remote(const char *remote, uint64_t *ids, uint64_t n)
+static int mint_remote(const char *remote, const struct tls_files *tls, uint64_t *ids,
+		       uint64_t n)
 {
 	struct idgen_client_options o;
 	struct idgen_client *c;
@@ -34,6 +43,9 @@ static int mint_remote(const char *remote, uint64_t *ids, uint64_t n)
 	o.buffer_size = 0;
 	o.deadline_ms = REMOTE_DEADLINE_MS;
 	o.layouts = layouts;
+	o.ca_file = tls->ca;
+	o.cert_file = tls->cert;
+	o.key_file = tls->key;
 	if (idgen_client_new(remote, &o, &c)) {
 		fprintf(stderr, "%s: mint --remote: %s\n", PROG_NAME, idgen_client_last_error());
 		return 1;
@@ -78,6 +90,7 @@ int mint_main(int argc, char *argv[])
 	struct idgen_layout dev_layout;
 	int i, fd = -1, raw = 0, json = 0, seen_n = 0, ret = 1;
 	const char *remote = NULL;
+	struct tls_files tls = { NULL, NULL, NULL };
 	uint64_t n = 1, *ids = NULL;
 	ssize_t got;
 	size_t k;
@@ -98,6 +111,16 @@ int mint_main(int argc, char *argv[])
 			if (i + 1 == argc)
 				return bad_usage(mint_usage, "--remote needs URL[,URL...]");
 			remote = argv[++i];
+		} else if (!strcmp(argv[i], "--ca-file") || !strcmp(argv[i], "--cert-file") ||
+			   !strcmp(argv[i], "--key-file")) {
+			const char **f = argv[i][2] == 'c' && argv[i][3] == 'a' ? &tls.ca :
+					 argv[i][2] == 'c' ? &tls.cert : &tls.key;
+
+			if (*f)
+				return bad_usage(mint_usage, "%s given twice", argv[i]);
+			if (i + 1 == argc)
+				return bad_usage(mint_usage, "%s needs a file", argv[i]);
+			*f = argv[++i];
 		} else if (!strcmp(argv[i], "-n")) {
 			if (seen_n++)
 				return bad_usage(mint_usage, "-n given twice");
@@ -111,6 +134,10 @@ int mint_main(int argc, char *argv[])
 	}
 	if (raw && json)
 		return bad_usage(mint_usage, "--raw and --json exclude each other");
+	if (!remote && (tls.ca || tls.cert || tls.key))
+		return bad_usage(mint_usage, "--ca-file, --cert-file and --key-file go with --remote");
+	if (!tls.cert != !tls.key)
+		return bad_usage(mint_usage, "--cert-file and --key-file go together");
 
 	if (!remote) {
 		fd = device_open();
@@ -133,7 +160,7 @@ int mint_main(int argc, char *argv[])
 		goto out;
 	}
 	if (remote) {
-		if (mint_remote(remote, ids, n))
+		if (mint_remote(remote, &tls, ids, n))
 			goto out;
 		got = n;
 	} else {

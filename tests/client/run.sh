@@ -30,7 +30,8 @@
 #     certificates): mint, one handshake per host however many calls,
 #     failover from a TLS host that is down; a wrong CA, a certificate for
 #     another name, a client certificate the server refuses, none, and a
-#     key file others can read, each refused with its reason
+#     key file others can read, each refused with its reason; idgenctl mint
+#     --remote --ca-file --cert-file --key-file
 #   - the scenarios under valgrind, built with ASan and UBSan, and with
 #     ThreadSanitizer
 set -uo pipefail
@@ -313,6 +314,21 @@ if tap_step "tests/httpd/tls-certs.sh makes the certificates" "$top/tests/httpd/
 		>"$work/tls-control.out" 2>&1
 	check "control: the https scenario fails with a wrong CA (exit $?)" \
 		grep -q '^not ok .*calls over https answered' "$work/tls-control.out"
+	"$ctl" mint --remote "$s1,$s2" --ca-file "$certs/ca.pem" --cert-file "$certs/spiffe.pem" \
+		--key-file "$certs/spiffe.key" -n 5 >"$work/ctl-tls.out" 2>&1
+	rc=$?
+	check "idgenctl mint --remote https://... --ca-file --cert-file --key-file: exit 0, five IDs" \
+		test $rc = 0 -a "$(grep -cE ' worker 4[01] seq [0-9]+ layout 1$' "$work/ctl-tls.out")" = 5
+	sed 's/^/# /' "$work/ctl-tls.out"
+	"$ctl" mint --remote "$s1" --ca-file "$certs/ca.pem" --cert-file "$certs/spiffe.pem" \
+		--key-file "$work/open.key" >"$work/ctl-tls-key.out" 2>&1
+	rc=$?
+	check "idgenctl mint --remote --key-file of mode 0644: exit 1, refused" \
+		test $rc = 1 -a -n "$(grep 'readable by group or others' "$work/ctl-tls-key.out")"
+	"$ctl" mint --remote "$s1" --cert-file "$certs/spiffe.pem" >"$work/ctl-tls-usage.out" 2>&1
+	rc=$?
+	check "idgenctl mint --cert-file without --key-file: a usage error" \
+		test $rc != 0 -a -n "$(grep -- '--cert-file and --key-file go together' "$work/ctl-tls-usage.out")"
 	stop_host 40
 	stop_host 41
 	stop_host 43
