@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * A secret file systemd handed the service (credential.h).
+ * A secret file systemd handed the service, and a secret file at all
+ * (credential.h).
  */
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -31,4 +34,38 @@ bool idgen_systemd_credential(const char *path, const struct stat *st)
 	}
 	free(real);
 	return ok;
+}
+
+static int fault(char *err, size_t errlen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int fault(char *err, size_t errlen, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (err && errlen) {
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return -1;
+}
+
+int idgen_secret_file_fault(const char *path, const struct stat *st, char *err,
+			    size_t errlen)
+{
+	unsigned int mode = st->st_mode & 07777;
+
+	if (st->st_uid != geteuid() && st->st_uid != 0)
+		return fault(err, errlen, "%s: owned by uid %u, neither this user "
+			     "(uid %u) nor root", path, (unsigned int)st->st_uid,
+			     (unsigned int)geteuid());
+	if (st->st_mode & (S_IWGRP | S_IWOTH))
+		return fault(err, errlen, "%s: writable by group or others (mode "
+			     "%04o): it must be mode 0600 (chmod 600 %s)", path, mode,
+			     path);
+	if (st->st_mode & (S_IRGRP | S_IROTH) && !idgen_systemd_credential(path, st))
+		return fault(err, errlen, "%s: readable by group or others (mode "
+			     "%04o): it must be mode 0600 (chmod 600 %s)", path, mode,
+			     path);
+	return 0;
 }

@@ -3,7 +3,8 @@
  * The one rule for a secret file that systemd handed the service as a
  * credential (LoadCredential=): libidgen's public-ID key files
  * (idgen_keyring_load()) and idgend's key and password files
- * (helper/idgend/etcd_creds.c) both take a group-readable file only so.
+ * (helper/idgend/etcd_creds.c) both take a group-readable file only so;
+ * and the programs' one rule for a secret file, with its messages.
  * Not part of the library's ABI: built with hidden visibility into
  * libidgen.a, which idgend links.
  */
@@ -23,5 +24,16 @@
  * as private as a 0600 file elsewhere; outside it, 0440 is refused.
  */
 bool idgen_systemd_credential(const char *path, const struct stat *st);
+
+/*
+ * Whether path (stat(2) *st) may hold a secret (a private key, a
+ * password): whoever else could read it has the secret, and whoever else
+ * could write it could plant their own, so only this user or root owns
+ * it and only the owner reads and writes it, but for a systemd credential
+ * (idgen_systemd_credential()).  0, or -1 with err (when not NULL) saying
+ * "PATH: what is wrong" and the chmod that mends it.
+ */
+int idgen_secret_file_fault(const char *path, const struct stat *st, char *err,
+			    size_t errlen);
 
 #endif /* LIBIDGEN_CREDENTIAL_H */

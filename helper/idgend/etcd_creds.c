@@ -79,35 +79,6 @@ static char *resolve(const char *name)
 	return p;
 }
 
-/*
- * A key or password file: whoever else could read it has the secret, and
- * whoever else could write it could plant their own, so only this user or
- * root owns it and only the owner reads and writes it (but for a systemd
- * credential: libidgen's one rule for them, credential.h).
- */
-static int private_fault(const char *path, const struct stat *st, char *err,
-			 size_t errlen)
-{
-	unsigned int mode = st->st_mode & 07777;
-
-	if (st->st_uid != geteuid() && st->st_uid != 0) {
-		fail(err, errlen, "%s: owned by uid %u, neither this user (uid %u) nor "
-		     "root", path, (unsigned int)st->st_uid, (unsigned int)geteuid());
-		return -1;
-	}
-	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-		fail(err, errlen, "%s: writable by group or others (mode %04o): it "
-		     "must be mode 0600 (chmod 600 %s)", path, mode, path);
-		return -1;
-	}
-	if (st->st_mode & (S_IRGRP | S_IROTH) && !idgen_systemd_credential(path, st)) {
-		fail(err, errlen, "%s: readable by group or others (mode %04o): it "
-		     "must be mode 0600 (chmod 600 %s)", path, mode, path);
-		return -1;
-	}
-	return 0;
-}
-
 static bool same_version(const struct stat *a, const struct stat *b)
 {
 	/* The mode and owner too: a file whose mode was mended is news. */
@@ -162,7 +133,8 @@ static int read_version(const char *path, bool secret, struct version *v,
 		close(fd);
 		return -1;
 	}
-	if (secret && private_fault(path, &v->st, err, errlen)) {
+	/* A key or password file: libidgen's one rule for a secret's. */
+	if (secret && idgen_secret_file_fault(path, &v->st, err, errlen)) {
 		close(fd);
 		return -1;
 	}
