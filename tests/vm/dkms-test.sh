@@ -3,7 +3,8 @@
 #
 # dkms-test.sh KVER: install the module through DKMS for the installed
 # Debian kernel KVER on this host, boot that kernel in a guest and load the
-# module with modprobe from the DKMS install, then take it out of DKMS.
+# module with modprobe from the DKMS install (its version VERSION's), then
+# take it out of DKMS.
 # Prints TAP.
 set -euo pipefail
 
@@ -24,13 +25,16 @@ else
 	exit 1
 fi
 
-# Inside the guest: modprobe must pick the DKMS copy, and the device must
-# answer (ENOKEY: no lease yet).
+# Inside the guest: modprobe must pick the DKMS copy, built with the
+# tree's version (kmod/version.h: DKMS's sources have no VERSION), and the
+# device must answer (ENOKEY: no lease yet).
+version=$(cat "$top/VERSION")
 guest_cmd='set -e
 modprobe idgen
 path=$(modinfo -n idgen)
 echo "# modprobe loaded $path"
 case $path in */updates/dkms/idgen.ko) ;; *) exit 10 ;; esac
+test "$(cat /sys/module/idgen/version)" = "'"$version"'" || exit 12
 test -c /dev/idgen
 if dd if=/dev/idgen of=/dev/null bs=8 count=1 2>/tmp/err; then exit 11; fi
 grep -q "Required key not available" /tmp/err
