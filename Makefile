@@ -7,6 +7,10 @@
 #                      kernel sources
 # make sparse          sparse over the module (C=2)
 # make check           every test, in QEMU guests (see README.md)
+# make intree          kmod/ as drivers/misc/idgen in Debian's kernel source:
+#                      built with CONFIG_IDGEN=m and =y, and kunit.py run
+#                      --kunitconfig=drivers/misc/idgen on UML
+#                      (scripts/build/intree.sh)
 # make matrix          the same on every kernel of the matrix (see README.md)
 # make demo            mint and decode IDs from a real /dev/idgen in a guest
 # make bench           benchmarks in a guest, in time and in instructions (a
@@ -40,6 +44,9 @@ style:
 check:
 	scripts/check.sh
 
+intree:
+	scripts/build/intree.sh
+
 # check, with every kernel of the matrix, also those CI leaves out.
 matrix:
 	scripts/check.sh --matrix
@@ -65,4 +72,4 @@ bench-client:
 bench-pg:
 	scripts/bench/bench-pg.sh
 
-.PHONY: all modules clean sparse style check matrix demo bench bench-http bench-grpc bench-client bench-pg fuzz
+.PHONY: all modules clean sparse style check intree matrix demo bench bench-http bench-grpc bench-client bench-pg fuzz

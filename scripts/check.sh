@@ -357,6 +357,18 @@ else
 	tap_skip "the debug kernel from sid's source: scripts/check.sh --matrix runs it"
 fi
 
+# kmod/ as drivers/misc/idgen in Debian's 6.12 source, the way a kernel
+# maintainer checks it: CONFIG_IDGEN=m in an x86_64 kernel, and kunit.py
+# run --kunitconfig=drivers/misc/idgen on UML with CONFIG_IDGEN=y
+# (scripts/build/intree.sh).  It repeats on UML the suites the debug
+# kernel runs above and costs a fresh machine two more kernel builds:
+# only with --matrix.
+if [ "$matrix" = --matrix ]; then
+	cache=$cache_root/intree tap "in a kernel tree" intree.log scripts/build/intree.sh
+else
+	tap_skip "kmod/ in a kernel tree, and kunit.py on UML: scripts/check.sh --matrix runs them (scripts/build/intree.sh)"
+fi
+
 # DKMS against the oldest supported kernel: the one most hosts still run.
 if [ ${#kernels[@]} -gt 0 ]; then
 	tap "dkms ${kernels[0]}" "dkms-${kernels[0]}.log" tests/vm/dkms-test.sh "${kernels[0]}"

@@ -5,24 +5,17 @@
 # Debian's kernel source: tinyconfig plus tests/kunit/debug.config.  By
 # default the source is Debian 12's linux-source-6.12 (installed by
 # scripts/deps.sh); with SUITE (trixie, sid) it is that suite's newest
-# linux-source-X.Y, downloaded by scripts/build/fetch-kernels.sh --source.  The
-# tree is cached outside the repository, keyed by the source version and
-# a hash of the fragment, so a machine builds it once.  Prints the tree's
-# path.
+# linux-source-X.Y, downloaded by scripts/build/fetch-kernels.sh --source
+# (scripts/build/kernel-source.sh says which).  The tree is cached outside
+# the repository, keyed by the source version and a hash of the fragment,
+# so a machine builds it once.  Prints the tree's path.
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 frag=$top/tests/kunit/debug.config
-if [ -n "${1:-}" ]; then
-	tarball=$("$top/scripts/build/fetch-kernels.sh" --source "$1")
-	# .../linux-source-X.Y_VERSION/usr/src/linux-source-X.Y.tar.xz
-	srcver=${tarball%/usr/src/*}
-	srcver=${srcver##*/}
-else
-	tarball=$(ls /usr/src/linux-source-6.12.tar.xz 2>/dev/null || true)
-	[ -n "$tarball" ] || { echo "build-debug-kernel.sh: apt-get install linux-source-6.12" >&2; exit 1; }
-	srcver=$(dpkg-query -W -f '${Version}' linux-source-6.12)
-fi
+src=$("$top/scripts/build/kernel-source.sh" ${1:+"$1"})
+tarball=$(sed -n 1p <<<"$src")
+srcver=$(sed -n 2p <<<"$src")
 key=$(printf '%s\n' "$srcver" | cat - "$frag" | sha256sum | cut -c1-16)
 cache=${IDGEN_CACHE:-${XDG_CACHE_HOME:-${HOME:-/root}/.cache}/idgen}/debug-kernel
 tree=$cache/$key
