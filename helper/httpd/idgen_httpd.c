@@ -172,6 +172,8 @@ static int tls_files(const struct httpd_config *cfg, struct tls_files *f)
 		.caller_map = *cfg->caller_map ? cfg->caller_map : NULL,
 		.unmapped = cfg->tls_unmapped_refuse ? TLS_UNMAPPED_REFUSE :
 			    TLS_UNMAPPED_OTHER,
+		.callers = cfg->callers,
+		.nr_callers = cfg->nr_callers,
 	};
 	return 0;
 }

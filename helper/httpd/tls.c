@@ -42,6 +42,8 @@ struct tls_ctx {
 	bool mtls;
 	enum tls_unmapped unmapped;
 	struct tls_caller_map *map;
+	char *const *callers;		/* the configuration's (tls_files) */
+	unsigned int nr_callers;
 	int64_t not_after;		/* the chain's earliest */
 	char subject[256];		/* the first certificate's, for the log */
 	unsigned int chain, cas;	/* certificates served, CAs trusted */
@@ -332,6 +334,36 @@ const char *tls_caller_map_find(const struct tls_caller_map *m, const char *iden
 	return NULL;
 }
 
+/* Whether the map gives caller to a SPIFFE ID. */
+static bool map_assigns(const struct tls_caller_map *m, const char *caller)
+{
+	size_t i;
+
+	for (i = 0; m && i < m->n; i++)
+		if (!strcmp(m->e[i].caller, caller))
+			return true;
+	return false;
+}
+
+/*
+ * Whether a CN is a caller: one the configuration names, and not one the
+ * caller map gives to a SPIFFE ID.  Any certificate of the client CA has
+ * some CN (a host's, a user's); taken as it is, it would be a caller of
+ * its own, never "unmapped" for tls_unmapped = refuse, and a CN that
+ * spelt a mapped caller's name would take that caller's quota.
+ */
+static bool cn_is_caller(const struct tls_ctx *ctx, const char *cn, size_t len)
+{
+	unsigned int i;
+
+	if (!api_caller_valid(cn, len) || map_assigns(ctx->map, cn))
+		return false;
+	for (i = 0; i < ctx->nr_callers; i++)
+		if (!strcmp(ctx->callers[i], cn))
+			return true;
+	return false;
+}
+
 /* --- contexts ----------------------------------------------------------- */
 
 static const char *gtls_why(int ret)
@@ -421,6 +453,8 @@ int tls_ctx_load(const struct tls_files *f, struct tls_ctx **out, char *err,
 	}
 	atomic_init(&c->refs, 1);
 	c->unmapped = f->unmapped;
+	c->callers = f->callers;
+	c->nr_callers = f->nr_callers;
 	ret = -1;
 	if (file_read("tls_cert", f->cert, false, &cert, err, errlen) ||
 	    chain_check(c, f->cert, &cert, err, errlen) ||
@@ -660,7 +694,7 @@ int tls_peer_of_der(const struct tls_ctx *ctx, const gnutls_datum_t *der,
 			}
 			memcpy(p->identity, buf, size);
 			p->identity[size] = '\0';
-			if (api_caller_valid(buf, size) && strcmp(buf, "other"))
+			if (cn_is_caller(ctx, buf, size))
 				memcpy(p->caller, buf, size + 1);	/* <= API_MAX_CALLER */
 		}
 	}
@@ -675,7 +709,8 @@ int tls_peer_of_der(const struct tls_ctx *ctx, const gnutls_datum_t *der,
 		fail(why, whylen, "%s '%.200s' maps to no caller (tls_unmapped = refuse; "
 		     "%s)", uris ? "the SPIFFE ID" : p->identity[0] ? "the CN" : "a "
 		     "certificate with neither URI SAN nor CN,", p->identity,
-		     uris ? "add it to caller_map" : "a CN must be a caller's name");
+		     uris ? "add it to caller_map" : "a CN must name one of callers, "
+		     "and not one caller_map gives to a SPIFFE ID");
 		return -1;
 	}
 	return 0;
@@ -855,6 +890,8 @@ struct tls {
 	struct tls_ctx *cur;
 	char *cert, *key, *client_ca, *caller_map;
 	enum tls_unmapped unmapped;
+	char *const *callers;
+	unsigned int nr_callers;
 	struct metrics *metrics;
 };
 
@@ -863,6 +900,7 @@ static void files_of(const struct tls *t, struct tls_files *f)
 	*f = (struct tls_files){
 		.cert = t->cert, .key = t->key, .client_ca = t->client_ca,
 		.caller_map = t->caller_map, .unmapped = t->unmapped,
+		.callers = t->callers, .nr_callers = t->nr_callers,
 	};
 }
 
@@ -896,6 +934,8 @@ int tls_open(struct tls **out, const struct tls_files *f, struct metrics *m,
 	pthread_mutex_init(&t->lock, NULL);
 	t->metrics = m;
 	t->unmapped = f->unmapped;
+	t->callers = f->callers;
+	t->nr_callers = f->nr_callers;
 	t->cert = strdup(f->cert);
 	t->key = strdup(f->key);
 	t->client_ca = f->client_ca ? strdup(f->client_ca) : NULL;

@@ -72,6 +72,13 @@ struct tls_files {
 	const char *client_ca;		/* PEM, or NULL: no client certificates */
 	const char *caller_map;		/* or NULL: SPIFFE IDs map to no caller */
 	enum tls_unmapped unmapped;
+	/*
+	 * The configured callers (kept, not copied): a certificate's CN is
+	 * a caller only when it names one of them that the caller map does
+	 * not give to a SPIFFE ID.
+	 */
+	char *const *callers;
+	unsigned int nr_callers;
 };
 
 /* Which listener a session is for: the protocol ALPN must select. */

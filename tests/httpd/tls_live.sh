@@ -274,9 +274,12 @@ check "the refused requests minted nothing ($minted IDs answered)" \
 # tls_unmapped = refuse: a certificate that maps to no caller is refused.
 start "$work/refuse.log" --device sim:63 --tls-cert "$certs/server.pem" \
 	--tls-key "$certs/server.key" --tls-client-ca "$certs/ca.pem" \
-	--caller-map "$certs/callers.map" --tls-unmapped refuse ||
+	--caller-map "$certs/callers.map" --tls-unmapped refuse \
+	--callers 'order-service billing' ||
 	{ not_ok "idgen-httpd --tls-unmapped refuse starts"; echo "1..$n"; exit 1; }
 refused_cert unmapped "tls_unmapped = refuse: an unmapped SPIFFE ID"
+refused_cert cn-host "... a CN that names no configured caller"
+refused_cert cn-mapped "... a CN that spells a caller the map gives to a SPIFFE ID"
 as spiffe u1 '{"count":1}'
 check "... a mapped one is served" status_is u1 200
 as cn u2 '{"count":1}'

@@ -309,10 +309,16 @@ FIXTURE(mtls) {
 	struct metrics m;
 };
 
+/* The configured callers: a CN is a caller only when it names one. */
+static char *callers[] = { "order-service", "billing" };
+
 FIXTURE_SETUP(mtls)
 {
 	struct tls_files f = files("server.pem", "server.key", "ca.pem", "callers.map");
 	char err[1024];
+
+	f.callers = callers;
+	f.nr_callers = 2;
 
 	memset(&self->m, 0, sizeof(self->m));
 	ASSERT_EQ(0, tls_ctx_load(&f, &self->ctx, err, sizeof(err))) TH_LOG("%s", err);
@@ -363,6 +369,35 @@ TEST_F(mtls, an_unmapped_id_is_other_or_refused)
 	/* The mapped one still passes where unmapped ones are refused. */
 	EXPECT_EQ(0, handshake(self->refusing, TLS_ALPN_H2, "spiffe.pem", "spiffe.key",
 			       "h2", &p, why, sizeof(why))) TH_LOG("%s", why);
+}
+
+/*
+ * Any certificate of the client CA has some CN: one that names no
+ * configured caller, or names one the caller map gives to a SPIFFE ID, is
+ * no caller of its own (and is refused with tls_unmapped = refuse).
+ */
+TEST_F(mtls, a_cn_is_a_caller_only_if_configured_and_not_mapped)
+{
+	const char *const cns[][2] = {
+		{ "cn-host.pem", "cn-host.key" },	/* CN=www.example.com */
+		{ "cn-mapped.pem", "cn-mapped.key" },	/* CN=order-service */
+	};
+	struct tls_peer p;
+	char why[512];
+	unsigned int i;
+
+	for (i = 0; i < sizeof(cns) / sizeof(cns[0]); i++) {
+		ASSERT_EQ(0, handshake(self->ctx, TLS_ALPN_HTTP1, cns[i][0], cns[i][1],
+				       NULL, &p, why, sizeof(why))) TH_LOG("%s", why);
+		EXPECT_STREQ("", p.caller) TH_LOG("%s", cns[i][0]);
+		EXPECT_NE(0, handshake(self->refusing, TLS_ALPN_HTTP1, cns[i][0],
+				       cns[i][1], NULL, &p, why, sizeof(why)))
+			TH_LOG("%s", cns[i][0]);
+	}
+	/* A configured one that the map does not give away passes both. */
+	EXPECT_EQ(0, handshake(self->refusing, TLS_ALPN_HTTP1, "cn.pem", "cn.key", NULL,
+			       &p, why, sizeof(why))) TH_LOG("%s", why);
+	EXPECT_STREQ("billing", p.caller);
 }
 
 TEST_F(mtls, bad_client_certificates_fail_the_handshake)
