@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "log.h"
 #include "minter.h"
@@ -62,23 +61,14 @@ const struct next_status_text *next_text(enum next_status status)
 	return &texts[status < NR_NEXT_STATUSES ? status : NEXT_DEVICE_ERROR];
 }
 
-/* Refusals come in floods: one log line per kind and LOG_EVERY_S. */
-#define LOG_EVERY_S	10
-
+/* Refusals come in floods: one log line per kind at most (log.h). */
 static void log_refusal(enum next_status status, int err)
 {
-	static _Atomic int64_t last[NR_NEXT_STATUSES];
-	struct timespec now;
-	int64_t then;
+	static struct log_ratelimit refused[NR_NEXT_STATUSES];
 
-	clock_gettime(CLOCK_MONOTONIC, &now);
-	then = atomic_load(&last[status]);
-	if (then && now.tv_sec - then < LOG_EVERY_S)
-		return;
-	if (!atomic_compare_exchange_strong(&last[status], &then, now.tv_sec ?: 1))
-		return;		/* another thread logs it */
-	log_warn("the generator refuses to mint: %s (logged at most every %d s)",
-		 idgen_strerror(err) ? idgen_strerror(err) : strerror(-err), LOG_EVERY_S);
+	log_ratelimited(&refused[status], LOG_WARNING,
+			"the generator refuses to mint: %s",
+			idgen_strerror(err) ? idgen_strerror(err) : strerror(-err));
 }
 
 /* What the generator's err (a negative errno) comes to; logged. */
