@@ -455,9 +455,6 @@ void idgen_buffer_free(struct idgen_buffer *b);
  * it, however it was made (a child's copy would mint its parent's IDs); thread-safe for "sim:WORKER", renewals
  * and revokes beside it included: a revoke's last_ms bounds every ID of
  * the lease, those of mints in flight as it ran too.
- * idgen_sim_mint_nowait(): as idgen_sim_mint(), but -EAGAIN where that
- * would wait for the clock's next millisecond (as a read of the device
- * opened O_NONBLOCK).
  * idgen_sim_get_state(), idgen_sim_set_lease(), idgen_sim_revoke(): as
  * idgen_device_get_state(), idgen_device_set_lease(),
  * idgen_device_revoke() (the counters are 0 but ids).
@@ -475,7 +472,6 @@ int idgen_sim_open(const char *spec, uint64_t lease_ms, struct idgen_sim **out,
 		   char *err, size_t errlen);
 void idgen_sim_close(struct idgen_sim *s);
 ssize_t idgen_sim_mint(struct idgen_sim *s, uint64_t *ids, size_t n);
-ssize_t idgen_sim_mint_nowait(struct idgen_sim *s, uint64_t *ids, size_t n);
 int idgen_sim_get_state(struct idgen_sim *s, struct idgen_device_state *out);
 int idgen_sim_set_lease(struct idgen_sim *s, uint32_t region, uint32_t worker,
 			uint64_t floor_ms, uint64_t valid_until_ms,

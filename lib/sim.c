@@ -384,8 +384,7 @@ static inline uint64_t word_of_slot(unsigned int slot, uint64_t at, unsigned int
 	return (slot ? WORD_SLOT : 0) | (at >> sb) << WORD_SEQ | (at & ((1ULL << sb) - 1));
 }
 
-/* nowait: -EAGAIN where the lead would make it wait for the clock. */
-static ssize_t sim_mint(struct idgen_sim *s, uint64_t *ids, size_t n, bool nowait)
+IDGEN_EXPORT ssize_t idgen_sim_mint(struct idgen_sim *s, uint64_t *ids, size_t n)
 {
 	uint64_t old, first, top, now, lead_end, first_ms, mask;
 	unsigned int waited = 0, sb;
@@ -438,8 +437,6 @@ static ssize_t sim_mint(struct idgen_sim *s, uint64_t *ids, size_t n, bool nowai
 			if (first_ms - now > LIBIDGEN_SIM_MAX_LEAD_MS + 1 ||
 			    waited++ >= LIBIDGEN_SIM_WAIT_MS)
 				return -ETIME;
-			if (nowait)
-				return -EAGAIN;
 			sim_sleep_to_next_ms();
 			old = atomic_load(s->last);
 			continue;
@@ -477,16 +474,6 @@ static ssize_t sim_mint(struct idgen_sim *s, uint64_t *ids, size_t n, bool nowai
 			return err;
 	}
 	return i;
-}
-
-IDGEN_EXPORT ssize_t idgen_sim_mint(struct idgen_sim *s, uint64_t *ids, size_t n)
-{
-	return sim_mint(s, ids, n, false);
-}
-
-IDGEN_EXPORT ssize_t idgen_sim_mint_nowait(struct idgen_sim *s, uint64_t *ids, size_t n)
-{
-	return sim_mint(s, ids, n, true);
 }
 
 IDGEN_EXPORT int idgen_sim_get_state(struct idgen_sim *s,

@@ -161,6 +161,7 @@ struct lane *lane_start(struct minter *m)
 
 void lane_submit(struct lane *l, struct lane_job *job)
 {
+	job->got = 0;
 	job->err = 0;
 	job->next = NULL;
 	pthread_mutex_lock(&l->lock);
@@ -175,9 +176,8 @@ void lane_submit(struct lane *l, struct lane_job *job)
 		return;
 	}
 	pthread_mutex_unlock(&l->lock);
-	job->err = minter_mint_all(l->minter, job->ids + job->got, job->count - job->got);
-	if (!job->err)
-		job->got = job->count;
+	job->err = minter_mint_all(l->minter, job->ids, job->count);
+	job->got = job->err ? 0 : job->count;
 	job->done(job);
 }
 

@@ -32,8 +32,7 @@
  *   - it formats the answer itself, so the connection's thread only
  *     sends it.
  *
- * Small requests are minted on the connection's thread, without waiting
- * for the clock: the rest of one that would wait comes here (next.c).  The
+ * Small requests are minted on the connection's thread as before.  The
  * lane changes who waits, never which IDs exist: every ID still comes
  * from one read of the generator, strictly increasing within a request.
  */
@@ -56,7 +55,7 @@
 struct lane_job {
 	uint64_t *ids;		/* count of them */
 	size_t count;
-	size_t got;		/* minted so far (set before lane_submit()) */
+	size_t got;		/* minted so far */
 	int err;		/* 0, the generator's negative errno, or
 				 * -ECONNRESET: the client went away */
 	int fd;			/* the client's socket, or -1: not watched */
@@ -79,9 +78,8 @@ struct lane;
 struct lane *lane_start(struct minter *m);
 
 /*
- * Mint the job's IDs from job->got on (0, or those its submitter got
- * before) into job->ids, then call job->done.  On a lane that has
- * stopped, at once on this thread, in one go.
+ * Mint job->count IDs into job->ids, then call job->done.  On a lane
+ * that has stopped, at once on this thread, in one go.
  */
 void lane_submit(struct lane *l, struct lane_job *job);
 

@@ -17,17 +17,11 @@
 
 struct device {
 	int fd;
-	int nowait_fd;		/* another open of it, O_NONBLOCK */
 };
 
 static ssize_t sim_mint(void *ctx, uint64_t *ids, size_t n)
 {
 	return idgen_sim_mint(ctx, ids, n);
-}
-
-static ssize_t sim_mint_nowait(void *ctx, uint64_t *ids, size_t n)
-{
-	return idgen_sim_mint_nowait(ctx, ids, n);
 }
 
 static int sim_state(void *ctx, struct minter_state *out)
@@ -76,7 +70,6 @@ static void sim_close(void *ctx)
 
 static const struct minter_ops sim_ops = {
 	.mint = sim_mint,
-	.mint_nowait = sim_mint_nowait,
 	.state = sim_state,
 	.counters = sim_counters,
 	.layout = sim_layout,
@@ -107,13 +100,6 @@ static ssize_t device_mint(void *ctx, uint64_t *ids, size_t n)
 	struct device *d = ctx;
 
 	return idgen_mint(d->fd, ids, n);
-}
-
-static ssize_t device_mint_nowait(void *ctx, uint64_t *ids, size_t n)
-{
-	struct device *d = ctx;
-
-	return idgen_mint(d->nowait_fd, ids, n);
 }
 
 /* IDGEN_IOC_GET_STATE needs no privilege: any reader of the device. */
@@ -159,14 +145,12 @@ static void device_close(void *ctx)
 {
 	struct device *d = ctx;
 
-	idgen_close(d->nowait_fd);
 	idgen_close(d->fd);
 	free(d);
 }
 
 static const struct minter_ops device_ops = {
 	.mint = device_mint,
-	.mint_nowait = device_mint_nowait,
 	.state = device_state,
 	.counters = device_counters,
 	.layout = device_layout,
@@ -228,21 +212,6 @@ int minter_open(struct minter *m, const char *spec, uint64_t sim_lease_ms,
 		return -ENOMEM;
 	}
 	d->fd = fd;
-	/*
-	 * A second open, not the flag on the first: the lane's thread
-	 * blocks on fd while connections' threads must not.  Verified as
-	 * the first was.
-	 */
-	d->nowait_fd = idgen_open(spec, LIBIDGEN_VERIFY | LIBIDGEN_NONBLOCK);
-	if (d->nowait_fd < 0) {
-		ret = d->nowait_fd;
-		snprintf(err, errlen, "device '%s': a second open failed: %s",
-			 spec ? spec : LIBIDGEN_DEVICE,
-			 idgen_strerror(ret) ? idgen_strerror(ret) : strerror(-ret));
-		idgen_close(fd);
-		free(d);
-		return ret;
-	}
 	m->ops = &device_ops;
 	m->ctx = d;
 	snprintf(m->name, sizeof(m->name), "%s", spec ? spec : LIBIDGEN_DEVICE);

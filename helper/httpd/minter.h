@@ -41,12 +41,6 @@ struct minter_ops {
 	 * -EAGAIN, -EOVERFLOW, ...).
 	 */
 	ssize_t (*mint)(void *ctx, uint64_t *ids, size_t n);
-	/*
-	 * As mint, but -EAGAIN where mint would wait for the clock: what a
-	 * connection's thread takes, so that no request holds it while the
-	 * generator's clock catches up.
-	 */
-	ssize_t (*mint_nowait)(void *ctx, uint64_t *ids, size_t n);
 	int (*state)(void *ctx, struct minter_state *st);
 	/*
 	 * The generator's counters, for /metrics, in libidgen's view of the

@@ -167,27 +167,13 @@ static enum next_status take_quota(struct api *api, struct next *n)
 	return NEXT_QUOTA_EXCEEDED;
 }
 
-/*
- * Minted on this thread, job.got counting those the generator gave: 0,
- * 1 when the rest is the lane's, or the generator's negative errno.  With
- * a lane, only what the generator has at once: a request that would wait
- * for the clock goes on there with what it got, so no request holds this
- * thread, and those queued behind it, while the clock catches up (a
- * request just below LANE_MIN_COUNT is no cliff).  Without one, waited for.
- */
-static int mint_inline(struct api *api, struct lane_job *job)
+/* Minted on this thread: job.got counts those the generator gave. */
+static int mint_inline(struct minter *m, struct lane_job *job)
 {
-	struct minter *m = api->minter;
 	ssize_t r;
 
 	while (job->got < job->count) {
-		if (api->lane && m->ops->mint_nowait)
-			r = m->ops->mint_nowait(m->ctx, job->ids + job->got,
-						job->count - job->got);
-		else
-			r = m->ops->mint(m->ctx, job->ids + job->got, job->count - job->got);
-		if (r == -EAGAIN && api->lane && m->ops->mint_nowait)
-			return 1;
+		r = m->ops->mint(m->ctx, job->ids + job->got, job->count - job->got);
 		if (r < 0)
 			return r;
 		job->got += r;
@@ -198,8 +184,6 @@ static int mint_inline(struct api *api, struct lane_job *job)
 enum next_status next_start(struct api *api, const struct next_ask *ask,
 			    struct next *n)
 {
-	int ret;
-
 	memset(n, 0, sizeof(*n));
 	n->api = api;
 	n->job.fd = ask->fd;
@@ -219,11 +203,8 @@ enum next_status next_start(struct api *api, const struct next_ask *ask,
 	/* A large request is minted on the lane, off this thread (lane.h). */
 	if (api->lane && n->job.count >= LANE_MIN_COUNT)
 		return n->status = NEXT_PENDING;
-	ret = mint_inline(api, &n->job);
-	if (ret > 0)
-		return n->status = NEXT_PENDING;
-	n->job.err = ret;
-	n->status = ret ? refusal(n, ret) : NEXT_OK;
+	n->job.err = mint_inline(api->minter, &n->job);
+	n->status = n->job.err ? refusal(n, n->job.err) : NEXT_OK;
 	return n->status;
 }
 

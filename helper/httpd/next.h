@@ -10,9 +10,7 @@
  *             the caller is the certificate's, and a request naming
  *             another is refused: all before anything is taken
  *   quota     the caller's bucket (quota.h): over its burst, or to wait
- *   mint      inline while the generator has the IDs at once; on the
- *             bulk lane (lane.h) from LANE_MIN_COUNT, and for the rest of
- *             a request that would wait for the clock
+ *   mint      inline, or on the bulk lane (lane.h) from LANE_MIN_COUNT
  *   answer    the face's, from the IDs
  *   refund    what was taken from the quota and never minted goes back;
  *             what was minted and never delivered is a hole, charged

@@ -51,7 +51,6 @@ static void fake_close(void *ctx)
 
 static const struct minter_ops fake_ops = {
 	.mint = fake_mint,
-	.mint_nowait = fake_mint,
 	.state = fake_state,
 	.counters = fake_counters,
 	.close = fake_close,

@@ -2,12 +2,12 @@
 /*
  * idgen-httpd's one path for a request for IDs (helper/httpd/next.c),
  * over a generator the test plays, with the bulk lane running: bad input
- * takes nothing; a small request the generator has at once is minted
- * inline, one that would wait for the clock goes on on the lane with what
- * it got, and without a lane it waits inline; a refusal gives the quota
- * back only what was never minted; a client gone and an answer never
- * delivered count what was minted as lost and keep it charged; and every
- * status has its HTTP and its gRPC form.
+ * takes nothing; a small request is minted inline, a large one on the
+ * lane; the certificate's caller binds the request's; a refusal gives the
+ * quota back only what was never minted; a client gone before the lane
+ * gets back what it took; an answer never delivered counts what was
+ * minted as lost and keeps it charged; and every status has its HTTP and
+ * its gRPC form.
  */
 #include <errno.h>
 #include <pthread.h>
@@ -23,15 +23,14 @@
 #include "next.h"
 #include "kselftest_harness.h"
 
-/* The generator the test plays: 'have' IDs at once, then it would wait. */
+/* The generator the test plays: every ID asked for, or a refusal. */
 struct fake {
 	pthread_mutex_t lock;
-	size_t have;			/* what mint_nowait gives before -EAGAIN */
 	size_t refuse_after;		/* IDs given before -EKEYEXPIRED; 0: never */
 	size_t given;
 	uint64_t next;
-	unsigned int waits;		/* calls of the mint that waits */
-	pthread_t waited_on;		/* the thread of the last of them */
+	unsigned int calls;		/* of mint */
+	pthread_t called_on;		/* the thread of the last of them */
 };
 
 static ssize_t give(struct fake *f, uint64_t *ids, size_t n)
@@ -54,24 +53,9 @@ static ssize_t fake_mint(void *ctx, uint64_t *ids, size_t n)
 	ssize_t r;
 
 	pthread_mutex_lock(&f->lock);
-	f->waits++;
-	f->waited_on = pthread_self();
+	f->calls++;
+	f->called_on = pthread_self();
 	r = give(f, ids, n);
-	pthread_mutex_unlock(&f->lock);
-	return r;
-}
-
-static ssize_t fake_mint_nowait(void *ctx, uint64_t *ids, size_t n)
-{
-	struct fake *f = ctx;
-	ssize_t r = -EAGAIN;
-
-	pthread_mutex_lock(&f->lock);
-	if (f->have) {
-		r = give(f, ids, n < f->have ? n : f->have);
-		if (r > 0)
-			f->have -= r;
-	}
 	pthread_mutex_unlock(&f->lock);
 	return r;
 }
@@ -86,7 +70,7 @@ static int fake_state(void *ctx, struct minter_state *st)
 }
 
 static const struct minter_ops fake_ops = {
-	.mint = fake_mint, .mint_nowait = fake_mint_nowait, .state = fake_state,
+	.mint = fake_mint, .state = fake_state,
 };
 
 static char *callers[] = { "orders" };
@@ -189,7 +173,6 @@ TEST_F(next, bad_input_takes_nothing)
 
 	memset(long_name, 'a', sizeof(long_name) - 1);
 	long_name[sizeof(long_name) - 1] = '\0';
-	self->f.have = 100000;
 	a = ask(0, "orders");
 	EXPECT_EQ(NEXT_INVALID_COUNT, next_start(&self->api, &a, &n));
 	next_end(&n, false);
@@ -227,7 +210,6 @@ TEST_F(next, the_certificates_caller_is_the_requests)
 	struct next_ask a;
 	struct next n;
 
-	self->f.have = 100000;
 	a = ask(5, "billing");
 	a.authenticated = "orders";
 	EXPECT_EQ(NEXT_CALLER_MISMATCH, next_start(&self->api, &a, &n));
@@ -273,60 +255,39 @@ TEST_F(next, the_certificates_caller_is_the_requests)
 	EXPECT_EQ(3, atomic_load(&self->metrics.issued[1]));
 }
 
-TEST_F(next, what_the_generator_has_is_minted_inline)
+TEST_F(next, a_small_request_is_minted_inline)
 {
 	struct next_ask a = ask(LANE_MIN_COUNT - 1, "orders");
 	struct next n;
 
-	self->f.have = 100000;
 	ASSERT_EQ(NEXT_OK, next_start(&self->api, &a, &n));
 	EXPECT_EQ(LANE_MIN_COUNT - 1, n.job.got);
-	EXPECT_EQ(0, self->f.waits);
+	EXPECT_TRUE(pthread_equal(self->f.called_on, pthread_self()));
 	assert_increasing(_metadata, &n);
 	next_end(&n, true);
 	EXPECT_EQ(LANE_MIN_COUNT - 1, atomic_load(&self->metrics.issued[0]));
 	EXPECT_EQ(1000 - (LANE_MIN_COUNT - 1), left(&self->quota));
 }
 
-TEST_F(next, a_request_that_would_wait_goes_on_on_the_lane)
+TEST_F(next, a_large_request_is_minted_on_the_lane)
 {
-	struct next_ask a = ask(LANE_MIN_COUNT - 1, "orders");
+	struct next_ask a = ask(LANE_MIN_COUNT, "orders");
 	struct next *n = malloc(sizeof(*n));
 
 	ASSERT_NE(NULL, n);
-	self->f.have = 100;
 	ASSERT_EQ(NEXT_PENDING, next_start(&self->api, &a, n));
-	/* This thread never waited for the clock: the lane will. */
-	EXPECT_EQ(100, n->job.got);
-	EXPECT_EQ(0, self->f.waits);
+	EXPECT_EQ(0, n->job.got);
+	EXPECT_EQ(0, self->f.calls);
 	done_flag = &self->done;
 	next_submit(n, on_done);
 	wait_done(&self->done);
 	ASSERT_EQ(NEXT_OK, n->status);
-	EXPECT_EQ(LANE_MIN_COUNT - 1, n->job.got);
-	EXPECT_NE(0, self->f.waits);
-	EXPECT_FALSE(pthread_equal(self->f.waited_on, pthread_self()));
-	/* Those minted inline first, the lane's after: one increasing run. */
+	EXPECT_EQ(LANE_MIN_COUNT, n->job.got);
+	EXPECT_FALSE(pthread_equal(self->f.called_on, pthread_self()));
 	assert_increasing(_metadata, n);
-	EXPECT_EQ(1000, n->job.ids[0]);
 	next_end(n, true);
 	free(n);
-}
-
-TEST_F(next, without_a_lane_it_waits_inline)
-{
-	struct next_ask a = ask(10, NULL);
-	struct next n;
-
-	lane_stop(self->api.lane);
-	lane_free(self->api.lane);
-	self->api.lane = NULL;
-	ASSERT_EQ(NEXT_OK, next_start(&self->api, &a, &n));
-	EXPECT_NE(0, self->f.waits);
-	EXPECT_TRUE(pthread_equal(self->f.waited_on, pthread_self()));
-	next_end(&n, true);
-	self->api.lane = lane_start(&self->m);	/* for the teardown */
-	ASSERT_NE(NULL, self->api.lane);
+	EXPECT_EQ(LANE_MIN_COUNT, atomic_load(&self->metrics.issued[0]));
 }
 
 TEST_F(next, a_refusal_gives_back_only_what_was_never_minted)
@@ -334,7 +295,6 @@ TEST_F(next, a_refusal_gives_back_only_what_was_never_minted)
 	struct next_ask a = ask(10, "orders");
 	struct next n;
 
-	self->f.have = 100;
 	self->f.refuse_after = 4;
 	ASSERT_EQ(NEXT_FENCE_REACHED, next_start(&self->api, &a, &n));
 	EXPECT_EQ(4, n.job.got);
@@ -346,24 +306,25 @@ TEST_F(next, a_refusal_gives_back_only_what_was_never_minted)
 	EXPECT_EQ(0, atomic_load(&self->metrics.issued[0]));
 }
 
-TEST_F(next, a_client_gone_keeps_what_was_minted_charged_and_lost)
+TEST_F(next, a_client_gone_before_the_lane_gets_its_quota_back)
 {
-	struct next_ask a = ask(LANE_MIN_COUNT - 1, "orders");
+	struct next_ask a = ask(LANE_MIN_COUNT, "orders");
 	struct next *n = malloc(sizeof(*n));
 
 	ASSERT_NE(NULL, n);
-	self->f.have = 100;
 	ASSERT_EQ(NEXT_PENDING, next_start(&self->api, &a, n));
+	EXPECT_EQ(1000 - LANE_MIN_COUNT, left(&self->quota));
 	next_cancel(n);
 	done_flag = &self->done;
 	next_submit(n, on_done);
 	wait_done(&self->done);
 	EXPECT_EQ(NEXT_CLIENT_GONE, n->status);
-	EXPECT_EQ(100, n->job.got);
+	EXPECT_EQ(0, n->job.got);
 	next_end(n, false);
 	free(n);
-	EXPECT_EQ(100, atomic_load(&self->metrics.ids_lost));
-	EXPECT_EQ(900, left(&self->quota));
+	EXPECT_EQ(0, self->f.given);
+	EXPECT_EQ(0, atomic_load(&self->metrics.ids_lost));
+	EXPECT_EQ(1000, left(&self->quota));
 }
 
 TEST_F(next, an_answer_never_delivered_is_lost_and_charged)
@@ -371,7 +332,6 @@ TEST_F(next, an_answer_never_delivered_is_lost_and_charged)
 	struct next_ask a = ask(7, "orders");
 	struct next n;
 
-	self->f.have = 100;
 	ASSERT_EQ(NEXT_OK, next_start(&self->api, &a, &n));
 	next_end(&n, false);
 	EXPECT_EQ(7, atomic_load(&self->metrics.ids_lost));

@@ -109,42 +109,6 @@ TEST(never_past_the_lead)
 	idgen_sim_close(m);
 }
 
-/* At the lead, the nowait mint refuses (EAGAIN) where the mint would wait. */
-TEST(nowait_refuses_at_the_lead)
-{
-	static uint64_t ids[65536];
-	struct idgen_decoded d;
-	struct idgen_sim *m;
-	uint64_t last = 0;
-	int i, again = 0;
-	ssize_t r;
-
-	ASSERT_EQ(0, sim_open(&m, 121, 0));
-	/*
-	 * Each call takes all the lead holds; one that finds the clock not
-	 * yet at its next millisecond gets EAGAIN.  A loaded machine can let
-	 * a millisecond pass between any two calls, so only "some" is asked.
-	 */
-	for (i = 0; i < 10000 && again < 3; i++) {
-		r = idgen_sim_mint_nowait(m, ids, 65536);
-		if (r == -EAGAIN) {
-			again++;
-			continue;
-		}
-		ASSERT_LT(0, r);
-		ASSERT_LE(r, (LIBIDGEN_SIM_MAX_LEAD_MS + 1) * SEQ_PER_MS);
-		ASSERT_LT(last, ids[0]);
-		last = ids[r - 1];
-		ASSERT_EQ(0, idgen_decode(last, NULL, &d));
-		ASSERT_LE(d.ms, wall_ms() + LIBIDGEN_SIM_MAX_LEAD_MS);
-	}
-	EXPECT_EQ(3, again);
-	/* The one that waits goes on above them. */
-	ASSERT_LT(0, idgen_sim_mint(m, ids, 1));
-	EXPECT_LT(last, ids[0]);
-	idgen_sim_close(m);
-}
-
 TEST(restart_starts_above_the_run_before)
 {
 	static uint64_t ids[65536];
