@@ -126,6 +126,12 @@ check "/metrics: no reload yet, no certificate refused, no handshake timed out" 
 	 grep -qx "idgen_tls_reloads_total{result=\"failed\"} 0" "$work/metrics.body" &&
 	 grep -qx "idgen_tls_client_certificates_refused_total 0" "$work/metrics.body" &&
 	 grep -qx "idgen_tls_handshakes_timed_out_total 0" "$work/metrics.body"'
+tls_missing=
+for name in $(grep -o 'idgen_tls_[a-z_]*' "$top/helper/httpd/idgen-alerts.yml" | sort -u); do
+	grep -q "^${name}[{ ]" "$work/metrics.body" || tls_missing="$tls_missing $name"
+done
+check "every idgen_tls_* series the alerting rules ask for is there${tls_missing:+ (missing:$tls_missing)}" \
+	test -z "$tls_missing" -a -n "$(grep -o 'idgen_tls_[a-z_]*' "$top/helper/httpd/idgen-alerts.yml")"
 if command -v promtool >/dev/null; then
 	check "promtool check metrics accepts it" sh -c "promtool check metrics <'$work/metrics.body'"
 fi

@@ -200,11 +200,13 @@ check "idgen_lease_in_force 1, idgen_clock_synced 1, idgen_ready 1" eval \
 	'test "$(sample m1 idgen_lease_in_force) $(sample m1 idgen_clock_synced) $(sample m1 idgen_ready)" = "1 1 1"'
 check "promtool check metrics accepts the module-backed /metrics" \
 	sh -c "promtool check metrics <'$work/m1.body'"
+# The idgen_tls_* series exist only with TLS on, which this guest's service
+# is not: tests/httpd/tls_live.sh asks for those.
 missing=
-for name in $(grep -o 'idgen_[a-z_]*' "$alerts" | sort -u); do
+for name in $(grep -o 'idgen_[a-z_]*' "$alerts" | grep -v '^idgen_tls_' | sort -u); do
 	grep -q "^${name}[{ ]" "$work/m1.body" || missing="$missing $name"
 done
-check "every series the alerting rules ask for is there${missing:+ (missing:$missing)}" test -z "$missing"
+check "every series the alerting rules ask for is there but TLS's${missing:+ (missing:$missing)}" test -z "$missing"
 
 # --- the lease revoked -------------------------------------------------------------
 
