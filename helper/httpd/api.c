@@ -455,7 +455,6 @@ static int next_answer(const struct next *n, struct api_response *out)
 	p += sprintf(p, ",\"layout_version\":%u}", dec.version);
 	out->len = p - out->body;
 	out->status = 200;
-	out->ids = count;
 	return 0;
 }
 
@@ -491,10 +490,11 @@ void api_defer(struct api_deferred *d, int fd, void (*resume)(void *arg), void *
 
 int api_deferred_answer(struct api_deferred *d, struct api_response *out)
 {
-	bool answered = d->out.body && d->out.status == 200;
-
 	*out = d->out;
-	next_end(&d->n, answered);
+	if (out->body && out->status == 200)
+		next_end_queued(&d->n, &out->answer);
+	else
+		next_end(&d->n, false);
 	free(d);
 	return out->body ? 0 : -ENOMEM;
 }
@@ -542,7 +542,10 @@ static int ids_next(struct api *api, const struct api_request *rq,
 		return 0;
 	}
 	ret = next_answer(&n, out);
-	next_end(&n, !ret && out->status == 200);
+	if (!ret && out->status == 200)
+		next_end_queued(&n, &out->answer);
+	else
+		next_end(&n, false);
 	return ret;
 }
 

@@ -73,8 +73,8 @@ struct api_response {
 	unsigned int retry_after;	/* seconds, 0 for no Retry-After */
 	const char *content_type;	/* application/json unless /metrics */
 	enum metrics_route route;	/* for idgen_requests_total */
-	/* The IDs body carries: idgen_ids_lost_total's if never sent. */
-	size_t ids;
+	/* The IDs body carries: issued once all of it is sent, else lost. */
+	struct metrics_answer answer;
 	/*
 	 * Not NULL: no answer yet (status 0, body NULL).  A POST
 	 * /v1/ids:next of LANE_MIN_COUNT IDs or more, to be minted on the

@@ -104,14 +104,21 @@ void metrics_grpc(struct metrics *m, enum metrics_grpc_method method,
 	ADD(m->grpc_duration_ns, ns);
 }
 
-void metrics_issued(struct metrics *m, const char *caller, size_t count)
+unsigned int metrics_caller(const struct metrics *m, const char *caller)
 {
-	unsigned int i = m->nr_callers, b;
+	unsigned int i = m->nr_callers;
 
 	if (caller)
 		for (i = 0; i < m->nr_callers && strcmp(m->callers[i], caller); i++)
 			;
-	ADD(m->issued[i], count);
+	return i;
+}
+
+void metrics_issued(struct metrics *m, unsigned int caller, size_t count)
+{
+	unsigned int b;
+
+	ADD(m->issued[caller], count);
 	for (b = 0; b < METRICS_NR_BATCHES - 1 && count > batch_le[b]; b++)
 		;
 	ADD(m->batch[b], 1);
@@ -123,6 +130,16 @@ void metrics_ids_lost(struct metrics *m, size_t count)
 {
 	if (m && count)
 		ADD(m->ids_lost, count);
+}
+
+void metrics_answer_end(struct metrics *m, const struct metrics_answer *a, bool sent)
+{
+	if (!m || !a->ids)
+		return;
+	if (sent)
+		metrics_issued(m, a->caller, a->ids);
+	else
+		metrics_ids_lost(m, a->ids);
 }
 
 static void help(FILE *f, const char *name, const char *type, const char *text)

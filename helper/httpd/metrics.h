@@ -34,6 +34,7 @@
 #define HTTPD_METRICS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -99,11 +100,26 @@ void metrics_free(struct metrics *m);
 /* One answer given: its route, status and time taken. */
 void metrics_request(struct metrics *m, enum metrics_route route,
 		     unsigned int status, uint64_t ns);
-/* count IDs answered to caller (NULL: none given). */
 /* A gRPC call ended with code; ns from its headers to its status (unary). */
 void metrics_grpc(struct metrics *m, enum metrics_grpc_method method,
 		  unsigned int code, uint64_t ns);
-void metrics_issued(struct metrics *m, const char *caller, size_t count);
+
+/*
+ * An answer of ids IDs to one caller, handed to a transport: counted
+ * when the transport knows whether all of it went out, so that each
+ * minted ID is counted once, issued or lost.
+ */
+struct metrics_answer {
+	unsigned int caller;		/* metrics_caller()'s */
+	size_t ids;			/* 0: no IDs to count */
+};
+
+/* caller's index for idgen_ids_issued_total (NULL or unconfigured: other). */
+unsigned int metrics_caller(const struct metrics *m, const char *caller);
+/* count IDs answered to metrics_caller()'s caller. */
+void metrics_issued(struct metrics *m, unsigned int caller, size_t count);
+/* a's end: issued if all of it went out, else lost.  m may be NULL. */
+void metrics_answer_end(struct metrics *m, const struct metrics_answer *a, bool sent);
 /*
  * count IDs minted for a request whose client went away before its
  * answer reached it: holes, never handed out.  m may be NULL.

@@ -231,27 +231,43 @@ void next_cancel(struct next *n)
 	atomic_store(&n->job.cancelled, true);
 }
 
-void next_end(struct next *n, bool delivered)
+void next_end_queued(struct next *n, struct metrics_answer *a)
 {
-	struct api *api = n->api;
-	size_t unminted = n->job.count - n->job.got;
-
-	if (n->status == NEXT_OK && delivered) {
-		if (api->metrics)
-			metrics_issued(api->metrics, n->caller[0] ? n->caller : NULL,
-				       n->job.count);
-	} else {
-		/*
-		 * Minted and never delivered: holes, charged to the caller,
-		 * who took the node's time (or a client could mint on and
-		 * on for free by going before each answer).  A refusal's
-		 * holes are the generator's, not a client's.
-		 */
-		if (n->status == NEXT_OK || n->status == NEXT_CLIENT_GONE)
-			metrics_ids_lost(api->metrics, n->job.got);
-		if (n->quota_taken && unminted)
-			quota_refund(api->quota, n->qi, unminted, n->tat, monotonic_ns());
+	a->ids = 0;
+	if (n->status != NEXT_OK) {
+		next_end(n, false);
+		return;
+	}
+	if (n->api->metrics) {
+		a->caller = metrics_caller(n->api->metrics, n->caller[0] ? n->caller : NULL);
+		a->ids = n->job.count;
 	}
 	free(n->job.ids);
 	n->job.ids = NULL;
 }
+
+void next_end(struct next *n, bool delivered)
+{
+	struct api *api = n->api;
+	size_t unminted = n->job.count - n->job.got;
+	struct metrics_answer a;
+
+	if (n->status == NEXT_OK && delivered) {
+		next_end_queued(n, &a);
+		metrics_answer_end(api->metrics, &a, true);
+		return;
+	}
+	/*
+	 * Minted and never delivered: holes, charged to the caller, who
+	 * took the node's time (or a client could mint on and on for free
+	 * by going before each answer).  A refusal's holes are the
+	 * generator's, not a client's.
+	 */
+	if (n->status == NEXT_OK || n->status == NEXT_CLIENT_GONE)
+		metrics_ids_lost(api->metrics, n->job.got);
+	if (n->quota_taken && unminted)
+		quota_refund(api->quota, n->qi, unminted, n->tat, monotonic_ns());
+	free(n->job.ids);
+	n->job.ids = NULL;
+}
+

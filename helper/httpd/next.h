@@ -125,4 +125,11 @@ void next_cancel(struct next *n);
  */
 void next_end(struct next *n, bool delivered);
 
+/*
+ * As next_end(n, true), for an answer handed to a transport that tells
+ * later whether all of it went out: *a is filled for that moment's
+ * metrics_answer_end() (metrics.h), and nothing is counted now.
+ */
+void next_end_queued(struct next *n, struct metrics_answer *a);
+
 #endif /* HTTPD_NEXT_H */

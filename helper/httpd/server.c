@@ -120,7 +120,7 @@ struct request {
 	const char *authenticated;	/* the client certificate's caller, or NULL */
 	struct api_deferred *deferred;	/* set aside for the lane (lane.h) */
 	bool on_lane;			/* ... and handed to it (set_aside()) */
-	size_t ids_queued;		/* in the answer queued, until it is sent */
+	struct metrics_answer queued;	/* the answer's IDs, until it is sent */
 	char body[API_MAX_BODY + 1];	/* and a NUL, for api.h */
 };
 
@@ -166,8 +166,10 @@ static enum MHD_Result send_answer(struct server *s, struct MHD_Connection *c,
 	struct timespec now;
 	enum MHD_Result ret;
 
-	if (!out->body)
+	if (!out->body) {
+		metrics_answer_end(s->api->metrics, &out->answer, false);
 		return MHD_NO;		/* out of memory: close the connection */
+	}
 	if (s->api->metrics) {
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		metrics_request(s->api->metrics, out->route, out->status,
@@ -176,7 +178,9 @@ static enum MHD_Result send_answer(struct server *s, struct MHD_Connection *c,
 	}
 	ret = queue(c, out, false);
 	if (ret == MHD_YES)
-		rq->ids_queued = out->ids;
+		rq->queued = out->answer;
+	else
+		metrics_answer_end(s->api->metrics, &out->answer, false);
 	return ret;
 }
 
@@ -437,7 +441,7 @@ static enum MHD_Result handle(void *cls, struct MHD_Connection *c, const char *u
 		rq->too_large = rq->answered = false;
 		rq->deferred = NULL;
 		rq->on_lane = false;
-		rq->ids_queued = 0;
+		rq->queued.ids = 0;
 		rq->authenticated = NULL;
 		*con_cls = rq;
 		atomic_fetch_add(&in_flight, 1);	/* until completed() */
@@ -562,13 +566,13 @@ static void completed(void *cls, struct MHD_Connection *c, void **con_cls,
 		else if (rq->deferred)
 			api_deferred_cancel(rq->deferred);
 		/*
-		 * The answer was queued, and the connection failed before all
-		 * of it went out (the client reset it, or a stop's deadline):
-		 * its IDs are lost.  What the kernel took counts as delivered:
+		 * The answer was queued: issued if all of it went out, lost if
+		 * the connection failed first (the client reset it, or a
+		 * stop's deadline).  What the kernel took counts as sent:
 		 * past that, nothing here can tell.
 		 */
-		if (rq->ids_queued && toe != MHD_REQUEST_TERMINATED_COMPLETED_OK)
-			metrics_ids_lost(s->api->metrics, rq->ids_queued);
+		metrics_answer_end(s->api->metrics, &rq->queued,
+				   toe == MHD_REQUEST_TERMINATED_COMPLETED_OK);
 	}
 	free(rq);
 	*con_cls = NULL;

@@ -339,6 +339,44 @@ TEST_F(next, an_answer_never_delivered_is_lost_and_charged)
 	EXPECT_EQ(993, left(&self->quota));
 }
 
+/*
+ * An answer handed to a transport is counted once, when the transport
+ * knows: issued if all of it went out, lost if not, never both.
+ */
+TEST_F(next, a_queued_answer_is_issued_or_lost_once)
+{
+	struct next_ask a = ask(6, "orders");
+	struct metrics_answer q;
+	struct next n;
+
+	ASSERT_EQ(NEXT_OK, next_start(&self->api, &a, &n));
+	next_end_queued(&n, &q);
+	EXPECT_EQ(NULL, n.job.ids);
+	EXPECT_EQ(0, atomic_load(&self->metrics.issued[0]));
+	EXPECT_EQ(0, atomic_load(&self->metrics.ids_lost));
+	metrics_answer_end(&self->metrics, &q, false);
+	EXPECT_EQ(0, atomic_load(&self->metrics.issued[0]));
+	EXPECT_EQ(6, atomic_load(&self->metrics.ids_lost));
+	EXPECT_EQ(994, left(&self->quota));
+
+	a = ask(4, "orders");
+	ASSERT_EQ(NEXT_OK, next_start(&self->api, &a, &n));
+	next_end_queued(&n, &q);
+	metrics_answer_end(&self->metrics, &q, true);
+	EXPECT_EQ(4, atomic_load(&self->metrics.issued[0]));
+	EXPECT_EQ(6, atomic_load(&self->metrics.ids_lost));
+
+	/* A refusal queued is no answer of IDs: nothing to count later. */
+	self->f.refuse_after = self->f.given;	/* refused from now on */
+	a = ask(3, "orders");
+	ASSERT_NE(NEXT_OK, next_start(&self->api, &a, &n));
+	next_end_queued(&n, &q);
+	EXPECT_EQ(0, q.ids);
+	metrics_answer_end(&self->metrics, &q, true);
+	EXPECT_EQ(4, atomic_load(&self->metrics.issued[0]));
+	EXPECT_EQ(6, atomic_load(&self->metrics.ids_lost));
+}
+
 TEST(every_status_has_both_faces)
 {
 	enum next_status s;
