@@ -21,6 +21,7 @@
 # Documentation/bench/results.md (in place of the one there).  make bench runs it
 # after bench-http; alone: make bench-grpc.  Run as root (it installs
 # what it needs through scripts/deps.sh).
+# shellcheck disable=SC2154 # NAME_port and NAME_pid: bench-lib.sh's start_httpd and start_nginx
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -36,12 +37,9 @@ work=$top/build/bench-grpc
 rm -rf "$work"
 mkdir -p "$work" "$out"
 
-if [ "$(nproc)" -ge 2 ]; then
-	load_cpu=0 server_cpu=1
-else
-	load_cpu=0 server_cpu=0
-fi
-load() { taskset -c "$load_cpu" "$@"; }
+conns=32
+# shellcheck source-path=SCRIPTDIR source=bench-lib.sh
+. "$top/scripts/bench/bench-lib.sh"
 
 httpd_pid="" nginx_pid=""
 cleanup() {
@@ -53,17 +51,8 @@ trap cleanup EXIT
 uptime_start=$(uptime)
 
 # ---- the servers ------------------------------------------------------------
-: >"$work/httpd.log"
-taskset -c "$server_cpu" helper/httpd/idgen-httpd --listen 127.0.0.1:0 \
-	--grpc-listen 127.0.0.1:0 --device sim:47 --clock-check no >"$work/httpd.log" 2>&1 &
-httpd_pid=$!
-for ((t = 0; t < 100; t++)); do
-	grpc_port=$(sed -n 's/.*serving gRPC .*(port \([0-9]*\)).*/\1/p' "$work/httpd.log")
-	http_port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$work/httpd.log")
-	[ -n "$grpc_port" ] && [ -n "$http_port" ] && break
-	sleep 0.1
-done
-[ -n "$grpc_port" ] || { cat "$work/httpd.log" >&2; exit 1; }
+start_httpd httpd --grpc-listen 127.0.0.1:0 --device sim:47 --clock-check no
+grpc_port=$httpd_grpc_port http_port=$httpd_port
 grpc_url=http://127.0.0.1:$grpc_port/idgen.v1.IdGen/NextIds
 http_url=http://127.0.0.1:$http_port/v1/ids:next
 
@@ -75,74 +64,16 @@ printf '\x00\x00\x00\x00\x03\x08\x90\x4e' >"$work/count10000.bin"
 # read, no redirect, the least nginx can do for an HTTP/2 call.
 nginx_body=0123456789abcdefg
 
-for ((try = 0; try < 10; try++)); do
-	nginx_port=$((20000 + RANDOM % 40000))
-	cat >"$work/nginx.conf" <<NGINX
-user $(id -un) $(id -gn);
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx.err;
-events { worker_connections 1024; }
-http {
-	access_log off;
-	client_body_temp_path $work/body;
-	proxy_temp_path $work/proxy;
-	fastcgi_temp_path $work/fastcgi;
-	uwsgi_temp_path $work/uwsgi;
-	scgi_temp_path $work/scgi;
-	keepalive_requests 100000000;
-	server {
-		listen 127.0.0.1:$nginx_port http2;
-		location / {
+start_nginx nginx http2 "" "		location / {
 			default_type application/grpc;
 			add_trailer grpc-status 0;
 			return 200 '$nginx_body';
-		}
-	}
-}
-NGINX
-	taskset -c "$server_cpu" nginx -c "$work/nginx.conf" -p "$work" -g 'daemon off;' \
-		2>>"$work/nginx.err" &
-	nginx_pid=$!
-	for ((t = 0; t < 50; t++)); do
-		curl -s --http2-prior-knowledge -o /dev/null "http://127.0.0.1:$nginx_port/" && break 2
-		kill -0 "$nginx_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill "$nginx_pid" 2>/dev/null || true
-	wait "$nginx_pid" 2>/dev/null || true
-	nginx_pid=
-done
-[ -n "$nginx_pid" ] || { cat "$work/nginx.err" >&2; exit 1; }
+		}" --http2-prior-knowledge
 nginx_url=http://127.0.0.1:$nginx_port/idgen.v1.IdGen/NextIds
 
-# h2load_run NAME URL BODY ARGS...: one run; prints its calls/s, and fails
-# unless every call was answered 200.
-h2load_run() {
-	local name=$1 url=$2 body=$3 rps
-	shift 3
-	load h2load -d "$body" -H 'content-type: application/grpc' -H 'te: trailers' \
-		"$@" "$url" >"$work/$name.h2load" 2>&1 || true
-	rps=$(sed -n 's/^finished in [0-9.]*m\?s, \([0-9.]*\) req\/s.*/\1/p' "$work/$name.h2load")
-	grep -q '^requests: .* 0 failed, 0 errored' "$work/$name.h2load" &&
-		grep -q '^status codes: [0-9]* 2xx, 0 3xx, 0 4xx, 0 5xx' "$work/$name.h2load" &&
-		[ -n "$rps" ] || { echo "bench-grpc.sh: $name:" >&2; cat "$work/$name.h2load" >&2; exit 1; }
-	printf '%.0f\n' "$rps"
-}
-wrk_run() {
-	local secs
-	load wrk -t1 -c32 -d"${seconds}s" -s "$work/count1.lua" "$http_url" >"$work/$1.wrk"
-	secs=$(sed -n 's/^Requests\/sec: *\([0-9.]*\)/\1/p' "$work/$1.wrk")
-	[ -n "$secs" ] || { cat "$work/$1.wrk" >&2; exit 1; }
-	printf '%.0f\n' "$secs"
-}
-printf 'wrk.method = "POST"\nwrk.body = %s\nwrk.headers["Content-Type"] = "application/json"\n' \
-	"'{\"count\":1}'" >"$work/count1.lua"
-median() { printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-goal() {	# goal MEASURED OP TARGET
-	if awk -v m="$1" -v t="$3" "BEGIN { exit !(m $2 t) }"; then echo met; else echo missed; fi
-}
+# wrk_run's req/s alone.
+json_run() { wrk_run "$1" "$httpd_pid" "$http_url" "$work/count1.lua" "$seconds" | cut -d' ' -f1; }
+post_lua "$work/count1.lua" '{"count":1}'
 
 # The answers are gRPC's: h2load's checks see 200s only, so one look.
 curl -s --http2-prior-knowledge -H 'content-type: application/grpc' \
@@ -159,7 +90,7 @@ for ((r = 0; r < rounds; r++)); do
 	mux_n+=("$(h2load_run "mux-n-$r" "$nginx_url" "$work/count1.bin" -c1 -m32 -D "$seconds")")
 	conn_h+=("$(h2load_run "conn-h-$r" "$grpc_url" "$work/count1.bin" -c32 -m1 -D "$seconds")")
 	conn_n+=("$(h2load_run "conn-n-$r" "$nginx_url" "$work/count1.bin" -c32 -m1 -D "$seconds")")
-	json_h+=("$(wrk_run "json-$r")")
+	json_h+=("$(json_run "json-$r")")
 done
 mux_hm=$(median "${mux_h[@]}") mux_nm=$(median "${mux_n[@]}")
 conn_hm=$(median "${conn_h[@]}") conn_nm=$(median "${conn_n[@]}")

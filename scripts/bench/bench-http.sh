@@ -22,6 +22,7 @@
 # Documentation/bench/http.dat and Documentation/bench/http.png.  make bench
 # runs it after the guest's benchmarks; alone: make bench-http.  Run as root (it
 # installs what it needs through scripts/deps.sh).
+# shellcheck disable=SC2154 # NAME_port and NAME_pid: bench-lib.sh's start_httpd and start_nginx
 set -euo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -39,13 +40,8 @@ work=$top/build/bench-http
 rm -rf "$work"
 mkdir -p "$work" "$out"
 
-# Two cores: the load on the first, the server on the second.
-if [ "$(nproc)" -ge 2 ]; then
-	load_cpu=0 server_cpu=1
-else
-	load_cpu=0 server_cpu=0
-fi
-load() { taskset -c "$load_cpu" "$@"; }
+# shellcheck source-path=SCRIPTDIR source=bench-lib.sh
+. "$top/scripts/bench/bench-lib.sh"
 
 httpd_pid="" nginx_pid="" defaults_pid="" sat_pid=""
 cleanup() {
@@ -60,27 +56,6 @@ trap cleanup EXIT
 uptime_start=$(uptime)
 
 # ---- the servers ----------------------------------------------------------
-# start_httpd NAME ARGS...: idgen-httpd on the server's core, on a free
-# loopback port; sets NAME_pid and NAME_port.  The log exists before the
-# server starts: the loop below may read it before the shell forked for
-# the server has opened it (sed failing on a missing file would end the
-# script under set -e).
-start_httpd() {
-	local name=$1 port t
-	shift
-	: >"$work/$name.log"
-	taskset -c "$server_cpu" helper/httpd/idgen-httpd --listen 127.0.0.1:0 "$@" \
-		>"$work/$name.log" 2>&1 &
-	printf -v "${name}_pid" %s $!
-	for ((t = 0; t < 100; t++)); do
-		port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$work/$name.log")
-		[ -n "$port" ] && break
-		sleep 0.1
-	done
-	[ -n "$port" ] || { cat "$work/$name.log" >&2; exit 1; }
-	printf -v "${name}_port" %s "$port"
-}
-
 start_httpd httpd --device sim:1 --clock-check no --threads 1 --max-connections-per-ip 1024
 httpd_url=http://127.0.0.1:$httpd_port/v1/ids:next
 # The same with the shipped defaults: the package's configuration file.
@@ -91,83 +66,17 @@ defaults_url=http://127.0.0.1:$defaults_port/v1/ids:next
 body=$(curl -s -X POST -H 'Content-Type: application/json' -d '{"count":1}' "$httpd_url")
 [[ $body =~ ^\{\"ids\":\[\"[0-9]+\"\],\"layout_version\":1\}$ ]] ||
 	{ echo "bench-http.sh: idgen-httpd answered '$body'" >&2; exit 1; }
-for ((try = 0; try < 10; try++)); do
-	nginx_port=$((20000 + RANDOM % 40000))
-	cat >"$work/nginx.conf" <<NGINX
-user $(id -un) $(id -gn);
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/nginx.err;
-events { worker_connections 1024; }
-http {
-	access_log off;
-	client_body_temp_path $work/body;
-	proxy_temp_path $work/proxy;
-	fastcgi_temp_path $work/fastcgi;
-	uwsgi_temp_path $work/uwsgi;
-	scgi_temp_path $work/scgi;
-	keepalive_requests 100000000;
-	server {
-		listen 127.0.0.1:$nginx_port;
-		location / {
+start_nginx nginx "" "" "		location / {
 			default_type application/json;
 			add_header Cache-Control no-store;
 			return 200 '$body';
-		}
-	}
-}
-NGINX
-	taskset -c "$server_cpu" nginx -c "$work/nginx.conf" -p "$work" -g 'daemon off;' \
-		2>>"$work/nginx.err" &
-	nginx_pid=$!
-	for ((t = 0; t < 50; t++)); do
-		curl -s -o /dev/null "http://127.0.0.1:$nginx_port/" && break 2
-		kill -0 "$nginx_pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill "$nginx_pid" 2>/dev/null || true
-	wait "$nginx_pid" 2>/dev/null || true
-	nginx_pid=
-done
-[ -n "$nginx_pid" ] || { cat "$work/nginx.err" >&2; exit 1; }
+		}"
 nginx_url=http://127.0.0.1:$nginx_port/v1/ids:next
 nginx_body=$(curl -s -X POST -H 'Content-Type: application/json' -d '{"count":1}' "$nginx_url")
 [ "${#nginx_body}" = "${#body}" ] || { echo "bench-http.sh: nginx's body differs in size" >&2; exit 1; }
 
-# CPU time (ticks) of a process and its children (nginx's worker), and
-# the server core's busy ticks from /proc/stat: what the server used of
-# its core, and what else ran there (the machine is shared).
-proc_ticks() {
-	local p sum=0
-	for p in "$1" $(ps -o pid= --ppid "$1"); do
-		sum=$((sum + $(awk '{ print $14 + $15 }' "/proc/$p/stat")))
-	done
-	echo $sum
-}
-core_ticks() { awk -v c="cpu$server_cpu" '$1 == c { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
-hz=$(getconf CLK_TCK)
-
-printf 'wrk.method = "POST"\nwrk.body = %s\nwrk.headers["Content-Type"] = "application/json"\n' \
-	"'{\"count\":1}'" >"$work/count1.lua"
-printf 'wrk.method = "POST"\nwrk.body = %s\nwrk.headers["Content-Type"] = "application/json"\n' \
-	"'{\"count\":1000}'" >"$work/count1000.lua"
-
-# wrk_run NAME PID URL SCRIPT SECONDS: one wrk run; prints "req_per_s
-# ok_per_s server_cpu_% core_busy_%".
-wrk_run() {
-	local name=$1 pid=$2 url=$3 script=$4 secs=$5 p0 c0 p1 c1 reqs non2xx
-	p0=$(proc_ticks "$pid") c0=$(core_ticks)
-	load wrk -t1 -c"$conns" -d"${secs}s" -s "$script" "$url" >"$work/$name.wrk"
-	p1=$(proc_ticks "$pid") c1=$(core_ticks)
-	reqs=$(sed -n 's/^ *\([0-9]*\) requests in \([0-9.]*\)\([a-z]*\),.*/\1/p' "$work/$name.wrk")
-	secs=$(sed -n 's/^ *[0-9]* requests in \([0-9.]*\)s,.*/\1/p' "$work/$name.wrk")
-	non2xx=$(sed -n 's/^ *Non-2xx or 3xx responses: *\([0-9]*\)/\1/p' "$work/$name.wrk")
-	[ -n "$reqs" ] && [ -n "$secs" ] || { cat "$work/$name.wrk" >&2; exit 1; }
-	awk -v r="$reqs" -v s="$secs" -v e="${non2xx:-0}" -v p=$((p1 - p0)) -v c=$((c1 - c0)) \
-		-v hz="$hz" 'BEGIN { printf "%.0f %.0f %.0f %.0f\n", r / s, (r - e) / s,
-		100 * p / hz / s, 100 * c / hz / s }'
-}
-median() { printf '%s\n' "$@" | sort -n | sed -n "$((($# + 1) / 2))p"; }
+post_lua "$work/count1.lua" '{"count":1}'
+post_lua "$work/count1000.lua" '{"count":1000}'
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
 # metric NAME: a sample of idgen-httpd's /metrics.
 metric() { curl -s "http://127.0.0.1:$httpd_port/metrics" | sed -n "s/^$1 //p"; }
@@ -205,9 +114,6 @@ defaults_pid=
 h_peak=$(median "${h_rps[@]}")
 d_peak=$(median "${d_rps[@]}")
 n_peak=$(median "${n_rps[@]}")
-# Requests per second of the server's own CPU time: what the other work
-# on its core changes least.
-per_cpu() { awk -v r="$1" -v c="$2" 'BEGIN { printf "%.0f", (c > 0 ? 100 * r / c : 0) }'; }
 declare -a h_eff n_eff d_eff
 for ((i = 0; i < rounds; i++)); do
 	h_eff+=("$(per_cpu "${h_rps[i]}" "${h_cpu[i]}")")
@@ -250,8 +156,7 @@ c_delivered=$(awk '/ requests in / { r = $1 } /Non-2xx/ { e = $NF } END { print 
 sat_rate=1000
 sat_conns=4
 start_httpd sat --device sim:3 --clock-check no
-printf 'wrk.method = "POST"\nwrk.body = %s\nwrk.headers["Content-Type"] = "application/json"\n' \
-	"'{\"count\":10000}'" >"$work/count10000.lua"
+post_lua "$work/count10000.lua" '{"count":10000}'
 echo "== (d) count=1 at $sat_rate requests/s, idle, then beside 10 connections of count=10000, ${seconds} s each"
 load_d=$(loadavg)
 load bench/http_load 127.0.0.1 "$sat_port" /v1/ids:next '{"count":1}' "$sat_rate" \
@@ -282,14 +187,6 @@ uptime_end=$(uptime)
 
 # ---- the report -------------------------------------------------------------
 ceiling=4096000
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", a / b }'; }
-goal() {	# goal MEASURED OP TARGET
-	if awk -v m="$1" -v t="$3" -v op="$2" 'BEGIN { exit !(op == ">=" ? m >= t : m <= t) }'; then
-		echo met
-	else
-		echo "**missed**"
-	fi
-}
 h_p50=$(field httpd p50_us) h_p99=$(field httpd p99_us) h_p999=$(field httpd p999_us)
 h_max=$(field httpd max_us) h_lag=$(field httpd send_lag_p99_us)
 n_p50=$(field nginx p50_us) n_p99=$(field nginx p99_us) n_p999=$(field nginx p999_us)
@@ -301,7 +198,6 @@ d_eff_ratio=$(ratio "$d_eff_med" "$n_eff_med")
 idle_p50=$(field idle p50_us) idle_p99=$(field idle p99_us) idle_lag=$(field idle send_lag_p99_us)
 sat_p50=$(field sat p50_us) sat_p99=$(field sat p99_us) sat_lag=$(field sat send_lag_p99_us)
 ceil_ratio=$(ratio "$c_ids" "$ceiling")
-load1() { sed 's/.*load average: \([0-9.]*\),.*/\1/' <<<"$1"; }
 
 n_lag=$(field nginx send_lag_p99_us)
 # The server's own durations during (b): the share within each bucket.
