@@ -46,8 +46,8 @@ struct buffer_state {
 };
 
 struct idgen_buffer {
-	int fd;			/* the device's, or -1 ... */
-	struct idgen_sim *sim;	/* ... for a simulation's */
+	/* Where its IDs come from: borrowed, never closed (no name). */
+	struct idgen_generator gen;
 	size_t capacity;
 	uint64_t max_age_ms;
 	/* NULL: no ID is kept between takes (take_unbuffered()). */
@@ -74,8 +74,8 @@ static int buffer_new(int fd, struct idgen_sim *sim, size_t capacity,
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
-	b->fd = fd;
-	b->sim = sim;
+	b->gen.fd = fd;
+	b->gen.sim = sim;
 	b->capacity = capacity;
 	b->max_age_ms = max_age_ms;
 	/*
@@ -115,6 +115,14 @@ IDGEN_EXPORT int idgen_buffer_new_sim(struct idgen_sim *sim, size_t capacity,
 	return buffer_new(-1, sim, capacity, max_age_ms, out);
 }
 
+IDGEN_EXPORT int idgen_buffer_new_generator(struct idgen_generator *g, size_t capacity,
+					    uint64_t max_age_ms, struct idgen_buffer **out)
+{
+	if (!g)
+		return -EINVAL;
+	return buffer_new(g->fd, g->sim, capacity, max_age_ms, out);
+}
+
 IDGEN_EXPORT void idgen_buffer_free(struct idgen_buffer *b)
 {
 	if (!b)
@@ -141,11 +149,9 @@ static uint64_t *read_ms(const struct idgen_buffer *b)
 	return b->s->ids + b->capacity;
 }
 
-static ssize_t mint(const struct idgen_buffer *b, uint64_t *ids, size_t n)
+static ssize_t mint(struct idgen_buffer *b, uint64_t *ids, size_t n)
 {
-	if (b->sim)
-		return idgen_sim_mint(b->sim, ids, n);
-	return idgen_mint(b->fd, ids, n);
+	return idgen_generator_mint(&b->gen, ids, n);
 }
 
 /* Drop IDs read longer than the age bound ago. */

@@ -12,7 +12,8 @@
  * and the creation time, region, worker and sequence come back out of an ID
  * with shifts and masks, with no call to the device (idgen_decode()).  Only
  * minting needs /dev/idgen (idgen_open(), idgen_mint(), struct
- * idgen_buffer).
+ * idgen_buffer; struct idgen_generator for a program that may run on the
+ * simulation instead).
  *
  * Errors: every function that can fail returns a negative errno value
  * (-EINVAL, -ERANGE, -ENOKEY, ...) and leaves errno alone; 0 or a count
@@ -479,6 +480,65 @@ int idgen_sim_set_lease(struct idgen_sim *s, uint32_t region, uint32_t worker,
 int idgen_sim_revoke(struct idgen_sim *s, uint64_t *last_ms);
 int idgen_buffer_new_sim(struct idgen_sim *s, size_t capacity, uint64_t max_age_ms,
 			 struct idgen_buffer **out);
+
+/*
+ * A generator: idgen's device or a simulation behind one set of calls,
+ * opened by the spec a program is configured with, so that no program
+ * tells the two apart to mint, lease or look.  spec:
+ *
+ *   a path, or NULL for LIBIDGEN_DEVICE: the device, opened as
+ *       idgen_open() with LIBIDGEN_VERIFY, always (a regular file, a FIFO,
+ *       /dev/zero or another driver's device is refused: -ENOTTY, or -EIO
+ *       for a state no module reports), blocking for the clock's short
+ *       waits as the module's reads do;
+ *   "sim", "sim:WORKER", "sim:FILE": the simulation (idgen_sim_open(),
+ *       with its rules: owner-only state, one process per worker, -ECHILD
+ *       in a child), each form only when flags take it:
+ *
+ *   LIBIDGEN_GENERATOR_SIM         "sim": a node of its own, worker 0
+ *   LIBIDGEN_GENERATOR_SIM_WORKER  "sim:WORKER": a node of its own
+ *   LIBIDGEN_GENERATOR_SIM_FILE    "sim:FILE": a host's lease side
+ *
+ * sim_lease_ms is a node's lease from open, as idgen_sim_open()'s lease_ms
+ * (the file form has none until one is set).
+ *
+ * idgen_generator_open(): 0 with *out, or -EINVAL (a flag unknown, or a
+ * spec that names a simulation wrongly: "sim:", a worker past 127),
+ * -EPROTONOSUPPORT (a simulation of a form flags do not take), -ENOMEM,
+ * or an errno of idgen_open() or idgen_sim_open(); err (when not NULL)
+ * says why in words a program may print after the spec.
+ * idgen_generator_close(): closes what it opened; NULL is fine.
+ * idgen_generator_simulated(): 1 for a simulation, 0 for the device.
+ * idgen_generator_name(): for log lines: the device's path, "sim:WORKER"
+ * (also for "sim") or "sim:FILE".
+ * idgen_generator_mint(), _get_state(), _set_lease(), _revoke(): as
+ * idgen_mint(), idgen_device_get_state(), idgen_device_set_lease() and
+ * idgen_device_revoke() on the device, or the idgen_sim_*() calls on a
+ * simulation, with their errnos (-ECHILD from a simulation's mint in a
+ * process other than its opener's).
+ * idgen_generator_layout(): the widths minted with now, as
+ * idgen_device_layout() (version and cutover_ms 0).
+ * idgen_buffer_new_generator(): a buffer as idgen_buffer_new() over the
+ * generator, which must outlive it.
+ */
+#define LIBIDGEN_GENERATOR_SIM		(1U << 0)
+#define LIBIDGEN_GENERATOR_SIM_WORKER	(1U << 1)
+#define LIBIDGEN_GENERATOR_SIM_FILE	(1U << 2)
+struct idgen_generator;
+int idgen_generator_open(const char *spec, unsigned int flags, uint64_t sim_lease_ms,
+			 struct idgen_generator **out, char *err, size_t errlen);
+void idgen_generator_close(struct idgen_generator *g);
+int idgen_generator_simulated(const struct idgen_generator *g);
+const char *idgen_generator_name(const struct idgen_generator *g);
+ssize_t idgen_generator_mint(struct idgen_generator *g, uint64_t *ids, size_t n);
+int idgen_generator_get_state(struct idgen_generator *g, struct idgen_device_state *out);
+int idgen_generator_layout(struct idgen_generator *g, struct idgen_layout *out);
+int idgen_generator_set_lease(struct idgen_generator *g, uint32_t region, uint32_t worker,
+			      uint64_t floor_ms, uint64_t valid_until_ms,
+			      const struct idgen_layout *layout, unsigned int flags);
+int idgen_generator_revoke(struct idgen_generator *g, uint64_t *last_ms);
+int idgen_buffer_new_generator(struct idgen_generator *g, size_t capacity,
+			       uint64_t max_age_ms, struct idgen_buffer **out);
 
 /*
  * FF1, the format-preserving cipher of NIST SP 800-38G Rev. 1, with AES

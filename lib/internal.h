@@ -14,4 +14,15 @@
 #define LIBIDGEN_REGION_BITS_MAX	8
 #define LIBIDGEN_SEQ_BITS_MIN		6
 
+/*
+ * A generator (generator.c): the device's descriptor or a simulation,
+ * never both.  A buffer holds a copy, borrowed: its name NULL, closed by
+ * its owner alone.
+ */
+struct idgen_generator {
+	int fd;			/* the device's, or -1 ... */
+	struct idgen_sim *sim;	/* ... for a simulation's */
+	char *name;		/* malloc'd: the path, "sim:WORKER" or "sim:FILE" */
+};
+
 #endif /* LIBIDGEN_INTERNAL_H */

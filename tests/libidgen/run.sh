@@ -75,6 +75,7 @@ tap_run public "$user/public_test"
 tap_run code "$user/code_test"
 tap_run ff1_busy "$user/ff1_busy_test"
 tap_run sim "$user/sim_test"
+tap_run generator "$user/generator_test"
 
 # idgenctl: bad use exits 1 with the usage on stderr; bad IDs are named.
 cli() {
