@@ -29,47 +29,28 @@ top=$(cd "$here/../.." && pwd)
 idgend=${1:-$top/helper/idgend/idgend}
 # shellcheck source=daemon-lib.sh
 . "$here/daemon-lib.sh"
+# shellcheck source=../lib/certs.sh
+. "$top/tests/lib/certs.sh"
 
 daemon_workdir secure
 tls=$work/tls
 
 # --- certificates ----------------------------------------------------------
 
-# ca NAME: a self-signed CA, NAME.pem and NAME.key.
-ca() {
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-		-keyout "$tls/$1.key" -out "$tls/$1.pem" -days 30 -subj "/CN=$1 CA" \
-		-addext basicConstraints=critical,CA:TRUE 2>/dev/null
-}
-
-# leaf NAME CA SUBJECT SAN DAYS [AS_OF]: a certificate CA signed, issued
-# at AS_OF (a date faketime takes; default now) for DAYS days.
-leaf() {
-	local name=$1 ca=$2 subject=$3 san=$4 days=$5 as_of=${6:-} fake=()
-	[ -n "$as_of" ] && fake=(faketime -f "@$as_of")
-	openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes \
-		-keyout "$tls/$name.key" -out "$tls/$name.csr" -subj "$subject" 2>/dev/null &&
-		printf 'subjectAltName=%s\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth,clientAuth\n' \
-			"$san" >"$tls/$name.ext" &&
-		"${fake[@]}" openssl x509 -req -in "$tls/$name.csr" -CA "$tls/$ca.pem" \
-			-CAkey "$tls/$ca.key" -CAcreateserial -days "$days" \
-			-extfile "$tls/$name.ext" -out "$tls/$name.pem" 2>/dev/null &&
-		rm -f "$tls/$name.csr" "$tls/$name.ext" &&
-		chmod 600 "$tls/$name.key"
-}
-
+# serverAuth and clientAuth on each: the member's certificate is a
+# client's too (its JSON gateway connects to its own gRPC with it).
 certificates() {
-	local past
-	past=$(date -u -d '3 days ago' '+%Y-%m-%d %H:%M:%S')
-	mkdir -p "$tls" &&
-		ca ca && ca foreign &&
-		leaf server ca "/CN=etcd" IP:127.0.0.1 30 &&
-		leaf server-expired ca "/CN=etcd" IP:127.0.0.1 1 "$past" &&
-		leaf admin ca "/CN=root" DNS:admin 30 &&
-		leaf idgend ca "/O=idgen" DNS:idgend 30 &&
-		leaf idgend-cn ca "/CN=idgend" DNS:idgend 30 &&
-		leaf idgend-expired ca "/O=idgen" DNS:idgend 1 "$past" &&
-		leaf intruder foreign "/O=idgen" DNS:idgend 30 &&
+	mkdir -p "$tls" && (
+		cd "$tls" &&
+			cert_ca ca && cert_ca foreign &&
+			cert_leaf server ca "/CN=etcd" IP:127.0.0.1 serverAuth,clientAuth "" 30 &&
+			cert_leaf server-expired ca "/CN=etcd" IP:127.0.0.1 serverAuth,clientAuth "3 days ago" 1 &&
+			cert_leaf admin ca "/CN=root" DNS:admin serverAuth,clientAuth "" 30 &&
+			cert_leaf idgend ca "/O=idgen" DNS:idgend serverAuth,clientAuth "" 30 &&
+			cert_leaf idgend-cn ca "/CN=idgend" DNS:idgend serverAuth,clientAuth "" 30 &&
+			cert_leaf idgend-expired ca "/O=idgen" DNS:idgend serverAuth,clientAuth "3 days ago" 1 &&
+			cert_leaf intruder foreign "/O=idgen" DNS:idgend serverAuth,clientAuth "" 30
+	) &&
 		cp "$tls/server.pem" "$tls/server-good.pem" &&
 		printf 'right horse battery\n' >"$work/password" &&
 		printf 'wrong\n' >"$work/wrong-password" &&
