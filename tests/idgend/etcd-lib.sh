@@ -9,13 +9,14 @@
 #   etcd_leader              the index of the current leader
 #   etcd_endpoints           "url,url,..." for idgend --endpoints
 #   etcdctl_ ARGS...         etcdctl against the running members
+#   etcdctl_at URLS ARGS...  etcdctl against URLS ("url,url,...")
 #   etcd_cleanup             kill every member (also on EXIT)
 #
 # With ETCD_TLS set to a directory (secure.sh's certificates), members serve clients
 # over TLS only, with its server.pem and server.key, and require client
 # certificates signed by its ca.pem (--client-cert-auth); etcdctl_ then
 # speaks as admin.pem (CN root: etcd takes a gRPC client's CN as its
-# user).
+# user), etcd_leader too.
 #
 # Ports are probed free below the kernel's ephemeral range, distinct
 # within a cluster.  ETCD_BIN
@@ -134,12 +135,18 @@ etcd_endpoints() {
 	echo "${ETCD_URLS[*]}"
 }
 
-etcdctl_() {
-	local tls=()
+# etcdctl at ENDPOINTS ("url,url,..."), as admin.pem over TLS.
+etcdctl_at() {
+	local endpoints=$1 tls=()
+	shift
 	[ -n "$ETCD_TLS" ] && tls=(--cacert "$ETCD_TLS/ca.pem" --cert "$ETCD_TLS/admin.pem"
 		--key "$ETCD_TLS/admin.key")
-	ETCDCTL_API=3 /usr/bin/etcdctl --endpoints "$(etcd_endpoints)" "${tls[@]}" \
+	ETCDCTL_API=3 /usr/bin/etcdctl --endpoints "$endpoints" "${tls[@]}" \
 		--dial-timeout 2s --command-timeout 5s "$@"
+}
+
+etcdctl_() {
+	etcdctl_at "$(etcd_endpoints)" "$@"
 }
 
 # The leader's index: the member whose status says it is the leader.
@@ -147,8 +154,8 @@ etcd_leader() {
 	local i status
 	for i in "${!ETCD_URLS[@]}"; do
 		[ -n "${ETCD_PIDS[i]}" ] || continue
-		status=$(ETCDCTL_API=3 /usr/bin/etcdctl --endpoints "${ETCD_URLS[i]}" \
-			endpoint status -w json 2>/dev/null) || continue
+		status=$(etcdctl_at "${ETCD_URLS[i]}" endpoint status -w json 2>/dev/null) ||
+			continue
 		if /usr/bin/python3 -c '
 import json, sys
 s = json.load(sys.stdin)[0]["Status"]
