@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Where idgen-httpd's IDs come from: /dev/idgen through libidgen, or the
- * in-process simulated generator of libidgen (idgen_sim_open(),
- * --device sim[:WORKER]).
+ * Where idgen-httpd's IDs come from: libidgen's generator, /dev/idgen or
+ * its in-process simulated node (idgen_generator_open(), --device
+ * sim[:WORKER]).  minter_ops is the seam the tests' fakes fill; the
+ * service's one implementation is over the generator.
  * The service holds no lease logic: the generator enforces lease and
  * fence, and the service only reports what it says.
  */
