@@ -993,10 +993,21 @@ struct server *server_start(const char *addr, const struct server_limits *lim,
 	s->ipv6_prefix = lim->ipv6_prefix_per_ip ? lim->ipv6_prefix_per_ip : 128;
 	s->tls = api->tls;
 	s->handshake_ms = lim->handshake_timeout_s * 1000;
-	if (s->tls)
-		flags |= MHD_USE_TLS;
-	else
+	/*
+	 * With TLS, poll() rather than epoll: libmicrohttpd's epoll loop
+	 * learns that a socket has nothing left to read only from its own
+	 * recv(), but GnuTLS reads the handshake from the socket itself, so
+	 * a connection in its handshake stays "ready" and the thread spins
+	 * on it (a silent client held a core until the handshake timeout).
+	 * poll() asks for each connection what GnuTLS waits for
+	 * (gnutls_record_get_direction()) and sleeps until it comes.
+	 */
+	if (s->tls) {
+		flags &= ~MHD_USE_EPOLL_INTERNAL_THREAD;
+		flags |= MHD_USE_POLL_INTERNAL_THREAD | MHD_USE_TLS;
+	} else {
 		tls_opts[0].option = MHD_OPTION_END;
+	}
 	if (!threads) {
 		long n = sysconf(_SC_NPROCESSORS_ONLN);
 

@@ -104,6 +104,16 @@ check "plain HTTP to the TLS port gets no answer" \
 	eval '! curl -s --max-time 5 "http://127.0.0.1:$port/livez" >/dev/null'
 https after "https://127.0.0.1:$port/livez"
 check "... and the service still serves over TLS" test "$(cat "$work/after.status")" = 200
+# A client that connects and says nothing: libmicrohttpd's epoll loop
+# spun on a connection in its handshake (server.c takes poll() for TLS),
+# so the server's CPU time while one waits is the check.
+exec 3<>"/dev/tcp/127.0.0.1/$port"
+t0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+sleep 1
+ticks=$(($(awk '{ print $14 + $15 }' "/proc/$pid/stat") - t0))
+exec 3>&-
+check "a client silent in its handshake costs the server no CPU ($ticks of $(getconf CLK_TCK) ticks in 1 s)" \
+	test "$ticks" -le 10
 
 check "TLS 1.3 is taken" handshake -tls1_3
 check "TLS 1.2 with ECDHE and AES-GCM is taken" handshake -tls1_2 -cipher ECDHE-ECDSA-AES128-GCM-SHA256
