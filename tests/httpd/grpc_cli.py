@@ -1,8 +1,10 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
-"""grpc_cli.py WORKDIR PORT COMMAND: one gRPC call to idgen-httpd, for
-shell suites (tests/vm/httpd-suite.sh), through Python's grpcio with
-stubs generated into WORKDIR from the shipped .proto on first use.
+"""grpc_cli.py [--tls CA CERT KEY] WORKDIR PORT COMMAND: one gRPC call to
+idgen-httpd, for shell suites (tests/vm/httpd-suite.sh, tests/host/run.sh),
+through Python's grpcio with stubs generated into WORKDIR from the shipped
+.proto on first use.  With --tls, over TLS to 127.0.0.1, trusting CA, as
+the client certificate CERT with its key KEY (both empty: none).
 
   check          print the health of "idgen.v1.IdGen": SERVING, ...
   watch          print each status Watch sends, a line each, flushed
@@ -15,7 +17,11 @@ import sys
 
 import grpc
 
-work, port, cmd, *args = sys.argv[1:]
+argv = sys.argv[1:]
+tls = None
+if argv[:1] == ["--tls"]:
+    tls, argv = argv[1:4], argv[4:]
+work, port, cmd, *args = argv
 top = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 stubs = os.path.join(work, "grpc-cli-stubs")
 if not os.path.isdir(os.path.join(stubs, "idgen")):
@@ -31,7 +37,17 @@ sys.path.insert(0, stubs)
 from health import health_pb2, health_pb2_grpc  # noqa: E402
 from idgen.v1 import idgen_pb2, idgen_pb2_grpc  # noqa: E402
 
-channel = grpc.insecure_channel(f"127.0.0.1:{port}")
+if tls:
+    def read(path):
+        with open(path, "rb") as f:
+            return f.read()
+    ca, cert, key = tls
+    creds = grpc.ssl_channel_credentials(
+        root_certificates=read(ca), certificate_chain=read(cert) if cert else None,
+        private_key=read(key) if key else None)
+    channel = grpc.secure_channel(f"127.0.0.1:{port}", creds)
+else:
+    channel = grpc.insecure_channel(f"127.0.0.1:{port}")
 name = health_pb2.HealthCheckResponse.ServingStatus.Name
 try:
     if cmd == "check":
