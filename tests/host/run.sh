@@ -12,18 +12,30 @@
 # site: a three-member etcd cluster and an NTP server (chronyd, serving
 # its clock without setting it) on its loopback, reached from the guest at
 # 10.0.2.2, and a Prometheus scraping the guest's /metrics through a
-# forwarded port with the shipped alerting rules loaded.
+# forwarded port with the shipped alerting rules loaded.  All of it
+# secured: etcd serves clients over TLS only, wants client certificates
+# and has authentication on (a root user, and idgend's user with a role
+# on /idgen/ alone); idgen-httpd serves TLS only and wants a client
+# certificate (mTLS) from every client, the build machine's minting and
+# Prometheus' scrapes included.  The certificates are made here with
+# openssl (tests/lib/certs.sh).
 #
 # Then, in order, each step as the README's "Using it on a host" says it
 # (the test runs that section's marked blocks, with the site's addresses
 # put in for example.net's):
 #   - configure and start: NTP, idgend.conf in etcd mode, idgen-httpd.conf
-#     with a public-ID key handed over as a credential, systemctl enable
-#     --now; both units active, the module loaded by idgend's unit, ready,
+#     with a public-ID key handed over as a credential; secured: etcd's
+#     CA, idgend's certificate, key and password, idgen-httpd's
+#     certificate, key and clients' CA, the keys and the password handed
+#     over as credentials; systemctl enable --now; etcd and idgen-httpd
+#     refusing plaintext, a client without a certificate or with another
+#     CA's, and idgend's user anything outside its prefix; both units
+#     active, the module loaded by idgend's unit, ready,
 #     IDs over HTTP, gRPC and from PostgreSQL, one journal line per lease
 #     event and none at error level, idgen-httpd as its dynamic user under
 #     its system-call filter, idgenctl status over netlink, Prometheus
-#     scraping it
+#     scraping it over TLS with its own certificate (a plaintext scrape
+#     and one without a certificate down)
 #   - etcd's leader killed during renewals: the lease and readiness hold
 #   - idgend killed -9: systemd restarts it, it adopts the module's lease,
 #     minting never stops
@@ -45,7 +57,9 @@
 #
 # What the test does that an operator would not, and why:
 #   - it talks to the guest over a second serial port (agent.sh,
-#     idgen-test-agent.service: its own, not idgen's);
+#     idgen-test-agent.service: its own, not idgen's), and copies the
+#     site's certificates, keys and password over it, where a site's PKI
+#     would hand them over;
 #   - idgend runs with --lease-ms 45000 --renew-ms 5000 (a drop-in of its
 #     own), so that a lease runs out in seconds rather than ten minutes;
 #   - idgen-httpd's system-call filter kills instead of answering EPERM
@@ -85,6 +99,8 @@ esac
 . "$(dirname "$0")/../pkg/root-lib.sh"
 # shellcheck source-path=SCRIPTDIR source=../idgend/etcd-lib.sh
 . "$top/tests/idgend/etcd-lib.sh"
+# shellcheck source-path=SCRIPTDIR source=../lib/certs.sh
+. "$top/tests/lib/certs.sh"
 here=$top/tests/host
 
 pkg_begin "host-$suite"
@@ -186,18 +202,20 @@ tap_step "the packages of the version before, $prev, built" build_debs "$work/ol
 # --- the README's blocks -----------------------------------------------------
 
 # readme NAME: the shell block after "<!-- host-test: NAME -->" in the
-# README, with the site's addresses for example.net's.
+# README, with the site's addresses for example.net's (each etcd member's
+# host and port: the scheme is the README's).
+site_names=()
 readme() {
 	awk -v tag="<!-- host-test: $1 -->" '
 		$0 == tag { if ((getline) <= 0 || $0 !~ /^```/) exit; inside = 1; next }
 		inside && /^```/ { exit }
 		inside { print }' "$top/README.md" |
-		sed -e "s|http://etcd-1.example.net:2379,http://etcd-2.example.net:2379,http://etcd-3.example.net:2379|${guest_endpoints:-}|" \
-		    -e "s|ntp.example.net|10.0.2.2|g" -e "s|postgresql-15-idgen|postgresql-$pgv-idgen|g"
+		sed "${site_names[@]}" -e "s|ntp.example.net|10.0.2.2|g" \
+		    -e "s|postgresql-15-idgen|postgresql-$pgv-idgen|g"
 }
 readme_blocks() {
 	local b
-	for b in install configure start upgrade purge; do
+	for b in install configure secure start upgrade purge; do
 		[ -n "$(readme "$b")" ] || { echo "no host-test block $b"; return 1; }
 		! readme "$b" | grep example.net || { echo "in $b: an example.net name left"; return 1; }
 	done
@@ -250,8 +268,47 @@ tap_step "a $suite root with systemd, DKMS and idgen $prev installed with apt, a
 
 # --- the site: etcd, NTP, the guest's ports ----------------------------------
 
+# The site's certificates: etcd's (its members' for the build machine's
+# 127.0.0.1 and the guest's 10.0.2.2, etcdctl's admin as CN root, idgend's
+# without a CN, as idgend(8) wants it), idgen-httpd's (its own for
+# 127.0.0.1, where the build machine reaches it through the forwarded
+# port; the minting's and Prometheus' client certificates), and a client
+# certificate of another CA for each.  30 days: the shipped
+# IdgenCertificateExpiring fires below 7.
+pki=$work/pki
+certificates() {
+	mkdir -p "$pki/etcd" "$pki/httpd" && (
+		cd "$pki/etcd" &&
+			cert_ca ca && cert_ca foreign-ca &&
+			cert_leaf server ca /CN=etcd "IP:127.0.0.1,IP:10.0.2.2" serverAuth,clientAuth "" 30 &&
+			cert_leaf admin ca /CN=root "" clientAuth "" 30 &&
+			cert_leaf idgend ca /O=idgen DNS:idgend clientAuth "" 30 &&
+			cert_leaf foreign foreign-ca /O=idgen DNS:idgend clientAuth "" 30 &&
+			(umask 077 && od -An -tx1 -N16 /dev/urandom | tr -d ' \n' >password && echo >>password)
+	) && (
+		cd "$pki/httpd" &&
+			cert_ca ca && cert_ca foreign-ca &&
+			cert_leaf server ca /CN=idgen-host "IP:127.0.0.1" serverAuth "" 30 &&
+			cert_leaf minter ca /CN=mint-loop "" clientAuth "" 30 &&
+			cert_leaf prometheus ca /CN=prometheus "" clientAuth "" 30 &&
+			cert_leaf foreign foreign-ca /CN=mint-loop "" clientAuth "" 30
+	)
+}
+# etcd's users as idgend(8) gives the commands: root (auth needs it), and
+# idgend with readwrite on its prefix alone.
+etcd_users() {
+	etcdctl_ user add root --new-user-password="$(od -An -tx1 -N16 /dev/urandom | tr -d ' \n')" &&
+		etcdctl_ role add idgend &&
+		etcdctl_ role grant-permission idgend --prefix=true readwrite /idgen/ &&
+		etcdctl_ user add idgend --new-user-password="$(head -n 1 "$pki/etcd/password")" &&
+		etcdctl_ user grant-role idgend idgend &&
+		etcdctl_ auth enable
+}
 site() {
+	certificates || return 1
+	export ETCD_TLS=$pki/etcd
 	etcd_cluster host 3 || return 1
+	etcd_users >"$work/etcd-users.log" 2>&1 || { cat "$work/etcd-users.log"; return 1; }
 	cat >"$work/chrony.conf" <<-EOF
 		local stratum 8
 		allow 127.0.0.1
@@ -262,12 +319,19 @@ site() {
 	EOF
 	chronyd -x -f "$work/chrony.conf" -l "$work/chronyd.log" || return 1
 }
-tap_step "the site: three etcd members, an NTP server" site || bail
+tap_step "the site: three etcd members (TLS only, client certificates, auth: root and idgend's user), an NTP server" site || bail
 http_port=$(etcd_free_port_but "${ETCD_URLS[@]##*:}")
 grpc_port=$(etcd_free_port_but "${ETCD_URLS[@]##*:}" "$http_port")
 prom_port=$(etcd_free_port_but "${ETCD_URLS[@]##*:}" "$http_port" "$grpc_port")
-guest_endpoints=$(etcd_endpoints | sed 's|127\.0\.0\.1|10.0.2.2|g')
-url=http://127.0.0.1:$http_port
+for i in "${!ETCD_URLS[@]}"; do
+	site_names+=(-e "s|etcd-$((i + 1)).example.net:2379|10.0.2.2:${ETCD_URLS[i]##*:}|g")
+done
+url=https://127.0.0.1:$http_port
+# hcurl ARGS...: curl to idgen-httpd, trusting its CA, as the minting's
+# client certificate.
+hcurl() {
+	curl --cacert "$pki/httpd/ca.pem" --cert "$pki/httpd/minter.pem" --key "$pki/httpd/minter.key" "$@"
+}
 
 # --- booting it --------------------------------------------------------------
 
@@ -311,14 +375,14 @@ down() {
 consoles_clean() {
 	! grep -HE 'BUG:|WARNING:|Oops|Call Trace|Kernel panic' "$work"/console-*.log
 }
-ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' -m 3 "$url/readyz")" = 200 ]; }
+ready() { [ "$(hcurl -s -o /dev/null -w '%{http_code}' -m 3 "$url/readyz")" = 200 ]; }
 wait_ready() {
 	local t
 	for ((t = 0; t < ${1:-180}; t++)); do
 		ready && return 0
 		sleep 1
 	done
-	echo "# /readyz: $(curl -s -m 3 "$url/readyz")"
+	echo "# /readyz: $(hcurl -s -m 3 "$url/readyz")"
 	return 1
 }
 
@@ -332,6 +396,28 @@ check "the module is not loaded before idgend's unit starts" g '! grep -q "^idge
 phase configure
 tap_step "the README's configuration (NTP, idgend.conf in etcd mode, idgen-httpd.conf, a public-ID key as a credential)" \
 	g "set -e; $(readme configure)"
+# to_guest FILE PATH: FILE as the guest's PATH, 0644 (a .key or a
+# password 0600), root's.
+to_guest() {
+	local mode=644
+	case $2 in *.key | *password) mode=600 ;; esac
+	g "base64 -d >'$2.new' <<'EOF'
+$(base64 -w 76 "$1")
+EOF
+chmod $mode '$2.new' && mv '$2.new' '$2'"
+}
+site_files() {
+	to_guest "$pki/etcd/ca.pem" /etc/idgen/etcd-ca.pem &&
+		to_guest "$pki/etcd/idgend.pem" /etc/idgen/etcd-client.pem &&
+		to_guest "$pki/etcd/idgend.key" /etc/idgen/etcd-client.key &&
+		to_guest "$pki/etcd/password" /etc/idgen/etcd-password &&
+		to_guest "$pki/httpd/server.pem" /etc/idgen/idgen-httpd.pem &&
+		to_guest "$pki/httpd/server.key" /etc/idgen/idgen-httpd.key &&
+		to_guest "$pki/httpd/ca.pem" /etc/idgen/clients-ca.pem
+}
+tap_step "the site's certificates, keys and etcd password in the guest's /etc/idgen" site_files
+tap_step "the README's securing (etcd over TLS as user idgend, idgen-httpd with mTLS, keys and password as credentials)" \
+	g "set -e; $(readme secure)"
 # The test's own drop-ins (see the top of this file).
 tap_step "the test's drop-ins: a 45 s lease renewed every 5 s; a denied system call kills idgen-httpd" g '
 	mkdir -p /etc/systemd/system/idgend.service.d /etc/systemd/system/idgen-httpd.service.d &&
@@ -342,6 +428,71 @@ tap_step "the test's drop-ins: a 45 s lease renewed every 5 s; a denied system c
 tap_step "the README's start: systemctl enable --now idgend idgen-httpd" g "set -e; $(readme start)"
 check "idgen-httpd ready from the build machine (/readyz 200 through the forwarded port)" wait_ready
 check "both units active" g 'systemctl is-active idgend idgen-httpd'
+
+# What the securing must refuse.  Each refusal is checked beside the same
+# call made right, so that a wrong port or a member down cannot pass for
+# a refusal.
+code() { curl -s -o /dev/null -w '%{http_code}' -m 5 "$@"; }
+etcd_refuses() {
+	local u=${ETCD_URLS[0]} c=$pki/etcd r='{"key":"L2lkZ2VuLw==","range_end":"L2lkZ2VuMA=="}'
+	echo "# etcd: plaintext $(code -X POST "http://${u#https://}/v3/kv/range" -d "$r")," \
+		"no certificate $(code --cacert "$c/ca.pem" -X POST "$u/v3/kv/range" -d "$r")," \
+		"another CA's $(code --cacert "$c/ca.pem" --cert "$c/foreign.pem" --key "$c/foreign.key" \
+			-X POST "$u/v3/kv/range" -d "$r")"
+	[ "$(code -X POST "http://${u#https://}/v3/kv/range" -d "$r")" = 000 ] &&
+		[ "$(code --cacert "$c/ca.pem" -X POST "$u/v3/kv/range" -d "$r")" = 000 ] &&
+		[ "$(code --cacert "$c/ca.pem" --cert "$c/foreign.pem" --key "$c/foreign.key" \
+			-X POST "$u/v3/kv/range" -d "$r")" = 000 ] &&
+		etcdctl_ get --prefix /idgen/r2/w/ --keys-only | grep -q '^/idgen/r2/w/'
+}
+check "etcd refuses plaintext, no client certificate and another CA's; admin's certificate reads idgend's records" etcd_refuses
+# etcdctl as idgend: its certificate (no CN) and its user.
+as_idgend() {
+	ETCDCTL_API=3 /usr/bin/etcdctl --endpoints "$(etcd_endpoints)" --cacert "$pki/etcd/ca.pem" \
+		--cert "$pki/etcd/idgend.pem" --key "$pki/etcd/idgend.key" \
+		--user "idgend:$(head -n 1 "$pki/etcd/password")" --dial-timeout 2s --command-timeout 5s "$@"
+}
+role_bounded() {
+	local out
+	as_idgend get --prefix /idgen/r2/w/ --keys-only | grep -q '^/idgen/r2/w/' || return 1
+	out=$(as_idgend put /other/probe x 2>&1) && { echo "# put /other/probe: $out"; return 1; }
+	grep -q 'permission denied' <<<"$out" || { echo "# put /other/probe: $out"; return 1; }
+	out=$(ETCDCTL_API=3 /usr/bin/etcdctl --endpoints "$(etcd_endpoints)" --cacert "$pki/etcd/ca.pem" \
+		--cert "$pki/etcd/idgend.pem" --key "$pki/etcd/idgend.key" --dial-timeout 2s \
+		--command-timeout 5s get --prefix /idgen/ 2>&1) && { echo "# no user: $out"; return 1; }
+	echo "# etcd: idgend's user reads /idgen/, is refused /other/; no user: ${out##*Error: }"
+}
+check "etcd: idgend's user reads its prefix and may write nothing else; without a user, nothing" role_bounded
+check "idgend speaks to etcd over https, as user idgend, the key and password from its credentials" \
+	g 'c=$(idgend --check-config) && grep -q "^endpoints = https://10.0.2.2:" <<<"$c" &&
+	   grep -qx "user = idgend" <<<"$c" && grep -qx "key_file = etcd-client.key" <<<"$c" &&
+	   grep -qx "password_file = etcd-password" <<<"$c" &&
+	   cmp /run/credentials/idgend.service/etcd-client.key /etc/idgen/etcd-client.key &&
+	   cmp /run/credentials/idgend.service/etcd-password /etc/idgen/etcd-password'
+check "idgen-httpd's TLS key from its credential" \
+	g 'cmp /run/credentials/idgen-httpd.service/idgen-httpd.key /etc/idgen/idgen-httpd.key'
+httpd_refuses() {
+	local h=$pki/httpd p
+	p=$(code "http://127.0.0.1:$http_port/readyz")
+	echo "# idgen-httpd /readyz: plaintext $p," \
+		"no certificate $(code --cacert "$h/ca.pem" "$url/readyz")," \
+		"another CA's $(code --cacert "$h/ca.pem" --cert "$h/foreign.pem" --key "$h/foreign.key" "$url/readyz")," \
+		"the minting's $(hcurl -s -o /dev/null -w '%{http_code}' -m 5 "$url/readyz")"
+	[ "$p" != 200 ] && [ "$(code --cacert "$h/ca.pem" "$url/readyz")" = 000 ] &&
+		[ "$(code --cacert "$h/ca.pem" --cert "$h/foreign.pem" --key "$h/foreign.key" "$url/readyz")" = 000 ] &&
+		[ "$(hcurl -s -o /dev/null -w '%{http_code}' -m 5 "$url/readyz")" = 200 ]
+}
+check "idgen-httpd refuses plaintext, no client certificate and another CA's; the minting's certificate gets 200" httpd_refuses
+grpc_refuses() {
+	local out
+	out=$(/usr/bin/python3 "$top/tests/httpd/grpc_cli.py" "$work" "$grpc_port" next 1 2>&1) &&
+		{ echo "# plaintext gRPC answered: $out"; return 1; }
+	echo "# plaintext gRPC: $out"
+	out=$(/usr/bin/python3 "$top/tests/httpd/grpc_cli.py" --tls "$pki/httpd/ca.pem" "" "" \
+		"$work" "$grpc_port" next 1 2>&1) && { echo "# gRPC without a certificate answered: $out"; return 1; }
+	echo "# gRPC without a certificate: $out"
+}
+check "idgen-httpd's gRPC refuses plaintext and a TLS client without a certificate" grpc_refuses
 check "the module loaded by idgend's unit (ExecStartPre modprobe)" \
 	g 'grep -q "^idgen " /proc/modules && systemctl show idgend -p ExecStartPre | grep -q "modprobe.*status=0"'
 g 'journalctl -u idgend -o cat' | sed 's/^/#   idgend: /'
@@ -363,24 +514,25 @@ check "idgenctl status reads the module over netlink: a lease in force" \
 
 mint_once() {
 	local out
-	out=$(curl -sf -m 5 -X POST -H 'Content-Type: application/json' -d "{\"count\": $1}" \
+	out=$(hcurl -sf -m 5 -X POST -H 'Content-Type: application/json' -d "{\"count\": $1}" \
 		"$url/v1/ids:next") || return 1
 	/usr/bin/python3 -c 'import json,sys; print("\n".join(json.load(sys.stdin)["ids"]))' \
 		<<<"$out" >>"$extra_ids"
 }
 check "IDs over HTTP from the build machine" mint_once 100
 grpc_ids() {
-	/usr/bin/python3 "$top/tests/httpd/grpc_cli.py" "$work" "$grpc_port" next 100 >"$work/grpc-ids" &&
+	/usr/bin/python3 "$top/tests/httpd/grpc_cli.py" --tls "$pki/httpd/ca.pem" "$pki/httpd/minter.pem" \
+		"$pki/httpd/minter.key" "$work" "$grpc_port" next 100 >"$work/grpc-ids" &&
 		[ "$(wc -l <"$work/grpc-ids")" = 100 ] && cat "$work/grpc-ids" >>"$extra_ids"
 }
-check "IDs over gRPC from the build machine" grpc_ids
+check "IDs over gRPC (TLS, with a client certificate) from the build machine" grpc_ids
 public_ids() {
 	local out id pub
-	out=$(curl -sf -m 5 -X POST -H 'Content-Type: application/json' \
+	out=$(hcurl -sf -m 5 -X POST -H 'Content-Type: application/json' \
 		-d '{"count": 1, "public": true}' "$url/v1/ids:next") || return 1
 	read -r id pub < <(/usr/bin/python3 -c 'import json,sys; a=json.load(sys.stdin); print(a["ids"][0], a["public"][0])' <<<"$out")
 	echo "$id" >>"$extra_ids"
-	[ "$(curl -sf -m 5 "$url/v1/public/$pub")" = "$(curl -sf -m 5 "$url/v1/ids/$id")" ]
+	[ "$(hcurl -sf -m 5 "$url/v1/public/$pub")" = "$(hcurl -sf -m 5 "$url/v1/ids/$id")" ]
 }
 check "public IDs with the key handed over as a credential" public_ids
 pg_ids() {
@@ -405,6 +557,22 @@ prom() {
 			rule_files: [rules.yml]
 			scrape_configs:
 			  - job_name: idgen-httpd
+			    scheme: https
+			    tls_config:
+			      ca_file: $pki/httpd/ca.pem
+			      cert_file: $pki/httpd/prometheus.pem
+			      key_file: $pki/httpd/prometheus.key
+			    static_configs:
+			      - targets: ['127.0.0.1:$http_port']
+			  # What mTLS must refuse: a plaintext scrape, one without a
+			  # client certificate.
+			  - job_name: plaintext
+			    static_configs:
+			      - targets: ['127.0.0.1:$http_port']
+			  - job_name: no-certificate
+			    scheme: https
+			    tls_config:
+			      ca_file: $pki/httpd/ca.pem
 			    static_configs:
 			      - targets: ['127.0.0.1:$http_port']
 		EOF
@@ -436,11 +604,24 @@ until_() {
 }
 prom_up() { [ "$(prom_query 'up{job="idgen-httpd"}')" = 1 ]; }
 prom_ready() { [ "$(prom_query idgen_ready)" = 1 ]; }
+# up is 0 for a target that was scraped and failed, none before a scrape.
+prom_refused() {
+	[ "$(prom_query 'up{job="plaintext"}')" = 0 ] && [ "$(prom_query 'up{job="no-certificate"}')" = 0 ]
+}
+# The certificate's expiry, as the shipped IdgenCertificateExpiring reads
+# it: the metric there, the alert quiet.
+prom_cert() {
+	[ -n "$(prom_query 'idgen_tls_certificate_expiry_seconds{job="idgen-httpd"} > 7 * 86400')" ] &&
+		[ "$(alert_state IdgenCertificateExpiring)" = inactive ]
+}
 tap_step "Prometheus started with the shipped alerting rules" prom
-check "Prometheus: the host's target is up" until_ 60 prom_up
+check "Prometheus: the host's target is up (https, its own client certificate)" until_ 60 prom_up
 check "Prometheus: idgen_ready is 1" until_ 30 prom_ready
+check "Prometheus: a plaintext scrape and one without a client certificate are down" until_ 30 prom_refused
+check "Prometheus: the server certificate's expiry scraped, IdgenCertificateExpiring quiet" prom_cert
 
-/usr/bin/python3 "$here/mint_loop.py" "$url" "$mintlog" "$work/phase" "$work/stop-minting" &
+/usr/bin/python3 "$here/mint_loop.py" "$url" "$mintlog" "$work/phase" "$work/stop-minting" \
+	"$pki/httpd/ca.pem" "$pki/httpd/minter.pem" "$pki/httpd/minter.key" &
 mint_pid=$!
 phase running
 sleep 5
@@ -489,7 +670,7 @@ phase etcd-stopped
 for i in 0 1 2; do
 	etcd_stop "$i"
 done
-not_ready() { [ "$(curl -s -o /dev/null -w '%{http_code}' -m 3 "$url/readyz")" = 503 ]; }
+not_ready() { [ "$(hcurl -s -o /dev/null -w '%{http_code}' -m 3 "$url/readyz")" = 503 ]; }
 early=no
 if until_ 60 not_ready; then
 	# Out of rotation, and still minting: before the fence.
@@ -500,11 +681,11 @@ lease_alert() { [ "$(alert_state IdgenLeaseExpiring)" = "$1" ]; }
 check "etcd stopped: Prometheus' IdgenLeaseExpiring pending" until_ 30 lease_alert pending
 check "etcd stopped: Prometheus' IdgenLeaseExpiring firing" until_ 30 lease_alert firing
 refused() {
-	[ "$(curl -s -o /dev/null -w '%{http_code}' -m 5 -X POST -H 'Content-Type: application/json' \
+	[ "$(hcurl -s -o /dev/null -w '%{http_code}' -m 5 -X POST -H 'Content-Type: application/json' \
 		-d '{"count": 1}' "$url/v1/ids:next")" = 503 ]
 }
 check "etcd stopped: the device refuses at the fence (503)" until_ 60 refused
-curl -s -m 3 -X POST -H 'Content-Type: application/json' -d '{"count":1}' "$url/v1/ids:next" |
+hcurl -s -m 3 -X POST -H 'Content-Type: application/json' -d '{"count":1}' "$url/v1/ids:next" |
 	sed 's/^/# refused: /'
 echo
 phase etcd-back
