@@ -15,10 +15,12 @@
 # make demo            mint and decode IDs from a real /dev/idgen in a guest
 # make bench           benchmarks in a guest, in time and in instructions (a
 #                      QEMU plugin, bench/icount/), then bench-http,
-#                      bench-grpc, bench-client and bench-pg; results in
-#                      Documentation/bench/
+#                      bench-grpc, bench-tls, bench-client and bench-pg;
+#                      results in Documentation/bench/
 # make bench-http      idgen-httpd's HTTP benchmark on the host only
 # make bench-grpc      idgen-httpd's gRPC benchmark on the host only (h2load)
+# make bench-tls       idgen-httpd over TLS (HTTPS, gRPC, handshakes, the
+#                      client over https) beside nginx, on the host only
 # make bench-client    libidgen-client's benchmark on the host only
 # make bench-pg        what IDs do to a PostgreSQL primary key, on the host only
 # make fuzz            10^6 fuzzed calls and trinity against the module in a
@@ -66,10 +68,13 @@ bench-http:
 bench-grpc:
 	scripts/bench/bench-grpc.sh
 
+bench-tls:
+	scripts/bench/bench-tls.sh
+
 bench-client:
 	scripts/bench/bench-client.sh
 
 bench-pg:
 	scripts/bench/bench-pg.sh
 
-.PHONY: all modules clean sparse style check intree matrix demo bench bench-http bench-grpc bench-client bench-pg fuzz
+.PHONY: all modules clean sparse style check intree matrix demo bench bench-http bench-grpc bench-tls bench-client bench-pg fuzz

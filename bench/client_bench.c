@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * client_bench --remote URL[,URL...] --seconds S [--buffer N] [--rate R]
- *              [--per-try-ms MS]
+ *              [--per-try-ms MS] [--ca-file PEM]
  *
  * idgen_client_next() from one thread for S seconds after half a second
  * of warm-up (connections made, the buffer filled): as fast as it goes, or
@@ -12,6 +12,8 @@
  *   timeouts=N retries=N skipped=N stale=N
  *
  * hit_pct: the share of calls answered from the buffer without waiting.
+ * --ca-file: the CA that https:// hosts' certificates are checked against
+ * (scripts/bench/bench-tls.sh's, made for the run).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -68,12 +70,14 @@ int main(int argc, char *argv[])
 			rate = atof(argv[i + 1]);
 		else if (!strcmp(argv[i], "--per-try-ms"))
 			o.per_try_ms = atoi(argv[i + 1]);
+		else if (!strcmp(argv[i], "--ca-file"))
+			o.ca_file = argv[i + 1];
 		else
 			break;
 	}
 	if (!remote || seconds <= 0 || i != argc) {
 		fprintf(stderr, "usage: client_bench --remote URL[,URL...] --seconds S "
-			"[--buffer N] [--rate R] [--per-try-ms MS]\n");
+			"[--buffer N] [--rate R] [--per-try-ms MS] [--ca-file PEM]\n");
 		return 2;
 	}
 	if (idgen_client_new(remote, &o, &c)) {

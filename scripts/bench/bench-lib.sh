@@ -26,7 +26,7 @@
 #                               one h2load run of gRPC calls; prints calls/s,
 #                               and fails unless every call was answered 200
 #   median N..., ratio A B, goal MEASURED OP TARGET, per_cpu REQ CPU_%
-#   proc_ticks PID, core_ticks, hz
+#   proc_ticks PID, core_ticks CPU, hz
 #   load1 UPTIME                uptime(1)'s line's 1-minute load average
 
 # Two cores: the load on the first, the servers on the second.
@@ -117,7 +117,7 @@ proc_ticks() {
 	done
 	echo $sum
 }
-core_ticks() { awk -v c="cpu$server_cpu" '$1 == c { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
+core_ticks() { awk -v c="cpu$1" '$1 == c { print $2 + $3 + $4 + $7 + $8 }' /proc/stat; }
 hz=$(getconf CLK_TCK)
 
 post_lua() {
@@ -128,9 +128,9 @@ post_lua() {
 wrk_run() {
 	local name=$1 pid=$2 url=$3 script=$4 secs=$5 p0 c0 p1 c1 reqs non2xx
 	shift 5
-	p0=$(proc_ticks "$pid") c0=$(core_ticks)
+	p0=$(proc_ticks "$pid") c0=$(core_ticks "$server_cpu")
 	load wrk -t1 -c"$conns" -d"${secs}s" -s "$script" "$@" "$url" >"$work/$name.wrk"
-	p1=$(proc_ticks "$pid") c1=$(core_ticks)
+	p1=$(proc_ticks "$pid") c1=$(core_ticks "$server_cpu")
 	reqs=$(sed -n 's/^ *\([0-9]*\) requests in \([0-9.]*\)\([a-z]*\),.*/\1/p' "$work/$name.wrk")
 	secs=$(sed -n 's/^ *[0-9]* requests in \([0-9.]*\)s,.*/\1/p' "$work/$name.wrk")
 	non2xx=$(sed -n 's/^ *Non-2xx or 3xx responses: *\([0-9]*\)/\1/p' "$work/$name.wrk")

@@ -8,7 +8,8 @@
 # machine), Documentation/bench/batch.dat and Documentation/bench/batch.png (ns
 # per ID against batch size for every contender); then, on the host,
 # idgen-httpd's HTTP figures (scripts/bench/bench-http.sh), its gRPC face's
-# (scripts/bench/bench-grpc.sh) and libidgen-client's (scripts/bench/bench-client.sh).
+# (scripts/bench/bench-grpc.sh), both over TLS (scripts/bench/bench-tls.sh) and
+# libidgen-client's (scripts/bench/bench-client.sh).
 # Run as root.
 set -euo pipefail
 
@@ -104,6 +105,9 @@ IDGEN_SKIP_DEPS=1 scripts/bench/bench-http.sh | grep '^=='
 # Its gRPC face, on the host: its section follows.
 echo "== benchmarking idgen-httpd's gRPC on the host (about 3 minutes)"
 IDGEN_SKIP_DEPS=1 scripts/bench/bench-grpc.sh | grep '^=='
+# Both over TLS, beside nginx over TLS, on the host: its section follows.
+echo "== benchmarking idgen-httpd over TLS on the host (about 2 minutes)"
+IDGEN_SKIP_DEPS=1 scripts/bench/bench-tls.sh | grep '^=='
 # The smart client, on the host: its section follows.
 echo "== benchmarking libidgen-client on the host (about 2 minutes)"
 IDGEN_SKIP_DEPS=1 scripts/bench/bench-client.sh | grep '^=='
