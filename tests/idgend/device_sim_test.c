@@ -4,7 +4,8 @@
  * "sim:FILE": libidgen's idgen_sim_open()) behaves as the module does where idgend's paths differ by it: revoke without a lease
  * succeeds with the host's last ms (uapi IDGEN_IOC_REVOKE), the layout
  * pushed with each lease is the one it holds, and a lease that could never
- * mint is refused with the module's errno (uapi IDGEN_IOC_SET_LEASE).  TAP.
+ * mint is refused with the module's errno (uapi IDGEN_IOC_SET_LEASE); and a
+ * node of its own ("sim:12") or a regular file is refused.  TAP.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -106,6 +107,18 @@ int main(void)
 	      "a lease whose first ms is past the time field is refused with EOVERFLOW (%d)",
 	      err);
 	device_close(&dev);
+
+	/*
+	 * idgend holds a host's lease side: "sim:12" is a node of its own,
+	 * never a file named 12 (that is sim:./12), and what is not idgen's
+	 * device, a regular file, is refused before any lease is pushed.
+	 */
+	err = device_open(&dev, "sim:12", &v1);
+	check(err == -EPROTONOSUPPORT, "sim:12, a node of its own, is refused (%d)", err);
+	err = device_open(&dev, "sim", &v1);
+	check(err == -EPROTONOSUPPORT, "sim, a node of its own, is refused (%d)", err);
+	err = device_open(&dev, file, &v1);
+	check(err == -ENOTTY, "a regular file is not idgen's device (%d)", err);
 
 	unlink(log);
 	unlink(file);
