@@ -1,15 +1,30 @@
 // SPDX-License-Identifier: LGPL-2.1-or-later
 /*
- * A secret file systemd handed the service, and a secret file at all
- * (credential.h).
+ * A secret file systemd handed the service, a secret file at all, and
+ * where a bare name points (credential.h).
  */
-#include <stdarg.h>
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE	/* asprintf() */
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "credential.h"
+#include "errf.h"
+
+char *idgen_credential_path(const char *name)
+{
+	const char *dir = getenv("CREDENTIALS_DIRECTORY");
+	char *path;
+
+	if (strchr(name, '/') || !dir || !*dir)
+		return strdup(name);
+	if (asprintf(&path, "%s/%s", dir, name) < 0)
+		return NULL;
+	return path;
+}
 
 bool idgen_systemd_credential(const char *path, const struct stat *st)
 {
@@ -36,36 +51,26 @@ bool idgen_systemd_credential(const char *path, const struct stat *st)
 	return ok;
 }
 
-static int fault(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fault(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (err && errlen) {
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return -1;
-}
-
 int idgen_secret_file_fault(const char *path, const struct stat *st, char *err,
 			    size_t errlen)
 {
 	unsigned int mode = st->st_mode & 07777;
 
-	if (st->st_uid != geteuid() && st->st_uid != 0)
-		return fault(err, errlen, "%s: owned by uid %u, neither this user "
-			     "(uid %u) nor root", path, (unsigned int)st->st_uid,
-			     (unsigned int)geteuid());
-	if (st->st_mode & (S_IWGRP | S_IWOTH))
-		return fault(err, errlen, "%s: writable by group or others (mode "
-			     "%04o): it must be mode 0600 (chmod 600 %s)", path, mode,
-			     path);
-	if (st->st_mode & (S_IRGRP | S_IROTH) && !idgen_systemd_credential(path, st))
-		return fault(err, errlen, "%s: readable by group or others (mode "
-			     "%04o): it must be mode 0600 (chmod 600 %s)", path, mode,
-			     path);
+	if (st->st_uid != geteuid() && st->st_uid != 0) {
+		idgen_errf(err, errlen, "%s: owned by uid %u, neither this user (uid %u) "
+			   "nor root", path, (unsigned int)st->st_uid,
+			   (unsigned int)geteuid());
+		return -1;
+	}
+	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+		idgen_errf(err, errlen, "%s: writable by group or others (mode %04o): "
+			   "it must be mode 0600 (chmod 600 %s)", path, mode, path);
+		return -1;
+	}
+	if (st->st_mode & (S_IRGRP | S_IROTH) && !idgen_systemd_credential(path, st)) {
+		idgen_errf(err, errlen, "%s: readable by group or others (mode %04o): "
+			   "it must be mode 0600 (chmod 600 %s)", path, mode, path);
+		return -1;
+	}
 	return 0;
 }

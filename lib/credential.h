@@ -4,7 +4,8 @@
  * credential (LoadCredential=): libidgen's public-ID key files
  * (idgen_keyring_load()) and idgend's key and password files
  * (helper/idgend/etcd_creds.c) both take a group-readable file only so;
- * and the programs' one rule for a secret file, with its messages.
+ * the programs' one rule for a secret file, with its messages; and where
+ * a bare name in their configuration points.
  * Not part of the library's ABI: built with hidden visibility into
  * libidgen.a, which idgend links.
  */
@@ -13,6 +14,15 @@
 
 #include <stdbool.h>
 #include <sys/stat.h>
+
+/*
+ * The path of a file the configuration names: a bare name (no '/') is a
+ * systemd credential, $CREDENTIALS_DIRECTORY/NAME (LoadCredential=
+ * NAME:/etc/idgen/NAME in the unit), when systemd gave the service any;
+ * every other name is the path as it is.  malloc()ed (free() it); NULL
+ * when out of memory.
+ */
+char *idgen_credential_path(const char *name);
 
 /*
  * Whether path, whose stat(2) is *st and which is group-readable, is a

@@ -23,6 +23,7 @@
 #include "api.h"
 #include "lane.h"
 #include "config.h"
+#include "credential.h"
 #include "decimal.h"
 #include "grpc.h"
 #include "idgen.h"
@@ -71,21 +72,6 @@ static int check_layout(struct minter *m, const struct idgen_layouts *layouts)
 }
 
 /*
- * A key file's path: a bare name (no '/') is a systemd credential, in
- * $CREDENTIALS_DIRECTORY (LoadCredential=NAME:/etc/idgen/NAME in the
- * unit), when systemd gave the service one; else the path as it is.
- */
-static const char *key_path(const char *name, char *buf, size_t size)
-{
-	const char *creds = getenv("CREDENTIALS_DIRECTORY");
-
-	if (strchr(name, '/') || !creds || !*creds)
-		return name;
-	snprintf(buf, size, "%s/%s", creds, name);
-	return buf;
-}
-
-/*
  * The public-ID keys of public_keys, public_current's version current:
  * 0 with *out NULL when none is configured; 0; or 1 after saying what is
  * wrong (a key file readable by others, say: libidgen's message).
@@ -93,7 +79,7 @@ static const char *key_path(const char *name, char *buf, size_t size)
 static int load_keys(const struct httpd_config *cfg, struct idgen_keyring **out)
 {
 	struct idgen_keyring *kr;
-	char err[512], path[PATH_MAX];
+	char err[512], *path;
 	uint64_t version;
 	unsigned int i;
 	int ret;
@@ -113,8 +99,13 @@ static int load_keys(const struct httpd_config *cfg, struct idgen_keyring **out)
 		return 1;
 	}
 	for (i = 0; i < cfg->nr_public_keys; i++) {
-		if (idgen_keyring_load(kr, key_path(cfg->public_keys[i], path, sizeof(path)),
-				       err, sizeof(err))) {
+		/* A bare name: a systemd credential (credential.h). */
+		path = idgen_credential_path(cfg->public_keys[i]);
+		if (!path)
+			snprintf(err, sizeof(err), "%s: out of memory", cfg->public_keys[i]);
+		ret = !path || idgen_keyring_load(kr, path, err, sizeof(err));
+		free(path);
+		if (ret) {
 			fprintf(stderr, "idgen-httpd: public_keys: %s\n", err);
 			idgen_keyring_free(kr);
 			return 1;

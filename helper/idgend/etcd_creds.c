@@ -18,6 +18,7 @@
 #include <openssl/x509.h>
 
 #include "credential.h"
+#include "errf.h"
 #include "etcd_creds.h"
 #include "log.h"
 
@@ -53,30 +54,6 @@ void secret_free(void *p, size_t size)
 	explicit_bzero(p, size);
 	munlock(p, secret_span(size));
 	munmap(p, secret_span(size));
-}
-
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
-/* A bare name is a systemd credential (etcd_creds.h). */
-static char *resolve(const char *name)
-{
-	const char *creds = getenv("CREDENTIALS_DIRECTORY");
-	char *p;
-
-	if (strchr(name, '/') || !creds || !*creds)
-		return strdup(name);
-	if (asprintf(&p, "%s/%s", creds, name) < 0)
-		return NULL;
-	return p;
 }
 
 static bool same_version(const struct stat *a, const struct stat *b)
@@ -120,16 +97,16 @@ static int read_version(const char *path, bool secret, struct version *v,
 	/* O_NONBLOCK: a FIFO must not hang the open; it is refused below. */
 	fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
-		fail(err, errlen, "%s: %s", path, strerror(errno));
+		idgen_errf(err, errlen, "%s: %s", path, strerror(errno));
 		return -1;
 	}
 	if (fstat(fd, &v->st)) {
-		fail(err, errlen, "%s: %s", path, strerror(errno));
+		idgen_errf(err, errlen, "%s: %s", path, strerror(errno));
 		close(fd);
 		return -1;
 	}
 	if (!S_ISREG(v->st.st_mode)) {
-		fail(err, errlen, "%s: not a regular file", path);
+		idgen_errf(err, errlen, "%s: not a regular file", path);
 		close(fd);
 		return -1;
 	}
@@ -139,13 +116,13 @@ static int read_version(const char *path, bool secret, struct version *v,
 		return -1;
 	}
 	if ((uint64_t)v->st.st_size > cap) {
-		fail(err, errlen, "%s: larger than %zu bytes", path, cap);
+		idgen_errf(err, errlen, "%s: larger than %zu bytes", path, cap);
 		close(fd);
 		return -1;
 	}
 	buf = secret ? secret_alloc(cap + 1) : malloc(cap + 1);
 	if (!buf) {
-		fail(err, errlen, "%s: out of memory", path);
+		idgen_errf(err, errlen, "%s: out of memory", path);
 		close(fd);
 		return -1;
 	}
@@ -154,7 +131,7 @@ static int read_version(const char *path, bool secret, struct version *v,
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r < 0) {
-			fail(err, errlen, "%s: %s", path, strerror(errno));
+			idgen_errf(err, errlen, "%s: %s", path, strerror(errno));
 			close(fd);
 			if (secret)
 				secret_free(buf, cap + 1);
@@ -179,7 +156,7 @@ static int read_version(const char *path, bool secret, struct version *v,
 		v->data = buf;
 	}
 	if (!v->data) {
-		fail(err, errlen, "%s: out of memory", path);
+		idgen_errf(err, errlen, "%s: out of memory", path);
 		return -1;
 	}
 	v->len = len;
@@ -224,7 +201,7 @@ static int check_ca(const char *path, const struct version *v, char *err,
 	int n = 0, i;
 
 	if (!b) {
-		fail(err, errlen, "%s: out of memory", path);
+		idgen_errf(err, errlen, "%s: out of memory", path);
 		return -1;
 	}
 	infos = PEM_X509_INFO_read_bio(b, NULL, NULL, NULL);
@@ -235,8 +212,8 @@ static int check_ca(const char *path, const struct version *v, char *err,
 		sk_X509_INFO_pop_free(infos, X509_INFO_free);
 	}
 	if (!n) {
-		fail(err, errlen, "%s: no PEM certificate in it (%s)", path,
-		     ssl_reason("no certificate"));
+		idgen_errf(err, errlen, "%s: no PEM certificate in it (%s)", path,
+			   ssl_reason("no certificate"));
 		return -1;
 	}
 	ERR_clear_error();
@@ -263,18 +240,18 @@ static int check_pair(const char *cpath, const struct version *cert,
 		x = PEM_read_bio_X509(b, NULL, no_passphrase, NULL);
 	BIO_free(b);
 	if (!x) {
-		fail(err, errlen, "%s: not a PEM certificate (%s)", cpath,
-		     ssl_reason("no certificate"));
+		idgen_errf(err, errlen, "%s: not a PEM certificate (%s)", cpath,
+			   ssl_reason("no certificate"));
 		goto out;
 	}
 	if (X509_cmp_current_time(X509_get0_notAfter(x)) <= 0) {
-		fail(err, errlen, "%s: the certificate expired at %s", cpath,
-		     when(X509_get0_notAfter(x), t, sizeof(t)));
+		idgen_errf(err, errlen, "%s: the certificate expired at %s", cpath,
+			   when(X509_get0_notAfter(x), t, sizeof(t)));
 		goto out;
 	}
 	if (X509_cmp_current_time(X509_get0_notBefore(x)) >= 0) {
-		fail(err, errlen, "%s: the certificate is not valid before %s", cpath,
-		     when(X509_get0_notBefore(x), t, sizeof(t)));
+		idgen_errf(err, errlen, "%s: the certificate is not valid before %s", cpath,
+			   when(X509_get0_notBefore(x), t, sizeof(t)));
 		goto out;
 	}
 	b = BIO_new_mem_buf(key->data, (int)key->len);
@@ -282,13 +259,13 @@ static int check_pair(const char *cpath, const struct version *cert,
 		k = PEM_read_bio_PrivateKey(b, NULL, no_passphrase, NULL);
 	BIO_free(b);
 	if (!k) {
-		fail(err, errlen, "%s: not a PEM private key without a passphrase (%s)",
-		     kpath, ssl_reason("no key"));
+		idgen_errf(err, errlen, "%s: not a PEM private key without a passphrase (%s)",
+			   kpath, ssl_reason("no key"));
 		goto out;
 	}
 	if (X509_check_private_key(x, k) != 1) {
-		fail(err, errlen, "%s: the key does not match the certificate in %s",
-		     kpath, cpath);
+		idgen_errf(err, errlen, "%s: the key does not match the certificate in %s",
+			   kpath, cpath);
 		goto out;
 	}
 	*cn = X509_NAME_get_index_by_NID(X509_get_subject_name(x), NID_commonName,
@@ -310,14 +287,14 @@ static int check_password(const char *path, struct version *v, char *err,
 	if (v->len && v->data[v->len - 1] == '\r')
 		v->data[--v->len] = '\0';
 	if (!v->len) {
-		fail(err, errlen, "%s: empty: it holds the etcd user's password, one "
-		     "line", path);
+		idgen_errf(err, errlen, "%s: empty: it holds the etcd user's password, one "
+			   "line", path);
 		return -1;
 	}
 	if (v->len > PASSWORD_MAX || memchr(v->data, '\n', v->len) ||
 	    memchr(v->data, '\0', v->len)) {
-		fail(err, errlen, "%s: not one line of at most %u bytes: it holds the "
-		     "etcd user's password", path, PASSWORD_MAX);
+		idgen_errf(err, errlen, "%s: not one line of at most %u bytes: it holds the "
+			   "etcd user's password", path, PASSWORD_MAX);
 		return -1;
 	}
 	return 0;
@@ -450,7 +427,7 @@ static int set_path(struct etcd_file *f, const char *what, const char *name)
 	f->what = what;
 	if (!name || !*name)
 		return 0;
-	f->path = resolve(name);
+	f->path = idgen_credential_path(name);
 	return f->path ? 0 : -1;
 }
 
@@ -463,7 +440,7 @@ int etcd_creds_load(struct etcd_creds *c, const struct etcd_security *s,
 	    set_path(&c->key, "key_file", s->key_file) ||
 	    set_path(&c->password, "password_file", s->password_file) ||
 	    (s->user && *s->user && !(c->user = strdup(s->user)))) {
-		fail(err, errlen, "out of memory");
+		idgen_errf(err, errlen, "out of memory");
 		goto fail;
 	}
 	if (tls_refresh(c, true, err, errlen) < 0 ||
