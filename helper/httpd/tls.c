@@ -19,21 +19,15 @@
 
 #include <gnutls/x509.h>
 
+#include "caller_map.h"
 #include "credential.h"
+#include "errf.h"
 #include "log.h"
 #include "metrics.h"
 #include "tls.h"
 
 /* A file of ours is small: a chain, a key, a CA bundle, a caller map. */
 #define MAX_FILE	(1 << 20)
-
-struct tls_caller_map {
-	size_t n;
-	struct {
-		char *identity;
-		char caller[API_MAX_CALLER + 1];
-	} *e;
-};
 
 struct tls_ctx {
 	_Atomic unsigned int refs;
@@ -59,58 +53,7 @@ struct tls_ctx {
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct tls_ctx *live;
 
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static void fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
-
 /* --- files ------------------------------------------------------------- */
-
-/* A bare name is a systemd credential, when systemd gave the service any. */
-static const char *resolve(const char *name, char *buf, size_t size)
-{
-	const char *creds = getenv("CREDENTIALS_DIRECTORY");
-
-	if (strchr(name, '/') || !creds || !*creds)
-		return name;
-	snprintf(buf, size, "%s/%s", creds, name);
-	return buf;
-}
-
-/*
- * A secret's file: whoever else could read it has the key, whoever else
- * could write it could plant one (idgend's rule for its key files, and
- * libidgen's one rule for a systemd credential, credential.h).
- */
-static int private_fault(const char *path, const struct stat *st, char *err,
-			 size_t errlen)
-{
-	unsigned int mode = st->st_mode & 07777;
-
-	if (st->st_uid != geteuid() && st->st_uid != 0) {
-		fail(err, errlen, "%s: owned by uid %u, neither this user (uid %u) nor "
-		     "root", path, (unsigned int)st->st_uid, (unsigned int)geteuid());
-		return -1;
-	}
-	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-		fail(err, errlen, "%s: writable by group or others (mode %04o): it "
-		     "must be mode 0600 (chmod 600 %s)", path, mode, path);
-		return -1;
-	}
-	if (st->st_mode & (S_IRGRP | S_IROTH) && !idgen_systemd_credential(path, st)) {
-		fail(err, errlen, "%s: readable by group or others (mode %04o): it "
-		     "must be mode 0600 (chmod 600 %s)", path, mode, path);
-		return -1;
-	}
-	return 0;
-}
 
 /*
  * name's bytes, NUL-terminated, into *data (a secret's cleared when
@@ -119,48 +62,52 @@ static int private_fault(const char *path, const struct stat *st, char *err,
 static int file_read(const char *what, const char *name, bool secret,
 		     gnutls_datum_t *data, char *err, size_t errlen)
 {
-	char buf[4096], why[512];
-	const char *path = resolve(name, buf, sizeof(buf));
+	char *path = idgen_credential_path(name), why[512];
 	struct stat st;
 	ssize_t n;
 	size_t len = 0;
 	char *p;
-	int fd;
+	int fd = -1;
 
 	data->data = NULL;
 	data->size = 0;
+	if (!path) {
+		idgen_errf(err, errlen, "%s %s: out of memory", what, name);
+		return -1;
+	}
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0) {
-		fail(err, errlen, "%s %s: %s", what, path, strerror(errno));
-		return -1;
+		idgen_errf(err, errlen, "%s %s: %s", what, path, strerror(errno));
+		goto out;
 	}
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size > MAX_FILE) {
-		fail(err, errlen, "%s %s: not a regular file of at most %d bytes", what,
-		     path, MAX_FILE);
-		close(fd);
-		return -1;
+		idgen_errf(err, errlen, "%s %s: not a regular file of at most %d bytes", what,
+			   path, MAX_FILE);
+		goto out;
 	}
-	if (secret && private_fault(path, &st, why, sizeof(why))) {
-		fail(err, errlen, "%s %s", what, why);
-		close(fd);
-		return -1;
+	/* A key: libidgen's one rule for a secret's file. */
+	if (secret && idgen_secret_file_fault(path, &st, why, sizeof(why))) {
+		idgen_errf(err, errlen, "%s %s", what, why);
+		goto out;
 	}
 	p = malloc(st.st_size + 1);
 	if (!p) {
-		fail(err, errlen, "%s %s: out of memory", what, path);
-		close(fd);
-		return -1;
+		idgen_errf(err, errlen, "%s %s: out of memory", what, path);
+		goto out;
 	}
 	while (len < (size_t)st.st_size &&
 	       ((n = read(fd, p + len, st.st_size - len)) > 0 ||
 		(n < 0 && errno == EINTR)))
 		if (n > 0)
 			len += n;
-	close(fd);
 	p[len] = '\0';
 	data->data = (unsigned char *)p;
 	data->size = len;
-	return 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	free(path);
+	return data->data ? 0 : -1;
 }
 
 static void file_free(gnutls_datum_t *d, bool secret)
@@ -171,179 +118,7 @@ static void file_free(gnutls_datum_t *d, bool secret)
 	d->data = NULL;
 }
 
-/* --- the caller map ----------------------------------------------------- */
-
-static bool td_char(char c)
-{
-	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
-	       c == '-' || c == '_';
-}
-
-static bool path_char(char c)
-{
-	return td_char(c) || (c >= 'A' && c <= 'Z');
-}
-
-/*
- * A SPIFFE ID as the SPIFFE standard writes it: "spiffe://", a trust
- * domain of [a-z0-9._-], then path segments of [A-Za-z0-9._-], none
- * empty, "." or "..", no trailing '/', no query or fragment; at most
- * TLS_MAX_IDENTITY bytes.  NULL, or why not.
- */
-static const char *spiffe_fault(const char *s, size_t len)
-{
-	size_t i = 9, seg;
-
-	if (len > TLS_MAX_IDENTITY)
-		return "longer than 2048 bytes";
-	if (len < 10 || strncmp(s, "spiffe://", 9))
-		return "not a SPIFFE ID (spiffe://TRUST-DOMAIN/PATH)";
-	for (; i < len && s[i] != '/'; i++)
-		if (!td_char(s[i]))
-			return "a trust domain takes only a-z, 0-9, '.', '-' and '_'";
-	if (i == 9)
-		return "no trust domain";
-	while (i < len) {
-		seg = ++i;
-		for (; i < len && s[i] != '/'; i++)
-			if (!path_char(s[i]))
-				return "a path segment takes only A-Z, a-z, 0-9, '.', '-' "
-				       "and '_'";
-		if (i == seg)
-			return "an empty path segment (\"//\", or a trailing '/')";
-		if ((i - seg == 1 && s[seg] == '.') ||
-		    (i - seg == 2 && s[seg] == '.' && s[seg + 1] == '.'))
-			return "a path segment \".\" or \"..\"";
-	}
-	return NULL;
-}
-
-void tls_caller_map_free(struct tls_caller_map *m)
-{
-	size_t i;
-
-	if (!m)
-		return;
-	for (i = 0; i < m->n; i++)
-		free(m->e[i].identity);
-	free(m->e);
-	free(m);
-}
-
-int tls_caller_map_parse(const char *name, const char *text, size_t len,
-			 struct tls_caller_map **out, char *err, size_t errlen)
-{
-	struct tls_caller_map *m = calloc(1, sizeof(*m));
-	const char *p = text, *end = text + len, *eol, *a, *b, *why;
-	size_t alen, blen, i, cap = 0;
-	unsigned int line = 0;
-
-	*out = NULL;
-	if (!m) {
-		fail(err, errlen, "%s: out of memory", name);
-		return -1;
-	}
-	if (memchr(text, '\0', len)) {
-		fail(err, errlen, "%s: a NUL byte: not a text file", name);
-		goto bad;
-	}
-	for (; p < end; p = eol + (eol < end)) {
-		eol = memchr(p, '\n', end - p);
-		if (!eol)
-			eol = end;
-		line++;
-		/* Blank lines and comments; otherwise IDENTITY CALLER. */
-		for (a = p; a < eol && (*a == ' ' || *a == '\t'); a++)
-			;
-		if (a >= eol || *a == '#')
-			continue;
-		for (alen = 0; a + alen < eol && a[alen] != ' ' && a[alen] != '\t'; alen++)
-			;
-		b = a + alen;
-		while (b < eol && (*b == ' ' || *b == '\t'))
-			b++;
-		for (blen = 0; b + blen < eol && b[blen] != ' ' && b[blen] != '\t' &&
-		     b[blen] != '\r'; blen++)
-			;
-		for (i = b + blen - p; p + i < eol; i++)
-			if (p[i] != ' ' && p[i] != '\t' && p[i] != '\r')
-				break;
-		if (!blen || p + i < eol) {
-			fail(err, errlen, "%s:%u: want one SPIFFE ID and one caller's name, "
-			     "blank-separated (spiffe://example.org/ns/orders/sa/order-service "
-			     "order-service)", name, line);
-			goto bad;
-		}
-		why = spiffe_fault(a, alen);
-		if (why) {
-			fail(err, errlen, "%s:%u: '%.*s': %s", name, line,
-			     (int)(alen > 80 ? 80 : alen), a, why);
-			goto bad;
-		}
-		if (!api_caller_valid(b, blen) || (blen == 5 && !strncmp(b, "other", 5))) {
-			fail(err, errlen, "%s:%u: '%.*s' is not a caller's name (1 to %d "
-			     "letters, digits, '.', '_', ':' or '-'; not \"other\": leave "
-			     "the identity out for that)", name, line,
-			     (int)(blen > API_MAX_CALLER ? API_MAX_CALLER : blen), b,
-			     API_MAX_CALLER);
-			goto bad;
-		}
-		for (i = 0; i < m->n; i++)
-			if (strlen(m->e[i].identity) == alen &&
-			    !memcmp(m->e[i].identity, a, alen)) {
-				fail(err, errlen, "%s:%u: '%.*s' is mapped twice", name, line,
-				     (int)(alen > 80 ? 80 : alen), a);
-				goto bad;
-			}
-		if (m->n == TLS_MAX_CALLER_MAP) {
-			fail(err, errlen, "%s:%u: more than %d identities", name, line,
-			     TLS_MAX_CALLER_MAP);
-			goto bad;
-		}
-		if (m->n == cap) {
-			void *e = realloc(m->e, (cap ? cap * 2 : 16) * sizeof(*m->e));
-
-			if (!e)
-				goto nomem;
-			m->e = e;
-			cap = cap ? cap * 2 : 16;
-		}
-		m->e[m->n].identity = strndup(a, alen);
-		if (!m->e[m->n].identity)
-			goto nomem;
-		memcpy(m->e[m->n].caller, b, blen);
-		m->e[m->n].caller[blen] = '\0';
-		m->n++;
-	}
-	*out = m;
-	return 0;
-nomem:
-	fail(err, errlen, "%s: out of memory", name);
-bad:
-	tls_caller_map_free(m);
-	return -1;
-}
-
-const char *tls_caller_map_find(const struct tls_caller_map *m, const char *identity)
-{
-	size_t i;
-
-	for (i = 0; m && i < m->n; i++)
-		if (!strcmp(m->e[i].identity, identity))
-			return m->e[i].caller;
-	return NULL;
-}
-
-/* Whether the map gives caller to a SPIFFE ID. */
-static bool map_assigns(const struct tls_caller_map *m, const char *caller)
-{
-	size_t i;
-
-	for (i = 0; m && i < m->n; i++)
-		if (!strcmp(m->e[i].caller, caller))
-			return true;
-	return false;
-}
+/* --- callers ----------------------------------------------------------- */
 
 /*
  * Whether a CN is a caller: one the configuration names, and not one the
@@ -356,7 +131,7 @@ static bool cn_is_caller(const struct tls_ctx *ctx, const char *cn, size_t len)
 {
 	unsigned int i;
 
-	if (!api_caller_valid(cn, len) || map_assigns(ctx->map, cn))
+	if (!api_caller_valid(cn, len) || tls_caller_map_assigns(ctx->map, cn))
 		return false;
 	for (i = 0; i < ctx->nr_callers; i++)
 		if (!strcmp(ctx->callers[i], cn))
@@ -405,8 +180,8 @@ static int chain_check(struct tls_ctx *c, const char *path, const gnutls_datum_t
 	ret = gnutls_x509_crt_list_import2(&crts, &n, pem, GNUTLS_X509_FMT_PEM,
 					   GNUTLS_X509_CRT_LIST_FAIL_IF_UNSORTED);
 	if (ret < 0 || !n) {
-		fail(err, errlen, "tls_cert %s: %s", path, ret < 0 ? gtls_why(ret) :
-		     "no certificate in it");
+		idgen_errf(err, errlen, "tls_cert %s: %s", path, ret < 0 ? gtls_why(ret) :
+			   "no certificate in it");
 		return -1;
 	}
 	c->chain = n;
@@ -416,16 +191,16 @@ static int chain_check(struct tls_ctx *c, const char *path, const gnutls_datum_t
 		if (t != (time_t)-1 && t < c->not_after)
 			c->not_after = t;
 		if (t != (time_t)-1 && t <= now) {
-			fail(err, errlen, "tls_cert %s: certificate %u of the chain expired "
-			     "at %jd (Unix time; now %jd)", path, i + 1, (intmax_t)t,
-			     (intmax_t)now);
+			idgen_errf(err, errlen, "tls_cert %s: certificate %u of the chain expired "
+				   "at %jd (Unix time; now %jd)", path, i + 1, (intmax_t)t,
+				   (intmax_t)now);
 			ret = -1;
 		}
 		t = gnutls_x509_crt_get_activation_time(crts[i]);
 		if (!ret && t != (time_t)-1 && t > now + 300) {
-			fail(err, errlen, "tls_cert %s: certificate %u of the chain is valid "
-			     "only from %jd (Unix time; now %jd): is the clock right?",
-			     path, i + 1, (intmax_t)t, (intmax_t)now);
+			idgen_errf(err, errlen, "tls_cert %s: certificate %u of the chain is valid "
+				   "only from %jd (Unix time; now %jd): is the clock right?",
+				   path, i + 1, (intmax_t)t, (intmax_t)now);
 			ret = -1;
 		}
 	}
@@ -448,7 +223,7 @@ int tls_ctx_load(const struct tls_files *f, struct tls_ctx **out, char *err,
 	*out = NULL;
 	c = calloc(1, sizeof(*c));
 	if (!c) {
-		fail(err, errlen, "out of memory");
+		idgen_errf(err, errlen, "out of memory");
 		return -1;
 	}
 	atomic_init(&c->refs, 1);
@@ -461,14 +236,14 @@ int tls_ctx_load(const struct tls_files *f, struct tls_ctx **out, char *err,
 	    file_read("tls_key", f->key, true, &key, err, errlen))
 		goto out;
 	if (gnutls_certificate_allocate_credentials(&c->cred)) {
-		fail(err, errlen, "out of memory");
+		idgen_errf(err, errlen, "out of memory");
 		goto out;
 	}
 	ret = gnutls_certificate_set_x509_key_mem2(c->cred, &cert, &key,
 						   GNUTLS_X509_FMT_PEM, NULL, 0);
 	if (ret < 0) {
-		fail(err, errlen, "tls_key %s with tls_cert %s: %s", f->key, f->cert,
-		     gtls_why(ret));
+		idgen_errf(err, errlen, "tls_key %s with tls_cert %s: %s", f->key, f->cert,
+			   gtls_why(ret));
 		ret = -1;
 		goto out;
 	}
@@ -479,8 +254,8 @@ int tls_ctx_load(const struct tls_files *f, struct tls_ctx **out, char *err,
 		ret = gnutls_certificate_set_x509_trust_mem(c->cred, &ca,
 							    GNUTLS_X509_FMT_PEM);
 		if (ret <= 0) {
-			fail(err, errlen, "tls_client_ca %s: %s", f->client_ca,
-			     ret < 0 ? gtls_why(ret) : "no certificate in it");
+			idgen_errf(err, errlen, "tls_client_ca %s: %s", f->client_ca,
+				   ret < 0 ? gtls_why(ret) : "no certificate in it");
 			ret = -1;
 			goto out;
 		}
@@ -490,9 +265,9 @@ int tls_ctx_load(const struct tls_files *f, struct tls_ctx **out, char *err,
 	}
 	if (f->caller_map) {
 		if (!f->client_ca) {
-			fail(err, errlen, "caller_map %s: given without tls_client_ca: "
-			     "without client certificates there is no identity to map",
-			     f->caller_map);
+			idgen_errf(err, errlen, "caller_map %s: given without tls_client_ca: "
+				   "without client certificates there is no identity to map",
+				   f->caller_map);
 			goto out;
 		}
 		if (file_read("caller_map", f->caller_map, false, &map, err, errlen) ||
@@ -501,7 +276,7 @@ int tls_ctx_load(const struct tls_files *f, struct tls_ctx **out, char *err,
 			goto out;
 	}
 	if (gnutls_priority_init2(&c->prio, TLS_PRIORITY, &pos, 0)) {
-		fail(err, errlen, "GnuTLS takes not the priority string at '%s'", pos);
+		idgen_errf(err, errlen, "GnuTLS takes not the priority string at '%s'", pos);
 		goto out;
 	}
 	ret = 0;
@@ -571,7 +346,7 @@ void tls_ctx_describe(const struct tls_ctx *ctx, char *buf, size_t len)
 	snprintf(buf, len, "certificate %s (a chain of %u), expires %s; client "
 		 "certificates required, of %u CA(s); %zu SPIFFE ID(s) mapped to "
 		 "callers, unmapped ones %s", ctx->subject, ctx->chain, when, ctx->cas,
-		 ctx->map ? ctx->map->n : 0, ctx->unmapped == TLS_UNMAPPED_REFUSE ?
+		 tls_caller_map_size(ctx->map), ctx->unmapped == TLS_UNMAPPED_REFUSE ?
 		 "refused" : "served as the caller other");
 }
 
@@ -623,7 +398,7 @@ int tls_peer_of(const struct tls_ctx *ctx, gnutls_session_t s, struct tls_peer *
 		return 0;
 	certs = gnutls_certificate_get_peers(s, &n);
 	if (!certs || !n) {
-		fail(why, whylen, "no client certificate");
+		idgen_errf(why, whylen, "no client certificate");
 		return -1;
 	}
 	return tls_peer_of_der(ctx, &certs[0], p, why, whylen);
@@ -641,12 +416,12 @@ int tls_peer_of_der(const struct tls_ctx *ctx, const gnutls_datum_t *der,
 
 	memset(p, 0, sizeof(*p));
 	if (gnutls_x509_crt_init(&crt)) {
-		fail(why, whylen, "out of memory");
+		idgen_errf(why, whylen, "out of memory");
 		return -1;
 	}
 	if (gnutls_x509_crt_import(crt, der, GNUTLS_X509_FMT_DER)) {
 		gnutls_x509_crt_deinit(crt);
-		fail(why, whylen, "a client certificate that does not parse");
+		idgen_errf(why, whylen, "a client certificate that does not parse");
 		return -1;
 	}
 	for (i = 0;; i++) {
@@ -656,21 +431,21 @@ int tls_peer_of_der(const struct tls_ctx *ctx, const gnutls_datum_t *der,
 			break;
 		if (ret == GNUTLS_E_SHORT_MEMORY_BUFFER) {
 			gnutls_x509_crt_deinit(crt);
-			fail(why, whylen, "a subject alternative name longer than %d bytes",
-			     TLS_MAX_IDENTITY);
+			idgen_errf(why, whylen, "a subject alternative name longer than %d bytes",
+				   TLS_MAX_IDENTITY);
 			return -1;
 		}
 		if (ret != GNUTLS_SAN_URI)
 			continue;
 		if (++uris > 1) {
 			gnutls_x509_crt_deinit(crt);
-			fail(why, whylen, "several URI SANs: which one is the caller is not "
-			     "for the service to guess (a SPIFFE certificate has one)");
+			idgen_errf(why, whylen, "several URI SANs: which one is the caller is not "
+				   "for the service to guess (a SPIFFE certificate has one)");
 			return -1;
 		}
 		if (memchr(buf, '\0', size)) {
 			gnutls_x509_crt_deinit(crt);
-			fail(why, whylen, "a URI SAN with a NUL byte in it");
+			idgen_errf(why, whylen, "a URI SAN with a NUL byte in it");
 			return -1;
 		}
 		memcpy(p->identity, buf, size);
@@ -688,8 +463,8 @@ int tls_peer_of_der(const struct tls_ctx *ctx, const gnutls_datum_t *der,
 							  0, NULL, &more) !=
 			    GNUTLS_E_REQUESTED_DATA_NOT_AVAILABLE) {
 				gnutls_x509_crt_deinit(crt);
-				fail(why, whylen, "no URI SAN and several CNs: which one is "
-				     "the caller is not for the service to guess");
+				idgen_errf(why, whylen, "no URI SAN and several CNs: which one is "
+					   "the caller is not for the service to guess");
 				return -1;
 			}
 			memcpy(p->identity, buf, size);
@@ -706,11 +481,11 @@ int tls_peer_of_der(const struct tls_ctx *ctx, const gnutls_datum_t *der,
 			snprintf(p->caller, sizeof(p->caller), "%s", caller);
 	}
 	if (!p->caller[0] && ctx->unmapped == TLS_UNMAPPED_REFUSE) {
-		fail(why, whylen, "%s '%.200s' maps to no caller (tls_unmapped = refuse; "
-		     "%s)", uris ? "the SPIFFE ID" : p->identity[0] ? "the CN" : "a "
-		     "certificate with neither URI SAN nor CN,", p->identity,
-		     uris ? "add it to caller_map" : "a CN must name one of callers, "
-		     "and not one caller_map gives to a SPIFFE ID");
+		idgen_errf(why, whylen, "%s '%.200s' maps to no caller (tls_unmapped = refuse; "
+			   "%s)", uris ? "the SPIFFE ID" : p->identity[0] ? "the CN" : "a "
+			   "certificate with neither URI SAN nor CN,", p->identity,
+			   uris ? "add it to caller_map" : "a CN must name one of callers, "
+			   "and not one caller_map gives to a SPIFFE ID");
 		return -1;
 	}
 	return 0;
@@ -747,13 +522,13 @@ static int verify_peer(gnutls_session_t s)
 		return -1;
 	ret = gnutls_certificate_verify_peers(s, &purpose, 1, &status);
 	if (ret < 0) {
-		fail(why, sizeof(why), "%s", gnutls_strerror(ret));
+		idgen_errf(why, sizeof(why), "%s", gnutls_strerror(ret));
 	} else if (status) {
 		if (!gnutls_certificate_verification_status_print(status,
 								  GNUTLS_CRT_X509, &text, 0))
-			fail(why, sizeof(why), "%s", (char *)text.data);
+			idgen_errf(why, sizeof(why), "%s", (char *)text.data);
 		else
-			fail(why, sizeof(why), "it does not verify (status %#x)", status);
+			idgen_errf(why, sizeof(why), "it does not verify (status %#x)", status);
 		gnutls_free(text.data);
 		ret = -1;
 	} else {
@@ -928,7 +703,7 @@ int tls_open(struct tls **out, const struct tls_files *f, struct metrics *m,
 	*out = NULL;
 	t = calloc(1, sizeof(*t));
 	if (!t) {
-		fail(err, errlen, "out of memory");
+		idgen_errf(err, errlen, "out of memory");
 		return -1;
 	}
 	pthread_mutex_init(&t->lock, NULL);
@@ -942,7 +717,7 @@ int tls_open(struct tls **out, const struct tls_files *f, struct metrics *m,
 	t->caller_map = f->caller_map ? strdup(f->caller_map) : NULL;
 	if (!t->cert || !t->key || (f->client_ca && !t->client_ca) ||
 	    (f->caller_map && !t->caller_map)) {
-		fail(err, errlen, "out of memory");
+		idgen_errf(err, errlen, "out of memory");
 		tls_close(t);
 		return -1;
 	}

@@ -41,6 +41,7 @@
 #include <gnutls/gnutls.h>
 
 #include "api.h"
+#include "caller_map.h"
 
 /*
  * The one priority string, for libmicrohttpd's sessions and ours alike.
@@ -54,10 +55,6 @@
 			"+GROUP-SECP384R1:+COMP-NULL:+CTYPE-X509:%SAFE_RENEGOTIATION:" \
 			"%NO_TICKETS:%SERVER_PRECEDENCE"
 
-/* The longest identity taken from a certificate (a SPIFFE ID's bound). */
-#define TLS_MAX_IDENTITY	2048
-/* Lines of a caller map. */
-#define TLS_MAX_CALLER_MAP	4096
 
 /* A certificate whose identity maps to no caller (tls_unmapped). */
 enum tls_unmapped {
@@ -161,17 +158,6 @@ int tls_peer_of(const struct tls_ctx *ctx, gnutls_session_t s, struct tls_peer *
 /* The same, of a certificate already verified, DER (and for the fuzzer). */
 int tls_peer_of_der(const struct tls_ctx *ctx, const gnutls_datum_t *der,
 		    struct tls_peer *p, char *why, size_t whylen);
-
-/*
- * The caller map's text (named name in messages) into its lines: 0, or
- * -1 with err "NAME:LINE: why".  For tests; tls_ctx_load() reads the file.
- */
-struct tls_caller_map;
-int tls_caller_map_parse(const char *name, const char *text, size_t len,
-			 struct tls_caller_map **out, char *err, size_t errlen);
-/* The caller an identity maps to, or NULL. */
-const char *tls_caller_map_find(const struct tls_caller_map *m, const char *identity);
-void tls_caller_map_free(struct tls_caller_map *m);
 
 /*
  * The service's TLS: the context in force, and how to build the next.
