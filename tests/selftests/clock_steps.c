@@ -241,17 +241,10 @@ static void check_tracks(struct __test_metadata *_metadata,
 FIXTURE_SETUP(clock)
 {
 	struct idgen_state st;
-	const char *guest = getenv("IDGEN_GUEST");
 	__u64 l;
 
-	if (!guest || strcmp(guest, "1"))
-		SKIP(return, "steps the wall clock: runs only with IDGEN_GUEST=1 (in the VM)");
-	if (geteuid())
-		SKIP(return, "needs root");
-	self->fd = open(IDGEN_DEV, O_RDONLY | O_CLOEXEC);
-	if (self->fd < 0 && errno == ENOENT)
-		SKIP(return, IDGEN_DEV " is absent (idgen.ko not loaded?)");
-	ASSERT_LE(0, self->fd);
+	REQUIRE_GUEST_ROOT("steps the wall clock");
+	OPEN_OR_SKIP(self->fd, 0);
 
 	self->rd.ids = malloc(MAX_IDS * sizeof(*self->rd.ids));
 	self->rd.recs = malloc(MAX_RECS * sizeof(*self->rd.recs));

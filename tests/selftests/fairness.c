@@ -152,19 +152,12 @@ FIXTURE(fair) {
 
 FIXTURE_SETUP(fair)
 {
-	const char *guest = getenv("IDGEN_GUEST");
 	struct idgen_lease_args args;
 	struct idgen_state before;
 	__u64 l;
 
-	if (!guest || strcmp(guest, "1"))
-		SKIP(return, "changes the host's lease: runs only with IDGEN_GUEST=1");
-	if (geteuid())
-		SKIP(return, "needs root (CAP_SYS_ADMIN)");
-	self->fd = open(IDGEN_DEV, O_RDONLY | O_CLOEXEC);
-	if (self->fd < 0 && errno == ENOENT)
-		SKIP(return, IDGEN_DEV " is absent (idgen.ko not loaded?)");
-	ASSERT_LE(0, self->fd);
+	REQUIRE_GUEST_ROOT("changes the host's lease");
+	OPEN_OR_SKIP(self->fd, 0);
 	ASSERT_EQ(0, idgen_revoke(self->fd, &l));
 	ASSERT_EQ(0, idgen_wait_caught_up(self->fd, 10000));
 	ASSERT_EQ(0, idgen_get_state(self->fd, &before));

@@ -34,38 +34,6 @@
 #define NOBODY		65534
 #define NREADERS	4
 
-static const char *not_present = IDGEN_DEV " is absent (idgen.ko not loaded?)";
-
-/*
- * Open the device, or SKIP the test when it does not exist.  The other
- * failures are test failures.
- */
-#define OPEN_OR_SKIP(fd, flags) do {						\
-	(fd) = open(IDGEN_DEV, O_RDONLY | O_CLOEXEC | (flags));			\
-	if ((fd) < 0 && errno == ENOENT)					\
-		SKIP(return, "%s", not_present);				\
-	ASSERT_LE(0, (fd)) TH_LOG("open %s: %s", IDGEN_DEV, strerror(errno));	\
-} while (0)
-
-/*
- * Tests that set and revoke leases would take over a real host's generator
- * (and stop its idgend's IDs): they run only where IDGEN_GUEST=1 says this
- * is a throw-away machine, as tests/vm/run-guest.sh does.
- */
-#define REQUIRE_GUEST_ROOT() do {						\
-	const char *guest = getenv("IDGEN_GUEST");				\
-										\
-	if (!guest || strcmp(guest, "1"))					\
-		SKIP(return, "changes the host's lease: runs only with IDGEN_GUEST=1"); \
-	if (geteuid())								\
-		SKIP(return, "needs root (CAP_SYS_ADMIN)");			\
-} while (0)
-
-static __u32 field_mask(unsigned int bits)
-{
-	return bits >= 32 ? ~0U : (1U << bits) - 1;
-}
-
 /*
  * Revoke whatever is in force, wait until the generator is not ahead of
  * the trusted clock, then lease region/worker (masked to the default
@@ -170,7 +138,7 @@ TEST(device_node)
 	struct stat sb;
 
 	if (stat(IDGEN_DEV, &sb) && errno == ENOENT)
-		SKIP(return, "%s", not_present);
+		SKIP(return, IDGEN_ABSENT);
 	ASSERT_EQ(0, stat(IDGEN_DEV, &sb));
 	EXPECT_TRUE(S_ISCHR(sb.st_mode));
 	EXPECT_EQ(0444, sb.st_mode & 07777);
@@ -187,7 +155,7 @@ FIXTURE(leased) {
 
 FIXTURE_SETUP(leased)
 {
-	REQUIRE_GUEST_ROOT();
+	REQUIRE_GUEST_ROOT("changes the host's lease");
 	OPEN_OR_SKIP(self->fd, 0);
 	lease_up(_metadata, self->fd, &self->region, &self->worker, &self->st);
 }
@@ -1436,7 +1404,7 @@ FIXTURE_VARIANT_ADD(batch, ids_65536) { .n = 65536 };
 
 FIXTURE_SETUP(batch)
 {
-	REQUIRE_GUEST_ROOT();
+	REQUIRE_GUEST_ROOT("changes the host's lease");
 	OPEN_OR_SKIP(self->fd, 0);
 	lease_up(_metadata, self->fd, &self->region, &self->worker, &self->st);
 }
@@ -1489,7 +1457,7 @@ FIXTURE_SETUP(nolease)
 {
 	__u64 l;
 
-	REQUIRE_GUEST_ROOT();
+	REQUIRE_GUEST_ROOT("changes the host's lease");
 	OPEN_OR_SKIP(self->fd, 0);
 	ASSERT_EQ(0, idgen_revoke(self->fd, &l));
 }

@@ -2,7 +2,9 @@
 /*
  * Helpers shared by the idgen selftests: device access, ID decoding, clocks
  * and checks over arrays of IDs.  Everything here returns plain values or
- * -1/errno; the tests do the asserting.
+ * -1/errno; the tests do the asserting, but for the two macros a test's
+ * setup starts with (REQUIRE_GUEST_ROOT, OPEN_OR_SKIP), which SKIP or
+ * ASSERT on kselftest_harness.h.
  */
 #ifndef IDGEN_UTIL_H
 #define IDGEN_UTIL_H
@@ -27,6 +29,40 @@
 /* The ABI is fixed: catch a header edit that moves a field. */
 _Static_assert(sizeof(struct idgen_lease_args) == 32, "idgen_lease_args size");
 _Static_assert(sizeof(struct idgen_state) == 160, "idgen_state size");
+
+/*
+ * A test that sets leases, steps the clock or changes the generator would
+ * take over a real host's (and stop its idgend's IDs): it runs only where
+ * IDGEN_GUEST=1 says this is a throw-away machine, as tests/vm/run-guest.sh
+ * does, and as root.  what: what it changes, for the SKIP's reason.
+ */
+#define REQUIRE_GUEST_ROOT(what) do {						\
+	const char *guest = getenv("IDGEN_GUEST");				\
+										\
+	if (!guest || strcmp(guest, "1"))					\
+		SKIP(return, what ": runs only with IDGEN_GUEST=1");		\
+	if (geteuid())								\
+		SKIP(return, "needs root");					\
+} while (0)
+
+#define IDGEN_ABSENT	IDGEN_DEV " is absent (idgen.ko not loaded?)"
+
+/*
+ * Open the device, or SKIP the test when it does not exist.  The other
+ * failures are test failures.
+ */
+#define OPEN_OR_SKIP(fd, flags) do {						\
+	(fd) = open(IDGEN_DEV, O_RDONLY | O_CLOEXEC | (flags));			\
+	if ((fd) < 0 && errno == ENOENT)					\
+		SKIP(return, IDGEN_ABSENT);					\
+	ASSERT_LE(0, (fd)) TH_LOG("open %s: %s", IDGEN_DEV, strerror(errno));	\
+} while (0)
+
+/* A field of bits bits, all ones. */
+static inline __u32 field_mask(unsigned int bits)
+{
+	return bits >= 32 ? ~0U : (1U << bits) - 1;
+}
 
 #define NSEC_PER_MSEC	1000000ULL
 #define NSEC_PER_SEC	1000000000ULL

@@ -43,16 +43,8 @@ FIXTURE(end) {
 
 FIXTURE_SETUP(end)
 {
-	const char *guest = getenv("IDGEN_GUEST");
-
-	if (!guest || strcmp(guest, "1"))
-		SKIP(return, "sets the wall clock to 2095: runs only with IDGEN_GUEST=1 (in the VM)");
-	if (geteuid())
-		SKIP(return, "needs root");
-	self->fd = open(IDGEN_DEV, O_RDONLY | O_CLOEXEC);
-	if (self->fd < 0 && errno == ENOENT)
-		SKIP(return, IDGEN_DEV " is absent (idgen.ko not loaded?)");
-	ASSERT_LE(0, self->fd);
+	REQUIRE_GUEST_ROOT("sets the wall clock to 2095");
+	OPEN_OR_SKIP(self->fd, 0);
 	self->ids = malloc(BATCH * sizeof(*self->ids));
 	ASSERT_NE(NULL, self->ids);
 	self->real0 = clock_ns(CLOCK_REALTIME);
