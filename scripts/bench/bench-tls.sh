@@ -245,7 +245,7 @@ section=$work/section.md
 	echo "core for the load (c)'s rate is bounded by the client, and the servers'"
 	echo "connections per CPU-second are what compares them."
 	echo
-	echo "Its first run (at 38d7587) measured (c) at 0.70x nginx per CPU-second:"
+	echo "Its first run (before e2f3460) measured (c) at 0.70x nginx per CPU-second:"
 	echo "idgen-httpd used its whole core for about 1,400 connections/s where nginx"
 	echo "used 57% for about 1,100. perf showed a quarter of its time in recv();"
 	echo "perf stat counted 1.6 million recvfrom() for 5,450 connections, and one"
