@@ -4,10 +4,10 @@
  * idgen_sim_open()): "sim" and "sim:WORKER" name a node of its own,
  * "sim:FILE" (anything after "sim:" but a number) the lease side of a
  * host kept in FILE, and anything else is no simulation (a device's
- * path).  idgen_sim_open() and idgen_sim_is_spec(), idgen-httpd, idgend
- * and the PostgreSQL extension each take from it the forms they serve.
- * Not part of the library's ABI: built with hidden visibility into
- * libidgen.a, which they all link.
+ * path).  idgen_sim_open(), idgen_sim_is_spec() and idgen_generator_open()
+ * read it; the programs name the forms they serve in the generator's
+ * flags, never reading a spec themselves.  Not part of the library's
+ * ABI: built with hidden visibility into libidgen.a (sim_test.c tests it).
  */
 #ifndef LIBIDGEN_SIM_SPEC_H
 #define LIBIDGEN_SIM_SPEC_H

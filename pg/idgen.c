@@ -16,9 +16,10 @@
  * ever; anything else is refused naming the setting.
  *
  * For benchmarks and tests on a host without the module, idgen.device may
- * name libidgen's simulated generator, "sim:WORKER" (idgen_sim_open()):
- * each backend then opens its own, and the simulation's lock lets only one
- * process of the host hold a worker at a time.
+ * name libidgen's simulated generator, "sim:WORKER": each backend then
+ * opens its own, and the simulation's lock lets only one process of the
+ * host hold a worker at a time.  Either is behind libidgen's one handle
+ * (idgen_generator_open()), which the extension mints through.
  *
  * Errors: the device's refusals are SQLSTATEs of class IG (README.md,
  * "Errors"); bad input is the standard 22xxx data exception.
@@ -41,7 +42,6 @@
 #include "utils/timestamp.h"
 
 #include "idgen.h"
-#include "sim_spec.h"
 
 PG_MODULE_MAGIC;
 
@@ -64,15 +64,13 @@ static int buffer_size;
 static int buffer_max_age_ms;
 static char *layouts_file;
 
-/* This backend's device and buffer, and what they were made with. */
+/* This backend's generator and buffer, and what they were made with. */
 static struct {
-	pid_t pid;		/* the process that opened fd; 0: none */
-	int fd;
-	struct idgen_sim *sim;	/* idgen.device = 'sim:WORKER': in place of fd */
-	char *path;		/* malloc'd */
+	pid_t pid;		/* the process that opened gen; 0: none */
+	struct idgen_generator *gen;	/* the device, or 'sim:WORKER' */
 	struct idgen_buffer *buf;
 	int size, max_age_ms;
-} dev = { .fd = -1 };
+} dev;
 
 /* The decoders' layouts table, and the file it came from. */
 static struct {
@@ -161,7 +159,7 @@ report_device(int err)
 	case ETIME:
 	case EAGAIN:
 		/* The simulation's lead is not the module's max_lead_ms. */
-		if (dev.sim)
+		if (dev.gen && idgen_generator_simulated(dev.gen))
 			ereport(ERROR,
 				(errcode(ERRCODE_IDGEN_CLOCK_BEHIND),
 				 errmsg("idgen cannot mint yet: the wall clock is behind the simulated generator"),
@@ -203,88 +201,57 @@ static void device_release(void)
 	idgen_buffer_free(dev.buf);
 	dev.buf = NULL;
 	/* Ours, or a copy inherited in a fork: closing it closes only ours. */
-	if (dev.fd >= 0)
-		idgen_close(dev.fd);
-	dev.fd = -1;
-	idgen_sim_close(dev.sim);
-	dev.sim = NULL;
+	idgen_generator_close(dev.gen);
+	dev.gen = NULL;
 	dev.pid = 0;
-	free(dev.path);
-	dev.path = NULL;
 }
 
 /*
- * idgen.device = 'sim:WORKER': this backend's own simulated generator.
- * Only that form: libidgen's "sim:FILE" has no lock, and two sessions
- * minting from one file would repeat IDs; and a value that is neither
- * (a space, a sign) would be taken for a file name and fail later as a
- * missing lease.  WORKER is a plain decimal, 0 to 127, without leading
- * zeros.
+ * This process's generator for idgen.device, opened now if need be: only
+ * idgen's device, by an open that cannot block (a FIFO's would wait for a
+ * writer, beyond any cancel), or this backend's own simulated generator,
+ * 'sim:WORKER'.  Only that form: libidgen's "sim:FILE" has no lock, and
+ * two sessions minting from one file would repeat IDs; and a value that
+ * is neither (a space, a sign) would be taken for a file name and fail
+ * later as a missing lease.  WORKER is a plain decimal, 0 to 127, without
+ * leading zeros.
  */
-static void sim_open(void)
+static void device_open(void)
 {
-	struct idgen_sim_spec spec;
 	char why[512];
 	int ret;
 
-	if (idgen_sim_spec_parse(device_path, &spec, NULL, 0) ||
-	    spec.kind != IDGEN_SIM_WORKER || !spec.worker_named)
+	if (dev.pid && (dev.pid != getpid() ||
+			strcmp(idgen_generator_name(dev.gen), device_path)))
+		device_release();
+	if (dev.pid)
+		return;
+	ret = idgen_generator_open(device_path, LIBIDGEN_GENERATOR_SIM_WORKER, 0,
+				   &dev.gen, why, sizeof(why));
+	if (!ret) {
+		dev.pid = getpid();
+		return;
+	}
+	dev.gen = NULL;
+	if (ret == -EPROTONOSUPPORT || (ret == -EINVAL && idgen_sim_is_spec(device_path)))
 		ereport(ERROR,
 			(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 			 errmsg("idgen.device \"%s\" is not a simulated worker", device_path),
 			 errdetail("In PostgreSQL a simulated generator is sim:WORKER, WORKER a decimal from 0 to 127 without sign, spaces or leading zeros; the file form sim:FILE has no lock, and sessions minting from one file would repeat IDs."),
 			 errhint("Set idgen.device to /dev/idgen, or to sim:WORKER for tests and benchmarks.")));
-
-	dev.path = strdup(device_path);
-	if (!dev.path)
-		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-	ret = idgen_sim_open(device_path, 0, &dev.sim, why, sizeof(why));
-	if (ret) {
-		free(dev.path);
-		dev.path = NULL;
+	if (idgen_sim_is_spec(device_path))
 		ereport(ERROR,
 			(errcode(ERRCODE_IDGEN_NO_DEVICE),
 			 errmsg("cannot open the simulated generator \"%s\"", device_path),
 			 errdetail("%s", why),
 			 errhint("A simulated worker mints in one process at a time: give each session its own worker, or use /dev/idgen.")));
-	}
-	dev.pid = getpid();
-}
-
-/* This process's descriptor for idgen.device, opened now if need be. */
-static void device_open(void)
-{
-	int fd;
-
-	if (dev.pid && (dev.pid != getpid() || strcmp(dev.path, device_path)))
-		device_release();
-	if (dev.pid)
-		return;
-	if (idgen_sim_is_spec(device_path)) {
-		sim_open();
-		return;
-	}
-	/*
-	 * Only idgen's device, and an open that cannot block (a FIFO's would
-	 * wait for a writer, beyond any cancel): libidgen looks at what the
-	 * path names before it opens it, and at the descriptor after.
-	 */
-	fd = idgen_open(device_path, LIBIDGEN_VERIFY);
-	if (fd == -EIO)
+	if (ret == -EIO)
 		ereport(ERROR,
 			(errcode(ERRCODE_IDGEN_DEVICE_ERROR),
 			 errmsg("idgen device \"%s\" reports an impossible state", device_path),
 			 errdetail("Its answer to the state request (IDGEN_IOC_GET_STATE) holds layout widths, a lease or a held clock step that the module never reports."),
 			 errhint("Check that idgen.device is the device of idgen.ko, and that the module and this extension come from the same idgen release.")));
-	if (fd < 0)
-		report_device(fd);
-	dev.path = strdup(device_path);
-	if (!dev.path) {
-		idgen_close(fd);
-		ereport(ERROR, (errcode(ERRCODE_OUT_OF_MEMORY), errmsg("out of memory")));
-	}
-	dev.fd = fd;
-	dev.pid = getpid();
+	report_device(ret);
 }
 
 /* The buffer, made now for the current settings if need be. */
@@ -298,9 +265,8 @@ static struct idgen_buffer *buffer_get(void)
 		dev.buf = NULL;
 	}
 	if (!dev.buf) {
-		ret = dev.sim ?
-			idgen_buffer_new_sim(dev.sim, buffer_size, buffer_max_age_ms, &dev.buf) :
-			idgen_buffer_new(dev.fd, buffer_size, buffer_max_age_ms, &dev.buf);
+		ret = idgen_buffer_new_generator(dev.gen, buffer_size, buffer_max_age_ms,
+						 &dev.buf);
 		if (ret)
 			report_device(ret);
 		dev.size = buffer_size;
@@ -369,8 +335,7 @@ pg_idgen_next_n(PG_FUNCTION_ARGS)
 		/* A load of millions can be cancelled between batches. */
 		CHECK_FOR_INTERRUPTS();
 		device_open();
-		r = dev.sim ? idgen_sim_mint(dev.sim, st->ids, Min(st->left, NEXT_N_BATCH)) :
-			idgen_mint(dev.fd, st->ids, Min(st->left, NEXT_N_BATCH));
+		r = idgen_generator_mint(dev.gen, st->ids, Min(st->left, NEXT_N_BATCH));
 		if (r < 0)
 			report_device((int) r);
 		st->pos = 0;
