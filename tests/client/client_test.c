@@ -803,7 +803,7 @@ static const char *opt_file(const char *s)
  * calls idgen_client_next() over https with ca, cert and key ("-": none).
  * expect "ok": every call answered, no ID twice, and at most max_conn
  * connections made (TLS handshakes) for them all: reused, not one per
- * request (and one more for each retry, whose host may be busy).
+ * request (and two more for each retry: the cancelled try's, a probe's).
  * Otherwise expect is what the error must say (from
  * idgen_client_new(), or from the first call, which must fail).
  */
@@ -853,13 +853,16 @@ static int t_tls(const char *urls, const char *ca, const char *cert, const char 
 		printf("# requests %" PRIu64 " tries %" PRIu64 " retries %" PRIu64
 		       " connects %" PRIu64 "\n", s.requests, s.tries, s.retries, s.connects);
 		/*
-		 * A retry (a try on another host while the first is still
-		 * out, after 2 ms) may find that host's one connection busy
-		 * with a call of its own: a second connection, honestly made.
+		 * A retry (a try on the other host while the first is still
+		 * out, after 2 ms) costs up to two connections, honestly
+		 * made: the losing try's, which libcurl closes when it is
+		 * cancelled in flight, and the probe of the timed-out host
+		 * 50 ms later, when it overlaps a try there.  A client that
+		 * connected per request would still make some 300.
 		 */
-		check(s.connects >= 1 && s.connects <= max_conn + s.retries,
+		check(s.connects >= 1 && s.connects <= max_conn + 2 * s.retries,
 		      "... %" PRIu64 " connection(s) made (TLS handshakes) for %zu requests, "
-		      "at most %lu and one per retry (%" PRIu64 "): reused", s.connects,
+		      "at most %lu and two per retry (%" PRIu64 "): reused", s.connects,
 		      calls, max_conn, s.retries);
 	} else {
 		check(got == 0 && strstr(idgen_client_last_error(), expect),

@@ -283,7 +283,7 @@ if tap_step "tests/httpd/tls-certs.sh makes the certificates" "$top/tests/httpd/
 	s1="https://127.0.0.1:${hport[40]}" s2="https://127.0.0.1:${hport[41]}"
 	sdown="https://127.0.0.1:${hport[42]}"
 	mine=("$certs/ca.pem" "$certs/spiffe.pem" "$certs/spiffe.key")
-	tap_run "https, mTLS: 300 calls on two hosts, at most 2 handshakes (one per host) and one per retry" \
+	tap_run "https, mTLS: 300 calls on two hosts, at most 2 handshakes (one per host) and two per retry" \
 		"$ct" tls "$s1,$s2" "${mine[@]}" 300 2 ok
 	tap_run "https by name (localhost): the certificate's DNS name verified" \
 		"$ct" tls "https://localhost:${hport[40]}" "${mine[@]}" 50 1 ok
