@@ -9,7 +9,7 @@
 #include "internal.h"
 
 /* Drop the buffered IDs minted more than max_age_ms ago. */
-void idgen_client_drop_stale(struct idgen_client *c)
+void idgen_client__drop_stale(struct idgen_client *c)
 {
 	uint64_t now = wall_unix_ms();
 	size_t i, kept = 0;
@@ -32,7 +32,7 @@ void idgen_client_drop_stale(struct idgen_client *c)
 }
 
 /* Unlink w from the waiters (it gave up). */
-void idgen_client_unwait(struct idgen_client *c, struct waiter *w)
+void idgen_client__unwait(struct idgen_client *c, struct waiter *w)
 {
 	struct waiter **pp;
 
@@ -56,7 +56,7 @@ void idgen_client_unwait(struct idgen_client *c, struct waiter *w)
  * IDs one thread gets from one host are strictly increasing, even when a
  * call takes some from the buffer and waits for the rest.
  */
-void idgen_client_deliver(struct idgen_client *c, struct request *r)
+void idgen_client__deliver(struct idgen_client *c, struct request *r)
 {
 	size_t i = 0, room, n;
 	struct waiter *w;
@@ -84,7 +84,7 @@ void idgen_client_deliver(struct idgen_client *c, struct request *r)
 	c->count += n;
 }
 
-void idgen_client_submit(struct idgen_client *c, struct request *r)
+void idgen_client__submit(struct idgen_client *c, struct request *r)
 {
 	r->next = NULL;
 	*c->queue_tail = r;
@@ -106,7 +106,7 @@ void idgen_client_submit(struct idgen_client *c, struct request *r)
  * (LOOK_NS), and a caller wakes it only when the buffer is down to half
  * its mark or callers wait.
  */
-bool idgen_client_maybe_refill(struct idgen_client *c)
+bool idgen_client__maybe_refill(struct idgen_client *c)
 {
 	struct request *r = c->refill_req;
 	size_t room = c->o.buffer_size - c->count + c->waiting;
@@ -126,22 +126,22 @@ bool idgen_client_maybe_refill(struct idgen_client *c)
 	c->refill_start_ns = r->start_ns;
 	BUMP(c, refills);
 	BUMP(c, requests);
-	idgen_client_submit(c, r);
+	idgen_client__submit(c, r);
 	return true;
 }
 
-/* Up to n fresh IDs from the buffer; *wake as for idgen_client_maybe_refill(). */
-size_t idgen_client_take_buffered(struct idgen_client *c, uint64_t *ids, size_t n, bool *wake)
+/* Up to n fresh IDs from the buffer; *wake as for idgen_client__maybe_refill(). */
+size_t idgen_client__take_buffered(struct idgen_client *c, uint64_t *ids, size_t n, bool *wake)
 {
 	size_t k = 0;
 
 	c->last_take_ns = mono_ns();
-	idgen_client_drop_stale(c);
+	idgen_client__drop_stale(c);
 	while (k < n && c->count) {
 		ids[k++] = c->buf[c->head++];
 		if (!--c->count)
 			c->head = 0;
 	}
-	*wake = idgen_client_maybe_refill(c);
+	*wake = idgen_client__maybe_refill(c);
 	return k;
 }

@@ -120,7 +120,7 @@ static int fetch(struct idgen_client *c, uint64_t *ids, size_t n)
 	pthread_condattr_destroy(&ca);
 	BUMP(c, requests);
 	pthread_mutex_lock(&c->lock);
-	idgen_client_submit(c, r);
+	idgen_client__submit(c, r);
 	pthread_mutex_unlock(&c->lock);
 	curl_multi_wakeup(c->multi);
 
@@ -168,7 +168,7 @@ static ssize_t take(struct idgen_client *c, uint64_t *ids, size_t n, bool *hit)
 	pthread_mutex_lock(&c->lock);
 	/* (Callers wait only while the buffer is empty: they come first.) */
 	if (!c->waiters) {
-		k = idgen_client_take_buffered(c, ids, n, &wake);
+		k = idgen_client__take_buffered(c, ids, n, &wake);
 		if (k == n) {
 			pthread_mutex_unlock(&c->lock);
 			if (wake)
@@ -182,7 +182,7 @@ static ssize_t take(struct idgen_client *c, uint64_t *ids, size_t n, bool *hit)
 	*c->waiters_tail = &w;
 	c->waiters_tail = &w.next;
 	c->waiting += w.want;
-	if (idgen_client_maybe_refill(c) || wake) {
+	if (idgen_client__maybe_refill(c) || wake) {
 		pthread_mutex_unlock(&c->lock);
 		curl_multi_wakeup(c->multi);
 		pthread_mutex_lock(&c->lock);
@@ -202,7 +202,7 @@ static ssize_t take(struct idgen_client *c, uint64_t *ids, size_t n, bool *hit)
 				break;
 	}
 	if (w.got < w.want) {
-		idgen_client_unwait(c, &w);
+		idgen_client__unwait(c, &w);
 		if (c->refill_gen && c->refill_result)
 			set_error("%s", c->refill_err);
 		else
@@ -604,7 +604,7 @@ EXPORT int idgen_client_new(const char *endpoints, const struct idgen_client_opt
 		client_free(c);
 		return -ENOMEM;
 	}
-	ret = pthread_create(&c->thread, NULL, idgen_client_loop, c);
+	ret = pthread_create(&c->thread, NULL, idgen_client__loop, c);
 	if (ret) {
 		set_error("no event-loop thread: %s", strerror(ret));
 		client_free(c);

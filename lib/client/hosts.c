@@ -12,8 +12,8 @@
  * try that timed out on a loaded machine should not keep a good host out
  * for a whole period.  After a failed probe, at the next period.
  */
-void idgen_client_host_down(struct idgen_client *c, struct host *h, uint64_t now,
-			    const char *why, bool soon)
+void idgen_client__host_down(struct idgen_client *c, struct host *h, uint64_t now,
+			     const char *why, bool soon)
 {
 	snprintf(h->why, sizeof(h->why), "%s", why);
 	__atomic_store_n(&h->healthy, 0, __ATOMIC_RELAXED);
@@ -21,7 +21,7 @@ void idgen_client_host_down(struct idgen_client *c, struct host *h, uint64_t now
 		h->next_probe_ns = now + 50000000ULL;
 }
 
-void idgen_client_host_up(struct host *h)
+void idgen_client__host_up(struct host *h)
 {
 	h->why[0] = '\0';
 	__atomic_store_n(&h->healthy, 1, __ATOMIC_RELAXED);
@@ -43,7 +43,7 @@ static uint64_t next_rand(struct idgen_client *c)
  * runs on it (no try, no probe): a frozen host gets one connection at a
  * time, not one per call.  -1 when there is no such host.
  */
-int idgen_client_pick_host(struct idgen_client *c, struct request *r)
+int idgen_client__pick_host(struct idgen_client *c, struct request *r)
 {
 	unsigned int cand[IDGEN_CLIENT_MAX_HOSTS], ncand = 0, nsick = 0, nbusy = 0;
 	unsigned int sick[IDGEN_CLIENT_MAX_HOSTS], busy[IDGEN_CLIENT_MAX_HOSTS], i, a, b;

@@ -5,8 +5,8 @@
  * which one a try goes to), the event loop (loop.c: transfers,
  * tries, probes, timers) and the buffer (buffer.c).  Nothing here is
  * exported: -fvisibility=hidden, and every name that is not static has
- * the idgen_client_ prefix, so that the static library collides with no
- * program's own.
+ * the idgen_client__ prefix (two underscores), so that the static library
+ * collides neither with a program's own names nor with its public API.
  */
 #ifndef IDGEN_CLIENT_INTERNAL_H
 #define IDGEN_CLIENT_INTERNAL_H
@@ -127,7 +127,7 @@ struct idgen_client {
 	size_t head, count;
 	struct request *refill_req;	/* the one refill, reused */
 	bool looking;			/* the loop looks every LOOK_NS */
-	bool in_loop;			/* idgen_client_maybe_refill() called by the loop */
+	bool in_loop;			/* idgen_client__maybe_refill() called by the loop */
 	uint64_t last_take_ns;		/* the last call on the buffer */
 	size_t refill_cap;		/* the most IDs it takes */
 	struct waiter *waiters, **waiters_tail;	/* first come, first served */
@@ -181,20 +181,20 @@ static inline bool host_usable(const struct host *h)
 }
 
 /* hosts.c */
-void idgen_client_host_down(struct idgen_client *c, struct host *h, uint64_t now,
-			    const char *why, bool soon);
-void idgen_client_host_up(struct host *h);
-int idgen_client_pick_host(struct idgen_client *c, struct request *r);
+void idgen_client__host_down(struct idgen_client *c, struct host *h, uint64_t now,
+			     const char *why, bool soon);
+void idgen_client__host_up(struct host *h);
+int idgen_client__pick_host(struct idgen_client *c, struct request *r);
 
 /* loop.c: the event loop's thread. */
-void *idgen_client_loop(void *arg);
+void *idgen_client__loop(void *arg);
 
 /* buffer.c, under c->lock */
-void idgen_client_drop_stale(struct idgen_client *c);
-void idgen_client_unwait(struct idgen_client *c, struct waiter *w);
-void idgen_client_deliver(struct idgen_client *c, struct request *r);
-void idgen_client_submit(struct idgen_client *c, struct request *r);
-bool idgen_client_maybe_refill(struct idgen_client *c);
-size_t idgen_client_take_buffered(struct idgen_client *c, uint64_t *ids, size_t n, bool *wake);
+void idgen_client__drop_stale(struct idgen_client *c);
+void idgen_client__unwait(struct idgen_client *c, struct waiter *w);
+void idgen_client__deliver(struct idgen_client *c, struct request *r);
+void idgen_client__submit(struct idgen_client *c, struct request *r);
+bool idgen_client__maybe_refill(struct idgen_client *c);
+size_t idgen_client__take_buffered(struct idgen_client *c, uint64_t *ids, size_t n, bool *wake);
 
 #endif /* IDGEN_CLIENT_INTERNAL_H */

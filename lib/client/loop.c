@@ -177,10 +177,10 @@ static void finish(struct idgen_client *c, struct request *r, int result)
 	if (r->refill) {
 		pthread_mutex_lock(&c->lock);
 		if (!result)
-			idgen_client_deliver(c, r);
+			idgen_client__deliver(c, r);
 		else
 			format_error(c, r, c->refill_err, sizeof(c->refill_err));
-		/* Ready for the next refill (set up by idgen_client_maybe_refill()). */
+		/* Ready for the next refill (set up by idgen_client__maybe_refill()). */
 		memset(r->reasons, 0, sizeof(r->reasons));
 		r->tried = r->round_ns = r->hedge_ns = 0;
 		r->rounds = r->ntries = 0;
@@ -190,7 +190,7 @@ static void finish(struct idgen_client *c, struct request *r, int result)
 		/* (The loop looks at its queue before it sleeps again.) */
 		if (c->waiters || !result) {
 			c->in_loop = true;
-			idgen_client_maybe_refill(c);
+			idgen_client__maybe_refill(c);
 			c->in_loop = false;
 		}
 		pthread_cond_broadcast(&c->buf_cond);
@@ -218,7 +218,7 @@ static void start_try(struct idgen_client *c, struct request *r, uint64_t now)
 	struct xfer *x;
 	int hi;
 
-	hi = idgen_client_pick_host(c, r);
+	hi = idgen_client__pick_host(c, r);
 	if (hi < 0) {
 		if (!r->tries && !r->round_ns)
 			r->round_ns = now + (c->per_try_ns << (r->rounds < 6 ? r->rounds : 6));
@@ -310,7 +310,7 @@ static void try_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint64
 		goto failed;
 	}
 	/*
-	 * A refill hands its IDs to waiting calls at once, past idgen_client_drop_stale():
+	 * A refill hands its IDs to waiting calls at once, past idgen_client__drop_stale():
 	 * the first, the oldest, must be within the bound (a host whose clock
 	 * lags, or an answer held up after its IDs were minted).
 	 */
@@ -323,14 +323,14 @@ static void try_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint64
 		goto failed;
 	}
 	ADD(c, ids_received, r->want);
-	idgen_client_host_up(h);
+	idgen_client__host_up(h);
 	xfer_end(x);
 	finish(c, r, 0);
 	return;
 
 failed:
 	set_reason(r, x->hi, definite, why);
-	idgen_client_host_down(c, h, now, why, true);
+	idgen_client__host_down(c, h, now, why, true);
 	xfer_end(x);
 	/* At once on another host; a slow try of r may still answer. */
 	start_try(c, r, now);
@@ -346,7 +346,7 @@ static void probe_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint
 	if (cc == CURLE_OK)
 		curl_easy_getinfo(x->easy, CURLINFO_RESPONSE_CODE, &status);
 	if (status == 200) {
-		idgen_client_host_up(h);
+		idgen_client__host_up(h);
 	} else {
 		BUMP(c, probes_failed);
 		if (cc == CURLE_OK)
@@ -355,7 +355,7 @@ static void probe_done(struct idgen_client *c, struct xfer *x, CURLcode cc, uint
 			snprintf(why, sizeof(why), "/readyz: %.100s%s",
 				 x->curl_err[0] ? x->curl_err : curl_easy_strerror(cc),
 				 tls_hint(c, x, cc));
-		idgen_client_host_down(c, h, now, why, false);
+		idgen_client__host_down(c, h, now, why, false);
 	}
 	xfer_end(x);
 }
@@ -386,7 +386,7 @@ static void run_probes(struct idgen_client *c, uint64_t now)
 
 				snprintf(why, sizeof(why), "/readyz: no answer after %llu ms",
 					 (unsigned long long)(probe_timeout_ns(c) / 1000000));
-				idgen_client_host_down(c, h, now, why, false);
+				idgen_client__host_down(c, h, now, why, false);
 			}
 			continue;
 		}
@@ -433,10 +433,11 @@ static void run_timers(struct idgen_client *c, uint64_t now)
 			if (!x->timed_out) {
 				x->timed_out = true;
 				BUMP(c, timeouts);
-				snprintf(why, sizeof(why), "timed out after %u ms", c->o.per_try_ms);
+				snprintf(why, sizeof(why), "timed out after %u ms",
+					 c->o.per_try_ms);
 				set_reason(r, x->hi, false, why);
-				idgen_client_host_down(c, &c->hosts[x->hi], now, why,
-						       true);
+				idgen_client__host_down(c, &c->hosts[x->hi], now, why,
+							true);
 			}
 			r->hedge_ns = UINT64_MAX;
 			start_try(c, r, now);
@@ -471,7 +472,7 @@ static uint64_t next_timer(struct idgen_client *c)
 	return t;
 }
 
-void *idgen_client_loop(void *arg)
+void *idgen_client__loop(void *arg)
 {
 	struct idgen_client *c = arg;
 	struct request *fresh, *r;
@@ -493,7 +494,7 @@ void *idgen_client_loop(void *arg)
 		if (c->o.buffer_size) {
 			/* A refill left for this look by a caller. */
 			c->in_loop = true;
-			idgen_client_maybe_refill(c);
+			idgen_client__maybe_refill(c);
 			c->in_loop = false;
 			c->looking = mono_ns() - c->last_take_ns < BUSY_NS;
 		}
