@@ -33,25 +33,10 @@ import subprocess
 import struct
 import sys
 import time
+from tap import done, ok
 
 httpd, work = sys.argv[1], sys.argv[2]
 ipv6 = len(sys.argv) > 3 and sys.argv[3] == "ipv6"
-n = 0
-failed = False
-
-
-def ok(cond, desc, why=""):
-    global n, failed
-    n += 1
-    if cond:
-        print(f"ok {n} {desc}")
-    else:
-        failed = True
-        print(f"not ok {n} {desc}")
-        for line in str(why).splitlines():
-            print(f"# {line}")
-    sys.stdout.flush()
-    return cond
 
 
 class Server:
@@ -516,5 +501,4 @@ finally:
     for srv in Server.running:
         srv.p.kill()
         srv.p.wait()
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+done()

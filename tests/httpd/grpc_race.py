@@ -33,22 +33,9 @@ import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import h2_client as h2  # noqa: E402
+from tap import done, ok  # noqa: E402
 
 httpd, work = sys.argv[1], sys.argv[2]
-n = 0
-failed = False
-
-
-def ok(cond, desc, why=""):
-    global n, failed
-    n += 1
-    print(f"{'ok' if cond else 'not ok'} {n} {desc}")
-    if not cond:
-        failed = True
-        for line in str(why).splitlines():
-            print(f"# {line}")
-    sys.stdout.flush()
-    return cond
 
 
 def varint(v):
@@ -90,8 +77,7 @@ try:
         time.sleep(0.1)
     if not ok(port, "idgen-httpd under ASan and UBSan starts", text()):
         p.kill()
-        print(f"1..{n}")
-        sys.exit(1)
+        done()
 
 
     def minted():
@@ -135,8 +121,7 @@ try:
        text()[-4000:])
 
     if p.poll() is not None:
-        print(f"1..{n}")
-        sys.exit(1)
+        done()
 
     # --- a peer owed more than it reads ------------------------------------------
     before = minted()
@@ -231,5 +216,4 @@ finally:
     if p.poll() is None:
         p.kill()
         p.wait()
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+done()

@@ -50,24 +50,10 @@ import urllib.request
 
 import grpc
 
+from tap import done, ok
+
 httpd, work = sys.argv[1], sys.argv[2]
 top = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-n = 0
-failed = False
-
-
-def ok(cond, desc, why=""):
-    global n, failed
-    n += 1
-    if cond:
-        print(f"ok {n} {desc}")
-    else:
-        failed = True
-        print(f"not ok {n} {desc}")
-        for line in str(why).splitlines():
-            print(f"# {line}")
-    sys.stdout.flush()
-    return cond
 
 
 # --- stubs, generated from the shipped contract ------------------------------
@@ -89,8 +75,7 @@ r = subprocess.run(["protoc", f"-I{top}/proto", "-I/usr/include", f"-I{stubs}/sr
                    capture_output=True, text=True)
 if not ok(r.returncode == 0, "stubs generated from proto/idgen/v1/idgen.proto and "
           f"{health_proto} (protoc, grpc_python_plugin)", r.stderr):
-    print(f"1..{n}")
-    sys.exit(1)
+    done()
 sys.path.insert(0, stubs)
 from google.protobuf import timestamp_pb2  # noqa: E402
 from health import health_pb2, health_pb2_grpc  # noqa: E402
@@ -683,5 +668,4 @@ finally:
         srv.p.kill()
         srv.p.wait()
 
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+done()

@@ -27,22 +27,10 @@ import urllib.request
 
 import grpc
 
+from tap import done, ok, wait_port
+
 httpd, work, certs = sys.argv[1:4]
 top = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
-n = 0
-failed = False
-
-
-def ok(cond, desc, why=""):
-    global n, failed
-    n += 1
-    print(("ok" if cond else "not ok"), n, desc)
-    if not cond:
-        failed = True
-        for line in str(why).splitlines():
-            print("#", line)
-    sys.stdout.flush()
-    return cond
 
 
 def cert(name):
@@ -79,20 +67,8 @@ proc = subprocess.Popen(
     stdout=open(log, "w"), stderr=subprocess.STDOUT)
 
 
-def port_of(pattern):
-    for _ in range(100):
-        m = re.search(pattern, open(log).read())
-        if m:
-            return int(m.group(1))
-        time.sleep(0.1)
-    print("Bail out! idgen-httpd did not start")
-    print(open(log).read())
-    proc.kill()
-    sys.exit(1)
-
-
-http_port = port_of(r"listening on .* \(port (\d+)\)")
-port = port_of(r"serving gRPC .*\(port (\d+)\)")
+http_port = wait_port(log, r"listening on .* \(port (\d+)\)", proc)
+port = wait_port(log, r"serving gRPC .*\(port (\d+)\)", proc)
 print("TAP version 13")
 ok("serving gRPC (idgen.v1.IdGen, TLS)" in open(log).read(),
    "its log says the gRPC listener speaks TLS")
@@ -193,5 +169,4 @@ ok(err is None, "... while the channel opened before goes on", err)
 orders.close()
 proc.terminate()
 ok(proc.wait(timeout=20) == 0, "SIGTERM: exit 0")
-print(f"1..{n}")
-sys.exit(1 if failed else 0)
+done()

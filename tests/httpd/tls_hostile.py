@@ -29,24 +29,13 @@ import sys
 import threading
 import time
 
+from tap import done, ok, wait_port
+
 httpd, work, certs = sys.argv[1:4]
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, min(hard, 8192)), hard))
 grpc = len(sys.argv) > 4 and sys.argv[4] == "grpc"
 BOUND = 2           # --tls-handshake-timeout-s
-n = 0
-failed = False
-
-
-def ok(cond, desc, why=""):
-    global n, failed
-    n += 1
-    print(("ok" if cond else "not ok"), n, desc)
-    if not cond:
-        failed = True
-        for line in str(why).splitlines():
-            print("#", line)
-    sys.stdout.flush()
 
 
 def cert(name):
@@ -65,20 +54,8 @@ logf = open(log, "w")
 proc = subprocess.Popen(args, stdout=logf, stderr=subprocess.STDOUT)
 
 
-def wait_port(pattern):
-    for _ in range(100):
-        m = re.search(pattern, open(log).read())
-        if m:
-            return int(m.group(1))
-        time.sleep(0.1)
-    print("Bail out! idgen-httpd did not start")
-    print(open(log).read())
-    proc.kill()
-    sys.exit(1)
-
-
-http_port = wait_port(r"listening on .* \(port (\d+)\)")
-port = wait_port(r"serving gRPC .*\(port (\d+)\)") if grpc else http_port
+http_port = wait_port(log, r"listening on .* \(port (\d+)\)", proc)
+port = wait_port(log, r"serving gRPC .*\(port (\d+)\)", proc) if grpc else http_port
 alpn = "h2" if grpc else "http/1.1"
 
 
@@ -300,5 +277,4 @@ ok(served(), "... the service serves as before")
 ok(proc.poll() is None, "it is still running")
 proc.terminate()
 ok(proc.wait(timeout=20) == 0, "SIGTERM: exit 0")
-print("1..%d" % n)
-sys.exit(1 if failed else 0)
+done()
