@@ -5,30 +5,10 @@
 // the shipped proto/idgen/v1/idgen.proto loaded as it is: IDs come as
 // strings (longs: String) and must round-trip exactly through BigInt,
 // far past 2^53.  Prints TAP.
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import grpc from '@grpc/grpc-js';
-import protoLoader from '@grpc/proto-loader';
+import { IdGen, done, ok } from './tap.mjs';
 
 const [port, worker] = process.argv.slice(2);
-const top = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-let n = 0;
-let failed = false;
-
-function ok(cond, desc, why = '') {
-  n++;
-  console.log(`${cond ? 'ok' : 'not ok'} ${n} ${desc}`);
-  if (!cond) {
-    failed = true;
-    for (const line of String(why).split('\n')) console.log(`# ${line}`);
-  }
-}
-
-const def = protoLoader.loadSync('idgen/v1/idgen.proto', {
-  includeDirs: [path.join(top, 'proto'), '/usr/include'],
-  keepCase: true, longs: String, enums: String, defaults: true, oneofs: true,
-});
-const { IdGen } = grpc.loadPackageDefinition(def).idgen.v1;
 const client = new IdGen(`127.0.0.1:${port}`, grpc.credentials.createInsecure());
 const deadline = () => ({ deadline: Date.now() + 10000 });
 const call = (method, req) => new Promise((resolve) =>
@@ -74,5 +54,4 @@ ok(r.err && r.err.code === grpc.status.INVALID_ARGUMENT, 'DecodeId of -1: INVALI
   r.err ? r.err.code : 'answered');
 
 client.close();
-console.log(`1..${n}`);
-process.exit(failed ? 1 : 0);
+done();

@@ -7,29 +7,10 @@
 // channel, UNAVAILABLE.  Prints TAP.
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import grpc from '@grpc/grpc-js';
-import protoLoader from '@grpc/proto-loader';
+import { IdGen, done, ok } from './tap.mjs';
 
 const [port, certs] = process.argv.slice(2);
-const top = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../../..');
-let n = 0;
-let failed = false;
-
-function ok(cond, desc, why = '') {
-  n++;
-  console.log(`${cond ? 'ok' : 'not ok'} ${n} ${desc}`);
-  if (!cond) {
-    failed = true;
-    for (const line of String(why).split('\n')) console.log(`# ${line}`);
-  }
-}
-
-const def = protoLoader.loadSync('idgen/v1/idgen.proto', {
-  includeDirs: [path.join(top, 'proto'), '/usr/include'],
-  keepCase: true, longs: String, enums: String, defaults: true, oneofs: true,
-});
-const { IdGen } = grpc.loadPackageDefinition(def).idgen.v1;
 const file = (name) => fs.readFileSync(path.join(certs, name));
 const client = (creds) => new IdGen(`localhost:${port}`, creds);
 const call = (c, method, req) => new Promise((resolve) =>
@@ -62,5 +43,4 @@ for (const [desc, creds] of [
   c.close();
 }
 
-console.log(`1..${n}`);
-process.exit(failed ? 1 : 0);
+done();
