@@ -48,6 +48,8 @@ httpd=$top/helper/httpd/idgen-httpd
 out=$top/build/httpd-test
 # shellcheck source=../lib/tap.sh
 . "$top/tests/lib/tap.sh"
+# shellcheck source=../lib/httpd.sh
+. "$top/tests/lib/httpd.sh"
 
 mkdir -p "$top/build"
 work=$(mktemp -d "$top/build/httpd-run.XXXXXX") || exit 1
@@ -62,35 +64,6 @@ bail() { echo "1..$n"; exit 1; }
 echo "TAP version 13"
 tap_step "build helper/httpd" make -s -C "$top/helper/httpd" || bail
 tap_step "build the idgen-httpd tests" make -s -C "$here" OUT="$out" || bail
-
-# start LOG ARGS...: run the service on a free loopback port; sets pid and
-# url.  Fails when it does not say where it listens.
-start() {
-	local log=$1 t
-	shift
-	# Emptied here, not by the background job's redirection: the loop
-	# below must never read the port of a run before.
-	: >"$log"
-	"$httpd" --listen 127.0.0.1:0 "$@" >>"$log" 2>&1 &
-	pid=$!
-	for ((t = 0; t < 100; t++)); do
-		port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$log" | head -n 1)
-		[ -n "$port" ] && { url=http://127.0.0.1:$port; return 0; }
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	sed 's/^/# /' "$log"
-	return 1
-}
-# stop: SIGTERM, and the exit status it gave.
-stop() {
-	local rc
-	kill -TERM "$pid"
-	wait "$pid"
-	rc=$?
-	pid=
-	return $rc
-}
 
 # req NAME CURL-ARGS...: one request; NAME.status, NAME.hdr, NAME.body.
 req() {
@@ -127,6 +100,8 @@ bad() {
 }
 
 J=(-H 'Content-Type: application/json')
+# bad_next DESC STATUS CODE BODY: bad, for BODY posted to /v1/ids:next.
+bad_next() { bad "$1" "$2" "$3" -X POST "${J[@]}" -d "$4" "$url/v1/ids:next"; }
 
 tap_run "quotas" "$out/quota_test"
 tap_run "bulk lane" "$out/lane_test"
@@ -135,7 +110,7 @@ tap_run "gRPC wire rules" "$out/grpc_wire_test"
 tap_run "TLS: contexts, the caller map, handshakes, reloads" env TOP="$top" "$out/tls_test"
 
 # ---- a live simulated generator, worker 37 ----------------------------
-start "$work/sim.log" --device sim:37 --clock-check no || { not_ok "idgen-httpd --device sim:37 starts"; bail; }
+httpd_start "$work/sim.log" --device sim:37 --clock-check no || { not_ok "idgen-httpd --device sim:37 starts"; bail; }
 ok "idgen-httpd --device sim:37 starts and says where it listens"
 check "it says in its log that the generator is simulated" \
 	grep -q 'SIMULATED generator (sim:37: region 0, worker 37' "$work/sim.log"
@@ -193,38 +168,38 @@ check "HEAD /livez: 200, no body" \
 # Bad bodies: each its status and JSON error, the same whichever json-c
 # parses them (run once more below under Debian 13's).
 body_cases() {
-	bad "count 0" 400 invalid_count -X POST "${J[@]}" -d '{"count":0}' "$url/v1/ids:next"
-	bad "count -1" 400 invalid_count -X POST "${J[@]}" -d '{"count":-1}' "$url/v1/ids:next"
-	bad "count 10001" 400 invalid_count -X POST "${J[@]}" -d '{"count":10001}' "$url/v1/ids:next"
-	bad "count 2^64" 400 invalid_count -X POST "${J[@]}" -d '{"count":18446744073709551616}' "$url/v1/ids:next"
-	bad "count 2^64 - 1" 400 invalid_count -X POST "${J[@]}" -d '{"count":18446744073709551615}' "$url/v1/ids:next"
+	bad_next "count 0" 400 invalid_count '{"count":0}'
+	bad_next "count -1" 400 invalid_count '{"count":-1}'
+	bad_next "count 10001" 400 invalid_count '{"count":10001}'
+	bad_next "count 2^64" 400 invalid_count '{"count":18446744073709551616}'
+	bad_next "count 2^64 - 1" 400 invalid_count '{"count":18446744073709551615}'
 	bad "count of 30 digits after a caller named count" 400 invalid_count -X POST "${J[@]}" \
 		-d '{"caller":"count", "count" : 123456789012345678901234567890}' "$url/v1/ids:next"
-	bad 'count "3" (a string)' 400 invalid_count -X POST "${J[@]}" -d '{"count":"3"}' "$url/v1/ids:next"
-	bad "count 1e3 (an exponent)" 400 invalid_count -X POST "${J[@]}" -d '{"count":1e3}' "$url/v1/ids:next"
-	bad "count 3.0 (a fraction)" 400 invalid_count -X POST "${J[@]}" -d '{"count":3.0}' "$url/v1/ids:next"
-	bad "count null" 400 invalid_count -X POST "${J[@]}" -d '{"count":null}' "$url/v1/ids:next"
-	bad "caller a number" 400 invalid_caller -X POST "${J[@]}" -d '{"caller":5}' "$url/v1/ids:next"
-	bad "caller with a blank" 400 invalid_caller -X POST "${J[@]}" -d '{"caller":"a b"}' "$url/v1/ids:next"
-	bad "caller of 65 bytes" 400 invalid_caller -X POST "${J[@]}" -d "{\"caller\":\"$(printf 'a%.0s' {1..65})\"}" "$url/v1/ids:next"
-	bad "an unknown field" 400 invalid_request -X POST "${J[@]}" -d '{"cuont":3}' "$url/v1/ids:next"
+	bad_next 'count "3" (a string)' 400 invalid_count '{"count":"3"}'
+	bad_next "count 1e3 (an exponent)" 400 invalid_count '{"count":1e3}'
+	bad_next "count 3.0 (a fraction)" 400 invalid_count '{"count":3.0}'
+	bad_next "count null" 400 invalid_count '{"count":null}'
+	bad_next "caller a number" 400 invalid_caller '{"caller":5}'
+	bad_next "caller with a blank" 400 invalid_caller '{"caller":"a b"}'
+	bad_next "caller of 65 bytes" 400 invalid_caller "{\"caller\":\"$(printf 'a%.0s' {1..65})\"}"
+	bad_next "an unknown field" 400 invalid_request '{"cuont":3}'
 	# json-c ends a key at an escaped NUL: these would read count and caller.
-	bad 'a key "count\u0000"' 400 invalid_request -X POST "${J[@]}" -d '{"count\u0000":5}' "$url/v1/ids:next"
+	bad_next 'a key "count\u0000"' 400 invalid_request '{"count\u0000":5}'
 	bad 'a key "caller\u0000"' 400 invalid_request -X POST "${J[@]}" \
 		-d '{"caller\u0000":"order-service","count":200}' "$url/v1/ids:next"
-	bad 'a key "co\u0075nt", escaped' 400 invalid_request -X POST "${J[@]}" -d '{"co\u0075nt":2}' "$url/v1/ids:next"
-	bad 'a key "public\/"' 400 invalid_request -X POST "${J[@]}" -d '{"public\/":true}' "$url/v1/ids:next"
-	bad "an array, not an object" 400 invalid_request -X POST "${J[@]}" -d '[3]' "$url/v1/ids:next"
-	bad "a bare number" 400 invalid_request -X POST "${J[@]}" -d '3' "$url/v1/ids:next"
-	bad "invalid JSON" 400 invalid_json -X POST "${J[@]}" -d '{"count":' "$url/v1/ids:next"
-	bad "JSON then garbage" 400 invalid_json -X POST "${J[@]}" -d '{"count":1}x' "$url/v1/ids:next"
-	bad "single-quoted keys" 400 invalid_json -X POST "${J[@]}" -d "{'count':2}" "$url/v1/ids:next"
-	bad "a single-quoted value" 400 invalid_json -X POST "${J[@]}" -d "{\"caller\":'a'}" "$url/v1/ids:next"
-	bad "a key given twice" 400 invalid_json -X POST "${J[@]}" -d '{"count":2,"count":3}' "$url/v1/ids:next"
-	bad "a key given twice, apart" 400 invalid_json -X POST "${J[@]}" -d '{"caller":"a", "count":1 ,"caller":"b"}' "$url/v1/ids:next"
-	bad "count NaN" 400 invalid_json -X POST "${J[@]}" -d '{"count":NaN}' "$url/v1/ids:next"
-	bad "count Infinity" 400 invalid_json -X POST "${J[@]}" -d '{"count":Infinity}' "$url/v1/ids:next"
-	bad "two JSON values" 400 invalid_json -X POST "${J[@]}" -d '{} {}' "$url/v1/ids:next"
+	bad_next 'a key "co\u0075nt", escaped' 400 invalid_request '{"co\u0075nt":2}'
+	bad_next 'a key "public\/"' 400 invalid_request '{"public\/":true}'
+	bad_next "an array, not an object" 400 invalid_request '[3]'
+	bad_next "a bare number" 400 invalid_request '3'
+	bad_next "invalid JSON" 400 invalid_json '{"count":'
+	bad_next "JSON then garbage" 400 invalid_json '{"count":1}x'
+	bad_next "single-quoted keys" 400 invalid_json "{'count':2}"
+	bad_next "a single-quoted value" 400 invalid_json "{\"caller\":'a'}"
+	bad_next "a key given twice" 400 invalid_json '{"count":2,"count":3}'
+	bad_next "a key given twice, apart" 400 invalid_json '{"caller":"a", "count":1 ,"caller":"b"}'
+	bad_next "count NaN" 400 invalid_json '{"count":NaN}'
+	bad_next "count Infinity" 400 invalid_json '{"count":Infinity}'
+	bad_next "two JSON values" 400 invalid_json '{} {}'
 	bad "a NUL in the body" 400 invalid_json -X POST "${J[@]}" --data-binary @<(printf '{}\0') "$url/v1/ids:next"
 	bad "count with a leading zero" 400 invalid_json -X POST "${J[@]}" \
 		-d '{"count":000000000000000000000001}' "$url/v1/ids:next"
@@ -268,11 +243,11 @@ bad "GET /v1/ids/18446744073709551616" 400 invalid_id "$url/v1/ids/1844674407370
 # No public_keys: public IDs are off, and the answers say so.
 bad "GET /v1/public/123 with no keys configured" 404 not_found "$url/v1/public/123"
 check "... saying no public-ID keys are configured" grep -q "no public-ID keys configured" "$work/bad$nbad.body"
-bad '"public": true with no keys configured' 400 no_public_keys -X POST "${J[@]}" -d '{"count":2,"public":true}' "$url/v1/ids:next"
+bad_next '"public": true with no keys configured' 400 no_public_keys '{"count":2,"public":true}'
 check "... saying no public-ID keys are configured" grep -q "no public-ID keys are configured" "$work/bad$nbad.body"
-bad '"public": "yes" (a string)' 400 invalid_public -X POST "${J[@]}" -d '{"public":"yes"}' "$url/v1/ids:next"
-bad '"public": 1' 400 invalid_public -X POST "${J[@]}" -d '{"public":1}' "$url/v1/ids:next"
-bad '"public": null' 400 invalid_public -X POST "${J[@]}" -d '{"public":null}' "$url/v1/ids:next"
+bad_next '"public": "yes" (a string)' 400 invalid_public '{"public":"yes"}'
+bad_next '"public": 1' 400 invalid_public '{"public":1}'
+bad_next '"public": null' 400 invalid_public '{"public":null}'
 req pubfalse -X POST "${J[@]}" -d '{"count":2,"public":false}' "$url/v1/ids:next"
 minted=$((minted + 2))
 check '"public": false: the answer without public IDs' \
@@ -341,7 +316,7 @@ else
 	not_ok "json: node not found (install nodejs: scripts/deps.sh)"
 fi
 minted=$((minted + 1000 + 1))
-stop
+httpd_stop
 check "SIGTERM: exit 0" test $? = 0
 check "no refused request consumed an ID: the simulation minted exactly the $minted asked for" \
 	grep -q "simulated generator: $minted IDs minted" "$work/sim.log"
@@ -351,13 +326,13 @@ grep 'IDs minted' "$work/sim.log" | sed 's/^/# /'
 # Its strict mode differs from 0.16's (numbers past 2^64, raw UTF-8); the
 # soname is the same, so the service runs on it through LD_LIBRARY_PATH.
 if jc=$("$top/tests/idgend/json-c-0.18.sh" 2>"$work/json-c.log"); then
-	if LD_LIBRARY_PATH=${jc%/pkgconfig} start "$work/jc18.log" --device sim:5 --clock-check no; then
+	if LD_LIBRARY_PATH=${jc%/pkgconfig} httpd_start "$work/jc18.log" --device sim:5 --clock-check no; then
 		check "idgen-httpd runs on json-c 0.18 (${jc%/lib/pkgconfig})" \
 			grep -q "${jc%/pkgconfig}/libjson-c" "/proc/$pid/maps"
 		bad_prefix="json-c 0.18: "
 		body_cases
 		bad_prefix=
-		stop
+		httpd_stop
 		check "json-c 0.18: no refused request consumed an ID" \
 			grep -q "simulated generator: 0 IDs minted" "$work/jc18.log"
 	else
@@ -376,7 +351,7 @@ echo "7 $key7" >"$keys/k7"
 chmod 600 "$keys/k7"
 idgenctl=$top/helper/idgenctl/idgenctl
 tap_step "build helper/idgenctl (public decode)" make -s -C "$top/helper/idgenctl" || bail
-if start "$work/pub.log" --device sim:37 --clock-check no --public-keys "$keys/k7"; then
+if httpd_start "$work/pub.log" --device sim:37 --clock-check no --public-keys "$keys/k7"; then
 	ok "idgen-httpd --public-keys KEYFILE starts"
 	pminted=0
 	req pubnext -X POST "${J[@]}" -d '{"count":5,"public":true}' "$url/v1/ids:next"
@@ -423,8 +398,8 @@ if start "$work/pub.log" --device sim:37 --clock-check no --public-keys "$keys/k
 	req pubv7 "$url/v1/public/v7.$p1"
 	check "GET /v1/public/v7.{pub}: the loaded version named, the same ID" \
 		cmp -s "$work/pubv7.body" "$work/pubget1.body"
-	bad '"public": "yes" with keys' 400 invalid_public -X POST "${J[@]}" -d '{"count":1,"public":"yes"}' "$url/v1/ids:next"
-	bad '"public": true with a bad count' 400 invalid_count -X POST "${J[@]}" -d '{"count":0,"public":true}' "$url/v1/ids:next"
+	bad_next '"public": "yes" with keys' 400 invalid_public '{"count":1,"public":"yes"}'
+	bad_next '"public": true with a bad count' 400 invalid_count '{"count":0,"public":true}'
 	req pubmetrics "$url/metrics"
 	check "/metrics counts GET /v1/public/{pub} under its own route" eval \
 		'grep -qxF "idgen_requests_total{route=\"/v1/public/{pub}\",code=\"200\"} 7" "$work/pubmetrics.body" &&
@@ -437,7 +412,7 @@ if start "$work/pub.log" --device sim:37 --clock-check no --public-keys "$keys/k
 		not_ok "json-public: node not found (install nodejs: scripts/deps.sh)"
 	fi
 	pminted=$((pminted + 100))
-	stop
+	httpd_stop
 	check "SIGTERM: exit 0" test $? = 0
 	check "no refused request consumed an ID: the simulation minted exactly the $pminted asked for" \
 		grep -q "simulated generator: $pminted IDs minted" "$work/pub.log"
@@ -465,21 +440,21 @@ sed 's/^/# /' "$work/cred.out"
 chmod 700 "$work/creds"
 
 # ---- a real browser: fetch, BigInt, and a decode (browser/run.sh) ------
-if start "$work/browser.log" --device sim:37 --clock-check no; then
+if httpd_start "$work/browser.log" --device sim:37 --clock-check no; then
 	tap_run browser "$here/browser/run.sh" "$url" 37
-	stop
+	httpd_stop
 else
 	not_ok "idgen-httpd for the browser starts"
 fi
 
 # ---- the generator refuses: a simulated lease that ended at once -------
-start "$work/fence.log" --device sim:3 --sim-lease-ms 1 --clock-check no ||
+httpd_start "$work/fence.log" --device sim:3 --sim-lease-ms 1 --clock-check no ||
 	{ not_ok "idgen-httpd --sim-lease-ms 1 starts"; bail; }
 bad "POST /v1/ids:next past the fence" 503 fence_reached -X POST "$url/v1/ids:next"
 req fence_again -X POST "$url/v1/ids:next"
 check "... with Retry-After: 1" test "$(header_of "bad$nbad" Retry-After)" = 1
 # Bad input is refused for what it is, before the generator is asked.
-bad "count 0 past the fence" 400 invalid_count -X POST "${J[@]}" -d '{"count":0}' "$url/v1/ids:next"
+bad_next "count 0 past the fence" 400 invalid_count '{"count":0}'
 check "... without Retry-After" test -z "$(header_of "bad$nbad" Retry-After)"
 req nolease "$url/readyz"
 check "GET /readyz past the fence: 503, reason no_lease" \
@@ -487,27 +462,27 @@ check "GET /readyz past the fence: 503, reason no_lease" \
 	'{"ready":false,"reasons":[{"code":"no_lease","message":"the generator holds no lease: it refuses to mint"}],"generator":"simulated"}'
 req decode_anyway "$url/v1/ids/108421920055775237"
 check "decoding needs no lease: GET /v1/ids/{id} still 200" test "$(status_of decode_anyway)" = 200
-stop
+httpd_stop
 check "the refused requests minted nothing" grep -q "simulated generator: 0 IDs minted" "$work/fence.log"
 check "the refusal is logged once, not per request" \
 	test "$(grep -c 'refuses to mint: the lease.s fence is reached' "$work/fence.log")" = 1
 
 # ---- /readyz: lease margin and the clock (adjtimex stood in for) -------
-start "$work/margin.log" --device sim --sim-lease-ms 60000 --ready-margin-ms 120000 \
+httpd_start "$work/margin.log" --device sim --sim-lease-ms 60000 --ready-margin-ms 120000 \
 	--clock-check no || { not_ok "idgen-httpd --ready-margin-ms 120000 starts"; bail; }
 req margin "$url/readyz"
 check "GET /readyz with less lease left than the margin: 503, lease_expiring" \
 	test "$(status_of margin)" = 503 -a -n "$(grep '"reasons":\[{"code":"lease_expiring"' "$work/margin.body")"
 req margin_mint -X POST "$url/v1/ids:next"
 check "... while minting still works (the lease is in force)" test "$(status_of margin_mint)" = 200
-stop
+httpd_stop
 
 nclock=0
 readyz_clock() {
 	local desc=$1 fake=$2 want=$3 codes=$4 got
 	nclock=$((nclock + 1))
 	if ! IDGEN_FAKE_ADJTIMEX=$fake LD_PRELOAD=$out/fake_adjtimex.so \
-		start "$work/clock$nclock.log" --device sim "${@:5}"; then
+		httpd_start "$work/clock$nclock.log" --device sim "${@:5}"; then
 		not_ok "$desc: idgen-httpd starts"
 		return
 	fi
@@ -519,7 +494,7 @@ readyz_clock() {
 		not_ok "$desc: want $want ($codes), got $(status_of clock$nclock) ($got)"
 		sed 's/^/# /' "$work/clock$nclock.body"; echo
 	fi
-	stop
+	httpd_stop
 }
 readyz_clock "GET /readyz, clock synchronised, offset 100 us" synced:100 200 ""
 readyz_clock "GET /readyz, clock synchronised, offset -4999 us" synced:-4999 200 ""
@@ -539,7 +514,7 @@ readyz_clock "GET /readyz, unsynchronised and lease expiring: both reasons" unsy
 	lease_expiring,clock_unsynchronised --sim-lease-ms 1000 --ready-margin-ms 5000
 
 # ---- limits: connections per address, a stalled request ---------------
-start "$work/limits.log" --device sim --clock-check no --max-connections-per-ip 2 \
+httpd_start "$work/limits.log" --device sim --clock-check no --max-connections-per-ip 2 \
 	--timeout-s 1 || { not_ok "idgen-httpd with limits starts"; bail; }
 exec 5<>"/dev/tcp/127.0.0.1/$port" 6<>"/dev/tcp/127.0.0.1/$port"
 printf 'GET /livez HTTP/1.1\r\nHost: t\r\n\r\n' >&5
@@ -579,14 +554,14 @@ printf 'POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\
 answer=$(timeout 20 cat <&5; echo "rc=$?")
 exec 5>&-
 check "a request stalled in its body is cut off, unanswered" test "$answer" = "rc=0"
-stop
+httpd_stop
 check "the stalled requests minted nothing" grep -q "simulated generator: 0 IDs minted" "$work/limits.log"
 
 # ---- slow clients: a request has a deadline, whatever it trickles ------
 # libmicrohttpd's idle timeout restarts with every byte; the request's
 # deadline (2 x --timeout-s from the connection's opening) does not.
 trickle="python3 $here/trickle.py"
-start "$work/slow.log" --device sim --clock-check no --timeout-s 1 --threads 1 \
+httpd_start "$work/slow.log" --device sim --clock-check no --timeout-s 1 --threads 1 \
 	--max-connections 6 --max-connections-per-ip 3 ||
 	{ not_ok "idgen-httpd with limits starts"; bail; }
 lasted=$($trickle "$port" 127.0.0.1 1 headers 20 | tail -n 1)
@@ -625,7 +600,7 @@ check "/metrics counts the refused and the cut connections, and the open ones" e
 	 grep -Eq "^idgen_connections_open 1$" "$work/slowm.body"'
 check "the connection limit reached is logged, once" \
 	test "$(grep -c 'refused (503): max_connections (6) reached' "$work/slow.log")" = 1
-stop
+httpd_stop
 check "the slow requests minted nothing" grep -q "simulated generator: 0 IDs minted" "$work/slow.log"
 
 # ---- connection limits answered, framing (conn_test.py) ------------------
@@ -661,7 +636,7 @@ fi
 # exactly those; this suite has no network) and checked here.
 if tap_step "@grpc/grpc-js and @grpc/proto-loader as grpc-node/package-lock.json pins them (scripts/deps.sh installs them)" \
 	npm ls --prefix "$here/grpc-node" --offline --all; then
-	# The gRPC listener's line comes after the HTTP one start() waits for.
+	# The gRPC listener's line comes after the HTTP one httpd_start waits for.
 	grpc_port() {
 		local t p
 		for ((t = 0; t < 100; t++)); do
@@ -670,19 +645,19 @@ if tap_step "@grpc/grpc-js and @grpc/proto-loader as grpc-node/package-lock.json
 			sleep 0.1
 		done
 	}
-	if start "$work/grpc-node.log" --device sim:44 --clock-check no --grpc-listen 127.0.0.1:0; then
+	if httpd_start "$work/grpc-node.log" --device sim:44 --clock-check no --grpc-listen 127.0.0.1:0; then
 		tap_run grpc-node node "$here/grpc-node/run.mjs" "$(grpc_port "$work/grpc-node.log")" 44
-		stop
+		httpd_stop
 	else
 		not_ok "idgen-httpd --grpc-listen starts for the Node client"
 	fi
 	# ... and over TLS, a client certificate the caller (grpc-node/tls.mjs).
 	c=$work/tls/certs
-	if start "$work/grpc-node-tls.log" --device sim:45 --clock-check no --grpc-listen 127.0.0.1:0 \
+	if httpd_start "$work/grpc-node-tls.log" --device sim:45 --clock-check no --grpc-listen 127.0.0.1:0 \
 		--tls-cert "$c/server.pem" --tls-key "$c/server.key" --tls-client-ca "$c/ca.pem" \
 		--caller-map "$c/callers.map" --callers 'order-service billing'; then
 		tap_run grpc-node-tls node "$here/grpc-node/tls.mjs" "$(grpc_port "$work/grpc-node-tls.log")" "$c"
-		stop
+		httpd_stop
 	else
 		not_ok "idgen-httpd --grpc-listen with TLS starts for the Node client"
 	fi
@@ -690,17 +665,17 @@ fi
 
 # ---- libmicrohttpd's messages do not flood the log ----------------------
 # (Past 2 per address, refused too: one more kind of line.)
-start "$work/flood.log" --device sim --clock-check no --max-connections-per-ip 2 ||
+httpd_start "$work/flood.log" --device sim --clock-check no --max-connections-per-ip 2 ||
 	{ not_ok "idgen-httpd starts"; bail; }
 before=$(wc -l <"$work/flood.log")
 $trickle "$port" 127.0.0.1 2000 half 60
 req flood --interface 127.0.0.9 "$url/livez"
-stop
+httpd_stop
 check "2000 half-sent requests: the service goes on, and logs at most 5 lines for them ($(($(wc -l <"$work/flood.log") - before - 2)))" \
 	test "$(status_of flood)" = 200 -a "$(($(wc -l <"$work/flood.log") - before - 2))" -le 5
 
 # ---- SIGTERM lets a request in flight finish -----------------------------
-start "$work/drain.log" --device sim --clock-check no || { not_ok "idgen-httpd starts"; bail; }
+httpd_start "$work/drain.log" --device sim --clock-check no || { not_ok "idgen-httpd starts"; bail; }
 exec 5<>"/dev/tcp/127.0.0.1/$port"
 printf 'POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{"count"' >&5
 # Signalled only once the service has read what was sent (its end's
@@ -728,7 +703,7 @@ pid=
 check "... having minted those 2" grep -q "simulated generator: 2 IDs minted" "$work/drain.log"
 
 # ---- SIGTERM: requests in flight on every listener finish --------------
-start "$work/drain2.log" --device sim --clock-check no --listen 127.0.0.2:0 ||
+httpd_start "$work/drain2.log" --device sim --clock-check no --listen 127.0.0.2:0 ||
 	{ not_ok "idgen-httpd on two listeners starts"; bail; }
 port2=$(sed -n 's/.*listening on 127.0.0.2:0 (port \([0-9]*\)).*/\1/p' "$work/drain2.log")
 head='POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 11\r\n\r\n{"count"'
@@ -763,7 +738,7 @@ pid=
 exec 7>&-
 # Large requests whose bodies end after SIGTERM: minted on the lane while
 # the service drains, answered before it stops.
-start "$work/drain3.log" --device sim --clock-check no --threads 1 ||
+httpd_start "$work/drain3.log" --device sim --clock-check no --threads 1 ||
 	{ not_ok "idgen-httpd --threads 1 starts"; bail; }
 head='POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{"count"'
 exec 5<>"/dev/tcp/127.0.0.1/$port" 6<>"/dev/tcp/127.0.0.1/$port"
@@ -797,12 +772,12 @@ check "... then the service exits 0, having minted those 20000" \
 	eval 'test $rc = 0 && grep -q "simulated generator: 20000 IDs minted" "$work/drain3.log"'
 # An idle keep-alive connection has nothing to finish: the stop does not
 # wait for it (the drain would wait 5 s).
-start "$work/idle.log" --device sim --clock-check no || { not_ok "idgen-httpd starts"; bail; }
+httpd_start "$work/idle.log" --device sim --clock-check no || { not_ok "idgen-httpd starts"; bail; }
 exec 7<>"/dev/tcp/127.0.0.1/$port"
 printf 'GET /livez HTTP/1.1\r\nHost: t\r\n\r\n' >&7
 read -r -t 10 line7 <&7
 t0=$(date +%s%N)
-stop
+httpd_stop
 rc=$?
 t1=$(date +%s%N)
 exec 7>&-
@@ -810,7 +785,7 @@ check "SIGTERM with an idle keep-alive client: exit 0 in under 3 s ($(((t1 - t0)
 	test "$rc" = 0 -a $(((t1 - t0) / 1000000)) -lt 3000
 
 # ---- /metrics -----------------------------------------------------------
-start "$work/metrics.log" --device sim --clock-check no --callers "order-service chat" ||
+httpd_start "$work/metrics.log" --device sim --clock-check no --callers "order-service chat" ||
 	{ not_ok "idgen-httpd --callers starts"; bail; }
 req m1 -X POST "${J[@]}" -d '{"count":3,"caller":"order-service"}' "$url/v1/ids:next"
 req m2 -X POST "${J[@]}" -d '{"count":2000,"caller":"someone-else"}' "$url/v1/ids:next"
@@ -863,12 +838,12 @@ else
 	n=$((n + 1)); echo "ok $n promtool check metrics # SKIP promtool not installed"
 fi
 bad "POST /metrics" 405 method_not_allowed -X POST "$url/metrics"
-stop
+httpd_stop
 
 # ---- per-caller quotas ---------------------------------------------------
 # slow: one ID per 100 s, bursts of 5 (no refill during the test however
 # slow the machine); fast: 2 IDs/s, bursts of 4; other callers unlimited.
-start "$work/quota.log" --device sim --clock-check no --callers "slow fast" \
+httpd_start "$work/quota.log" --device sim --clock-check no --callers "slow fast" \
 	--quotas "slow=0.01/5 fast=2/4" || { not_ok "idgen-httpd --quotas starts"; bail; }
 qminted=0
 qnext() { req "$1" -X POST "${J[@]}" -d "{\"count\":$2,\"caller\":\"$3\"}" "$url/v1/ids:next"; }
@@ -876,7 +851,7 @@ qnext q1 2 slow; qnext q2 2 slow; qnext q3 1 slow
 check "quota slow=0.01/5: the first 5 IDs (2 + 2 + 1) pass" \
 	test "$(status_of q1)$(status_of q2)$(status_of q3)" = 200200200
 qminted=$((qminted + 5))
-bad "quota slow: the 6th ID" 429 quota_exceeded -X POST "${J[@]}" -d '{"caller":"slow"}' "$url/v1/ids:next"
+bad_next "quota slow: the 6th ID" 429 quota_exceeded '{"caller":"slow"}'
 ra=$(header_of "bad$nbad" Retry-After)
 check "... with Retry-After in whole seconds, up to the 100 s one ID takes ($ra)" \
 	test -n "$ra" -a "$ra" -ge 1 -a "$ra" -le 100
@@ -914,7 +889,7 @@ check "429s counted in idgen_requests_total{code=\"429\"} ($n429)" \
 	has "idgen_requests_total{route=\"/v1/ids:next\",code=\"429\"} $n429"
 check "... and IDs issued only for what was answered" eval 'has "idgen_ids_issued_total{caller=\"slow\"} 5" &&
 	has "idgen_ids_issued_total{caller=\"fast\"} $((qminted - 9))"'
-stop
+httpd_stop
 check "no refused request consumed an ID: the simulation minted exactly the $qminted answered" \
 	grep -q "simulated generator: $qminted IDs minted" "$work/quota.log"
 
@@ -1025,8 +1000,8 @@ cfg "a layouts file whose layout in force now is not the generator's" 1 \
 	"sim:0 mints with layout 3/7/12 (region/worker/sequence bits), but the decode table has layout version 2 (3/10/9) in force now" \
 	--device sim --listen 127.0.0.1:0 --layouts "$work/v2-now.layouts"
 printf '2 2199023255551 3 10 9\n' >"$work/v2-later.layouts"
-if start "$work/v2later.log" --device sim --clock-check no --layouts "$work/v2-later.layouts"; then
-	stop
+if httpd_start "$work/v2later.log" --device sim --clock-check no --layouts "$work/v2-later.layouts"; then
+	httpd_stop
 	check "a layouts file whose next layout is yet to come: it starts, exits 0" test $? = 0
 else
 	not_ok "a layouts file whose next layout is yet to come: it starts"

@@ -29,6 +29,8 @@ httpd=$1
 work=$2/tls
 # shellcheck source=../lib/tap.sh
 . "$top/tests/lib/tap.sh"
+# shellcheck source=../lib/httpd.sh
+. "$top/tests/lib/httpd.sh"
 
 mkdir -p "$work"
 certs=$work/certs
@@ -36,31 +38,6 @@ certs=$work/certs
 pid=
 cleanup() { [ -n "$pid" ] && kill "$pid" 2>/dev/null; }
 trap cleanup EXIT
-
-# start LOG ARGS...: idgen-httpd on a free loopback port; sets pid, port.
-start() {
-	local log=$1 t
-	shift
-	: >"$log"
-	"$httpd" --listen 127.0.0.1:0 --clock-check no "$@" >>"$log" 2>&1 &
-	pid=$!
-	for ((t = 0; t < 100; t++)); do
-		port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$log" | head -n 1)
-		[ -n "$port" ] && return 0
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	sed 's/^/# /' "$log"
-	return 1
-}
-stop() {
-	local rc
-	kill -TERM "$pid"
-	wait "$pid"
-	rc=$?
-	pid=
-	return $rc
-}
 
 # https NAME CURL-ARGS...: one request over TLS; NAME.status, .body, .err.
 https() {
@@ -87,7 +64,7 @@ echo "TAP version 13"
 # ---- HTTPS -------------------------------------------------------------
 cp "$certs/server.pem" "$work/live.pem"
 cp -p "$certs/server.key" "$work/live.key"
-start "$work/https.log" --device sim:60 --tls-cert "$work/live.pem" \
+httpd_start "$work/https.log" --clock-check no --device sim:60 --tls-cert "$work/live.pem" \
 	--tls-key "$work/live.key" || { not_ok "idgen-httpd --tls-cert starts"; echo "1..$n"; exit 1; }
 ok "idgen-httpd --tls-cert --tls-key starts"
 check "its log says TLS is on, the certificate and its expiry" \
@@ -198,11 +175,11 @@ check "... while a connection opened before the reloads goes on, on its own cont
 https m3 "https://127.0.0.1:$port/metrics"
 check "... counted: idgen_tls_reloads_total{result=\"ok\"} 1" \
 	grep -qx 'idgen_tls_reloads_total{result="ok"} 1' "$work/m3.body"
-check "SIGTERM still stops it, exit 0" stop
+check "SIGTERM still stops it, exit 0" httpd_stop
 
 # ---- mTLS: the caller is the certificate's --------------------------------
 cp "$certs/ca.pem" "$work/live-ca.pem"
-start "$work/mtls.log" --device sim:62 --tls-cert "$certs/server.pem" \
+httpd_start "$work/mtls.log" --clock-check no --device sim:62 --tls-cert "$certs/server.pem" \
 	--tls-key "$certs/server.key" --tls-client-ca "$work/live-ca.pem" \
 	--caller-map "$certs/callers.map" --callers 'order-service billing' \
 	--quotas 'order-service=0.001/8 other=1000/1000' ||
@@ -283,12 +260,12 @@ check "SIGHUP with a new client CA: its clients are taken" status_is c0 200
 as foreign c1 '{"count":1}'
 check "... as the caller the map gives: order-service, its quota spent, 429" status_is c1 429
 refused_cert spiffe "... and the old CA's clients are refused on new connections"
-check "SIGTERM stops it" stop
+check "SIGTERM stops it" httpd_stop
 check "the refused requests minted nothing ($minted IDs answered)" \
 	grep -q "simulated generator: $minted IDs minted" "$work/mtls.log"
 
 # tls_unmapped = refuse: a certificate that maps to no caller is refused.
-start "$work/refuse.log" --device sim:63 --tls-cert "$certs/server.pem" \
+httpd_start "$work/refuse.log" --clock-check no --device sim:63 --tls-cert "$certs/server.pem" \
 	--tls-key "$certs/server.key" --tls-client-ca "$certs/ca.pem" \
 	--caller-map "$certs/callers.map" --tls-unmapped refuse \
 	--callers 'order-service billing' ||
@@ -302,16 +279,16 @@ as cn u2 '{"count":1}'
 check "... and a CN that is a caller's name is one" status_is u2 200
 check "... the refusal logged, naming the identity" \
 	grep -q "the SPIFFE ID 'spiffe://example.org/ns/x/sa/stranger' maps to no caller (tls_unmapped = refuse" "$work/refuse.log"
-stop
+httpd_stop
 
 # ---- SIGHUP without TLS: logged, nothing stopped -----------------------------
-start "$work/plain.log" --device sim:66 || { not_ok "a plaintext idgen-httpd starts"; echo "1..$n"; exit 1; }
+httpd_start "$work/plain.log" --clock-check no --device sim:66 || { not_ok "a plaintext idgen-httpd starts"; echo "1..$n"; exit 1; }
 kill -HUP "$pid"
 for ((t = 0; t < 50; t++)); do grep -q "SIGHUP: no TLS files to reload" "$work/plain.log" && break; sleep 0.1; done
 check "SIGHUP without TLS: said, and the service goes on (systemctl reload stops nothing)" eval \
 	'grep -q "info: SIGHUP: no TLS files to reload" "$work/plain.log" &&
 	 curl -s --max-time 5 "http://127.0.0.1:$port/livez" | grep -q "\"status\":\"ok\""'
-stop
+httpd_stop
 
 # ---- configuration -------------------------------------------------------------
 # refused DESC WANT ARGS...: the service exits 1 at once saying WANT.
