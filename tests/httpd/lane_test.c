@@ -204,6 +204,21 @@ static void submit_three(struct __test_metadata *_metadata, FIXTURE_DATA(lane) *
 	wait_done(&self->jobs[2]);
 }
 
+/*
+ * Job 0, 2000 IDs for a client on fd (-1: none), submitted; back once the
+ * lane is in its first chunk's read, where it stays until fake_open().
+ */
+static void submit_held(FIXTURE_DATA(lane) *self, int fd)
+{
+	struct timespec ms = { 0, 1000000 };
+
+	job_init(&self->jobs[0], 2000);
+	self->jobs[0].job.fd = fd;
+	lane_submit(self->l, &self->jobs[0].job);
+	while (!self->f.entered)
+		nanosleep(&ms, NULL);
+}
+
 TEST_F(lane, requests_take_turns_a_chunk_each)
 {
 	/* Expected reads: A 512, B 512, C 300, A 512, B 488, A 476. */
@@ -337,16 +352,11 @@ TEST_F(lane, no_read_while_its_last_id_runs_ahead)
 
 TEST_F(lane, a_client_gone_gets_no_more_ids)
 {
-	struct timespec ms = { 0, 1000000 };
 	int sv[2];
 
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
-	job_init(&self->jobs[0], 2000);
-	self->jobs[0].job.fd = sv[0];
-	lane_submit(self->l, &self->jobs[0].job);
 	/* The lane is in the first chunk's read when the client goes. */
-	while (!self->f.entered)
-		nanosleep(&ms, NULL);
+	submit_held(self, sv[0]);
 	close(sv[1]);
 	fake_open(&self->f);
 	wait_done(&self->jobs[0]);
@@ -359,16 +369,11 @@ TEST_F(lane, a_client_gone_gets_no_more_ids)
 /* A client that shut its sending side (nc -N) still reads: minted for. */
 TEST_F(lane, a_half_closed_client_gets_every_id)
 {
-	struct timespec ms = { 0, 1000000 };
 	char c;
 	int sv[2];
 
 	ASSERT_EQ(0, socketpair(AF_UNIX, SOCK_STREAM, 0, sv));
-	job_init(&self->jobs[0], 2000);
-	self->jobs[0].job.fd = sv[0];
-	lane_submit(self->l, &self->jobs[0].job);
-	while (!self->f.entered)
-		nanosleep(&ms, NULL);
+	submit_held(self, sv[0]);
 	ASSERT_EQ(0, shutdown(sv[1], SHUT_WR));
 	fake_open(&self->f);
 	wait_done(&self->jobs[0]);
@@ -410,11 +415,7 @@ TEST_F(lane, a_half_closed_tcp_client_gets_every_id)
 
 	tcp_pair(&cl, &sv);
 	ASSERT_LE(0, sv);
-	job_init(&self->jobs[0], 2000);
-	self->jobs[0].job.fd = sv;
-	lane_submit(self->l, &self->jobs[0].job);
-	while (!self->f.entered)
-		nanosleep(&ms, NULL);
+	submit_held(self, sv);
 	ASSERT_EQ(0, shutdown(cl, SHUT_WR));
 	nanosleep(&ms, NULL);		/* the FIN is in before the lane looks */
 	fake_open(&self->f);
@@ -434,11 +435,7 @@ TEST_F(lane, a_reset_tcp_client_gets_no_more_ids)
 
 	tcp_pair(&cl, &sv);
 	ASSERT_LE(0, sv);
-	job_init(&self->jobs[0], 2000);
-	self->jobs[0].job.fd = sv;
-	lane_submit(self->l, &self->jobs[0].job);
-	while (!self->f.entered)
-		nanosleep(&ms, NULL);
+	submit_held(self, sv);
 	ASSERT_EQ(0, setsockopt(cl, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg)));
 	close(cl);
 	nanosleep(&ms, NULL);		/* the reset is in before the lane looks */
@@ -452,13 +449,8 @@ TEST_F(lane, a_reset_tcp_client_gets_no_more_ids)
 
 TEST_F(lane, a_cancelled_stream_gets_no_more_ids)
 {
-	struct timespec ms = { 0, 1000000 };
-
-	job_init(&self->jobs[0], 2000);
-	lane_submit(self->l, &self->jobs[0].job);
 	/* Cancelled (a gRPC stream reset) during the first chunk's read. */
-	while (!self->f.entered)
-		nanosleep(&ms, NULL);
+	submit_held(self, -1);
 	atomic_store(&self->jobs[0].job.cancelled, true);
 	fake_open(&self->f);
 	wait_done(&self->jobs[0]);
