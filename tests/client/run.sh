@@ -46,6 +46,8 @@ out=$top/build/client-test
 ct=$out/client_test
 # shellcheck source=../lib/tap.sh
 . "$top/tests/lib/tap.sh"
+# shellcheck source=../lib/httpd.sh
+. "$top/tests/lib/httpd.sh"
 
 mkdir -p "$top/build"
 work=$(mktemp -d "$top/build/client-run.XXXXXX") || exit 1
@@ -103,18 +105,13 @@ tap_step "a program builds with pkg-config idgen-client against the installed li
 # (default: a free one) with ARGS; sets hpid[W] and hport[W].  A restarted
 # host may find its port held a moment (TIME_WAIT): it is tried for 5 s.
 host() {
-	local w=$1 port=${2:-0} log=$work/host$1.log t try
+	local w=$1 port=${2:-0} log=$work/host$1.log try
 	shift $(($# < 2 ? $# : 2))
 	for ((try = 0; try < 25; try++)); do
 		: >"$log"
 		"$httpd" --device "sim:$w" --clock-check no --listen "127.0.0.1:$port" "$@" >>"$log" 2>&1 &
 		hpid[$w]=$!
-		for ((t = 0; t < 100; t++)); do
-			hport[$w]=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$log" | head -n 1)
-			[ -n "${hport[$w]}" ] && return 0
-			kill -0 "${hpid[$w]}" 2>/dev/null || break
-			sleep 0.1
-		done
+		hport[$w]=$(httpd_port "$log" "${hpid[$w]}") && return 0
 		wait "${hpid[$w]}" 2>/dev/null
 		sleep 0.2
 	done

@@ -33,6 +33,8 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 # shellcheck source=../lib/tap.sh
 . "$top/tests/lib/tap.sh"
+# shellcheck source=../lib/httpd.sh
+. "$top/tests/lib/httpd.sh"
 # shellcheck source=../idgend/daemon-lib.sh
 . "$top/tests/idgend/daemon-lib.sh"
 module=${1:?usage: httpd-suite.sh MODULE}
@@ -96,12 +98,7 @@ check "build/idgend-test/clock_sync is there (tests/idgend/run.sh builds it)" te
 "$httpd" --listen 127.0.0.1:0 --grpc-listen 127.0.0.1:0 --device /dev/idgen \
 	--callers guest-test --ready-margin-ms 2000 >"$work/httpd.log" 2>&1 &
 hpid=$!
-for ((t = 0; t < 100; t++)); do
-	port=$(sed -n 's/.*listening on .* (port \([0-9]*\)).*/\1/p' "$work/httpd.log")
-	[ -n "$port" ] && break
-	sleep 0.2
-done
-if [ -z "$port" ]; then
+if ! port=$(httpd_port "$work/httpd.log" "$hpid" 20); then
 	not_ok "idgen-httpd --device /dev/idgen starts"
 	sed 's/^/# /' "$work/httpd.log"
 	echo "1..$n"
