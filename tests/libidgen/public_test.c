@@ -534,23 +534,36 @@ TEST_F(keyfile, loads_and_encodes_like_the_key_it_holds)
 	idgen_keyring_free(b);
 }
 
+/*
+ * A good key written as path with mode, that group or others may read or
+ * write (how): refused with -EACCES and a message naming the file, how it
+ * is open and its mode.
+ */
+static void expect_mode_refused(struct __test_metadata *_metadata,
+				struct idgen_keyring *kr, const char *path,
+				mode_t mode, const char *how)
+{
+	char err[256], want[160];
+
+	ASSERT_EQ(0, write_key(path, good_key, mode));
+	err[0] = '\0';
+	EXPECT_EQ(-EACCES, idgen_keyring_load(kr, path, err, sizeof(err)));
+	snprintf(want, sizeof(want), "%s: %s by group or others (mode %04o)",
+		 path, how, (unsigned int)mode);
+	TH_LOG("%s", err);
+	EXPECT_EQ(0, strncmp(err, want, strlen(want)));
+}
+
 TEST_F(keyfile, readable_by_group_or_others_is_refused)
 {
 	static const mode_t modes[] = { 0640, 0644, 0604, 0440 };
 	struct idgen_keyring *kr;
-	char err[256], want[160];
+	char err[256];
 	size_t i;
 
 	ASSERT_EQ(0, idgen_keyring_new(&kr));
-	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
-		ASSERT_EQ(0, write_key(self->path, good_key, modes[i]));
-		err[0] = '\0';
-		EXPECT_EQ(-EACCES, idgen_keyring_load(kr, self->path, err, sizeof(err)));
-		snprintf(want, sizeof(want), "%s: readable by group or others (mode %04o)",
-			 self->path, (unsigned int)modes[i]);
-		TH_LOG("%s", err);
-		EXPECT_EQ(0, strncmp(err, want, strlen(want)));
-	}
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		expect_mode_refused(_metadata, kr, self->path, modes[i], "readable");
 	EXPECT_EQ(0, idgen_keyring_count(kr));
 	/* Missing file: the path and strerror. */
 	unlink(self->path);
@@ -566,19 +579,11 @@ TEST_F(keyfile, writable_by_group_or_others_is_refused)
 {
 	static const mode_t modes[] = { 0620, 0602, 0622 };
 	struct idgen_keyring *kr;
-	char err[256], want[160];
 	size_t i;
 
 	ASSERT_EQ(0, idgen_keyring_new(&kr));
-	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
-		ASSERT_EQ(0, write_key(self->path, good_key, modes[i]));
-		err[0] = '\0';
-		EXPECT_EQ(-EACCES, idgen_keyring_load(kr, self->path, err, sizeof(err)));
-		snprintf(want, sizeof(want), "%s: writable by group or others (mode %04o)",
-			 self->path, (unsigned int)modes[i]);
-		TH_LOG("%s", err);
-		EXPECT_EQ(0, strncmp(err, want, strlen(want)));
-	}
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++)
+		expect_mode_refused(_metadata, kr, self->path, modes[i], "writable");
 	EXPECT_EQ(0, idgen_keyring_count(kr));
 	idgen_keyring_free(kr);
 }
