@@ -108,6 +108,12 @@ if [ -n "${IDGEN_PG_RESULTS:-}" ]; then
 	mkdir -p "$IDGEN_PG_RESULTS" && cp "$tmp"/regress/results/*.out "$IDGEN_PG_RESULTS"/
 fi
 
+# sql ARGS...: psql's unaligned answer (and its errors) from the server.
+sql() { "$bindir/psql" -X -q -h "$tmp" -U postgres -d postgres -tA "$@" 2>&1; }
+# held OUT: OUT says a simulated worker was held by another process of
+# this host (the check is skipped, not failed).
+held() { grep -q "another simulated generator" <<<"$1"; }
+
 # idgen.device = 'sim:WORKER': libidgen's simulated generator, as the
 # index benchmark (scripts/bench/bench-pg.sh) mints from it.  Its worker is held
 # host-wide: a run beside another that holds it is skipped, not failed.
@@ -121,8 +127,8 @@ SELECT count(*), count(DISTINCT id), bool_and(w = $sim_worker AND r = 0),
           FROM (SELECT idgen_next() AS id, g AS n FROM generate_series(1, 5000) g
                 UNION ALL
                 SELECT id, 5000 + row_number() OVER () FROM idgen_next_n(5000) id) a) b;"
-sim_out=$("$bindir/psql" -X -q -h "$tmp" -U postgres -d postgres -tA -F' ' -c "$sim_sql" 2>&1)
-if grep -q "another simulated generator" <<<"$sim_out"; then
+sim_out=$(sql -F' ' -c "$sim_sql")
+if held "$sim_out"; then
 	tap_skip "idgen.device = 'sim:$sim_worker': idgen_next() and idgen_next_n() from the simulation" \
 		"worker $sim_worker is held by another process of this host"
 else
@@ -149,8 +155,8 @@ SELECT count(*), bool_and(w = CASE WHEN n <= 25 THEN 120 ELSE 121 END),
   FROM (SELECT n, id, (idgen_decode(id)).worker AS w,
                lag(id) OVER (PARTITION BY (idgen_decode(id)).worker ORDER BY n) AS prev
           FROM minted) m;"
-buf_out=$("$bindir/psql" -X -q -h "$tmp" -U postgres -d postgres -tA -F' ' -c "$buf_sql" 2>&1)
-if grep -q "another simulated generator" <<<"$buf_out"; then
+buf_out=$(sql -F' ' -c "$buf_sql")
+if held "$buf_out"; then
 	tap_skip "a session's buffer follows idgen.buffer_size and idgen.device" \
 		"worker 120 or 121 is held by another process of this host"
 else
@@ -162,8 +168,7 @@ fi
 # repeated IDs), and a value that is neither is named, not taken for a
 # file and refused later as a missing lease (IG002).
 for bad in 'sim:/tmp/idgen-pg-sim-state' 'sim:101 ' 'sim:+5' 'sim:128' 'sim:012' 'sim'; do
-	bad_out=$("$bindir/psql" -X -q -h "$tmp" -U postgres -d postgres -tA -v VERBOSITY=verbose \
-		-c "SET idgen.device = '$bad'" -c "SELECT idgen_next()" 2>&1)
+	bad_out=$(sql -v VERBOSITY=verbose -c "SET idgen.device = '$bad'" -c "SELECT idgen_next()")
 	if grep -qF "ERROR:  22023: idgen.device \"$bad\" is not a simulated worker" <<<"$bad_out" &&
 	   ! grep -q IG002 <<<"$bad_out"; then
 		ok "idgen.device = '$bad' is refused, naming it (22023), no IG002"
@@ -188,9 +193,8 @@ fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT, 0o600)
 os.fchmod(fd, 0o600)
 os.pwrite(fd, b"idgensim" + struct.pack("=Q", ms << 22 | (1 << 22) - 1), 0)
 os.close(fd)' "$step_mark" 60000
-step_out=$("$bindir/psql" -X -q -h "$tmp" -U postgres -d postgres -tA -v VERBOSITY=verbose \
-	-c "SET idgen.device = 'sim:$step_worker'" -c "SELECT idgen_next()" 2>&1)
-if grep -q "another simulated generator" <<<"$step_out"; then
+step_out=$(sql -v VERBOSITY=verbose -c "SET idgen.device = 'sim:$step_worker'" -c "SELECT idgen_next()")
+if held "$step_out"; then
 	tap_skip "a simulated worker's next session after a step back of the clock" \
 		"worker $step_worker is held by another process of this host"
 else
