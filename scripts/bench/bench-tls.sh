@@ -159,8 +159,8 @@ for ((r = 1; r <= rounds; r++)); do
 	read -r rps _ cpu _ < <(wrk_run "c-n-$r" "$nginx_pid" "$nginx_url" "$work/count1.lua" "$seconds" "${close[@]}")
 	c_n+=("$rps") c_nc+=("$cpu")
 	# The load's core: whether wrk's own handshakes bound (c).
-	c_lh+=("$(awk -v t=$((l1 - l0)) -v hz="$hz" -v s="$seconds" 'BEGIN { b = 100 * t / hz / s; printf "%.0f", b > 100 ? 100 : b }')")
-	c_ln+=("$(awk -v t=$(($(core_ticks "$load_cpu") - l1)) -v hz="$hz" -v s="$seconds" 'BEGIN { b = 100 * t / hz / s; printf "%.0f", b > 100 ? 100 : b }')")
+	c_lh+=("$(awk -v t=$((l1 - l0)) -v hz="$hz" -v s="$seconds" 'BEGIN { b = 100 * t / hz / s; printf "%.0f", (b > 100 ? 100 : b) }')")
+	c_ln+=("$(awk -v t=$(($(core_ticks "$load_cpu") - l1)) -v hz="$hz" -v s="$seconds" 'BEGIN { b = 100 * t / hz / s; printf "%.0f", (b > 100 ? 100 : b) }')")
 	echo "   round $r: https ${a_h[-1]} / ${a_n[-1]} req/s, gRPC ${b_h[-1]} / ${b_n[-1]} calls/s, new connections ${c_h[-1]} / ${c_n[-1]} /s (idgen-httpd / nginx)"
 done
 
