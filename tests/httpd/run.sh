@@ -675,6 +675,17 @@ check "2000 half-sent requests: the service goes on, and logs at most 5 lines fo
 	test "$(status_of flood)" = 200 -a "$(($(wc -l <"$work/flood.log") - before - 2))" -le 5
 
 # ---- SIGTERM lets a request in flight finish -----------------------------
+# term_draining LOG: SIGTERM to the service, and back once LOG says it
+# stops after the requests in flight (or 5 s on).
+term_draining() {
+	local t
+
+	kill -TERM "$pid"
+	for ((t = 0; t < 50; t++)); do
+		grep -q 'stopping once the requests in flight are answered' "$1" && return
+		sleep 0.1
+	done
+}
 httpd_start "$work/drain.log" --device sim --clock-check no || { not_ok "idgen-httpd starts"; bail; }
 exec 5<>"/dev/tcp/127.0.0.1/$port"
 printf 'POST /v1/ids:next HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nContent-Length: 11\r\nConnection: close\r\n\r\n{"count"' >&5
@@ -685,12 +696,8 @@ for ((t = 0; t < 200; t++)); do
 	[ "$(ss -Htn state established "( sport = :$port )" | awk '{ print $1 }')" = 0 ] && break
 	sleep 0.05
 done
-kill -TERM "$pid"
 # The stop waits for the request; the rest of its body comes after it.
-for ((t = 0; t < 50; t++)); do
-	grep -q 'stopping once the requests in flight are answered' "$work/drain.log" && break
-	sleep 0.1
-done
+term_draining "$work/drain.log"
 printf ':2}' >&5
 answer=$(timeout 20 cat <&5)
 exec 5>&-
@@ -714,11 +721,7 @@ read -r -t 10 line7 <&7
 printf "$head" >&5
 printf "$head" >&6
 sleep 0.5	# (their headers read: in flight)
-kill -TERM "$pid"
-for ((t = 0; t < 50; t++)); do
-	grep -q 'stopping once the requests in flight are answered' "$work/drain2.log" && break
-	sleep 0.1
-done
+term_draining "$work/drain2.log"
 printf ':2}' >&5
 printf ':2}' >&6
 answer5=$(timeout 20 cat <&5 | tr -d '\r')
@@ -745,11 +748,7 @@ exec 5<>"/dev/tcp/127.0.0.1/$port" 6<>"/dev/tcp/127.0.0.1/$port"
 printf "$head" >&5
 printf "$head" >&6
 sleep 0.5	# (their headers read: in flight)
-kill -TERM "$pid"
-for ((t = 0; t < 50; t++)); do
-	grep -q 'stopping once the requests in flight are answered' "$work/drain3.log" && break
-	sleep 0.1
-done
+term_draining "$work/drain3.log"
 printf ':10000}' >&5
 printf ':10000}' >&6
 timeout 20 cat <&5 | tr -d '\r' >"$work/drain3.a5"
