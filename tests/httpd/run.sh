@@ -65,14 +65,6 @@ echo "TAP version 13"
 tap_step "build helper/httpd" make -s -C "$top/helper/httpd" || bail
 tap_step "build the idgen-httpd tests" make -s -C "$here" OUT="$out" || bail
 
-# req NAME CURL-ARGS...: one request; NAME.status, NAME.hdr, NAME.body.
-req() {
-	local name=$1
-	shift
-	curl -s -o "$work/$name.body" -D "$work/$name.hdr" -w '%{http_code}' \
-		--max-time 20 "$@" >"$work/$name.status"
-}
-status_of() { cat "$work/$1.status"; }
 header_of() { tr -d '\r' <"$work/$1.hdr" | sed -n "s/^$2: //Ip"; }
 
 # bad DESC STATUS CODE CURL-ARGS...: an error answer; its JSON is checked

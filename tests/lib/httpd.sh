@@ -48,3 +48,14 @@ httpd_stop() {
 	pid=
 	return $rc
 }
+
+# req NAME CURL-ARGS...: one request, within $req_timeout s (20); its
+# answer in $work: NAME.status, NAME.hdr, NAME.body.
+req() {
+	local name=$1
+	shift
+	# shellcheck disable=SC2154 # $work: the suite's
+	curl -s -o "$work/$name.body" -D "$work/$name.hdr" -w '%{http_code}' \
+		--max-time "${req_timeout:-20}" "$@" >"$work/$name.status"
+}
+status_of() { cat "$work/$1.status"; }

@@ -59,14 +59,8 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# req NAME CURL-ARGS...: NAME.status, NAME.body
-req() {
-	local name=$1
-	shift
-	curl -s -o "$work/$name.body" -D "$work/$name.hdr" -w '%{http_code}' \
-		--max-time 30 "$@" >"$work/$name.status"
-}
-status_of() { cat "$work/$1.status"; }
+# TCG is slow: tests/lib/httpd.sh's req waits 30 s.
+req_timeout=30
 body_of() { cat "$work/$1.body"; }
 # The reasons' codes of a /readyz answer, comma-separated.
 reasons() { grep -o '"code":"[a-z_]*"' "$work/$1.body" | cut -d'"' -f4 | paste -sd,; }
