@@ -244,9 +244,11 @@ static enum outcome perform(struct etcd *e, const char *ep, const char *path,
 		 * just reset the connection it finished a handshake on, no
 		 * alert read (a reset on a connection new in this transfer):
 		 * say what that most likely means.  Whether the
-		 * request was sent decides as for any reset, below.
+		 * request was sent decides as for any reset, below.  Over
+		 * HTTP/2 (ALPN h2, which etcd offers) curl reports the
+		 * reset as the framing layer's error, CURLE_HTTP2.
 		 */
-		if ((rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR) &&
+		if ((rc == CURLE_SEND_ERROR || rc == CURLE_RECV_ERROR || rc == CURLE_HTTP2) &&
 		    oserr == ECONNRESET && e->creds && e->creds->cert.path) {
 			long conns = 0;
 
