@@ -41,7 +41,7 @@ struct buffer_state {
 	/* Protected by lock: ids[head..head+count) are increasing. */
 	size_t head, count;
 	struct idgen_forkguard_stamp stamp;	/* whose the IDs are */
-	/* capacity IDs, then each one's read, CLOCK_BOOTTIME ms */
+	/* capacity IDs, then each one's read, CLOCK_BOOTTIME ns */
 	uint64_t ids[];
 };
 
@@ -134,17 +134,28 @@ IDGEN_EXPORT void idgen_buffer_free(struct idgen_buffer *b)
 	free(b);
 }
 
-/* CLOCK_BOOTTIME in ms: never stepped, and it counts time suspended. */
-static uint64_t boot_ms(void)
+/*
+ * CLOCK_BOOTTIME in ns: never stepped, and it counts time suspended.  In
+ * ns, not ms: ages compared in whole milliseconds of one clock let an ID
+ * through at up to max_age_ms + 1 by another's (the wall clock an ID's
+ * time field is read against).
+ */
+static uint64_t boot_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_BOOTTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (uint64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Each buffered ID's read, CLOCK_BOOTTIME ms: after the IDs. */
-static uint64_t *read_ms(const struct idgen_buffer *b)
+/* The age bound in ns. */
+static uint64_t max_age_ns(const struct idgen_buffer *b)
+{
+	return b->max_age_ms * 1000000;
+}
+
+/* Each buffered ID's read, CLOCK_BOOTTIME ns: after the IDs. */
+static uint64_t *read_ns(const struct idgen_buffer *b)
 {
 	return b->s->ids + b->capacity;
 }
@@ -158,9 +169,9 @@ static ssize_t mint(struct idgen_buffer *b, uint64_t *ids, size_t n)
 static void drop_stale(struct idgen_buffer *b)
 {
 	struct buffer_state *s = b->s;
-	uint64_t now = boot_ms();
+	uint64_t now = boot_ns();
 
-	while (s->count && now - read_ms(b)[s->head] > b->max_age_ms) {
+	while (s->count && now - read_ns(b)[s->head] > max_age_ns(b)) {
 		s->head++;
 		s->count--;
 	}
@@ -172,7 +183,7 @@ static void drop_stale(struct idgen_buffer *b)
 static int refill(struct idgen_buffer *b)
 {
 	struct buffer_state *s = b->s;
-	uint64_t at, *rd = read_ms(b);
+	uint64_t at, *rd = read_ns(b);
 	ssize_t r;
 	size_t i;
 
@@ -184,7 +195,7 @@ static int refill(struct idgen_buffer *b)
 	if (s->count >= b->capacity)
 		return 0;
 	/* Before the read: a read that sleeps for the clock ages its IDs. */
-	at = boot_ms();
+	at = boot_ns();
 	r = mint(b, s->ids + s->count, b->capacity - s->count);
 	if (r < 0)
 		return r;
@@ -210,7 +221,7 @@ static int take_unbuffered(struct idgen_buffer *b, uint64_t *id)
 again:
 	me = idgen_forkguard_stamp();
 	for (tries = 0; tries < 2; tries++) {
-		at = boot_ms();
+		at = boot_ns();
 		r = mint(b, &got, 1);
 		if (r < 0)
 			return r;
@@ -220,7 +231,7 @@ again:
 		 */
 		if (!idgen_forkguard_mine(&me))
 			goto again;
-		if (boot_ms() - at <= b->max_age_ms) {
+		if (boot_ns() - at <= max_age_ns(b)) {
 			*id = got;
 			return 0;
 		}
